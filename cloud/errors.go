@@ -1,0 +1,83 @@
+package cloud
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+var (
+	// ErrNotFound is returned when no object with the ID exists in the
+	// tenant (organisation and mode) asked about.
+	ErrNotFound = errors.New("not found")
+
+	// ErrConflict is returned when a write would break a uniqueness rule,
+	// such as a second person with the same email address.
+	ErrConflict = errors.New("conflict")
+
+	// ErrInvalidState is returned (wrapped in *StateError) when the object's
+	// state does not allow the action.
+	ErrInvalidState = errors.New("invalid state")
+
+	// ErrIdempotencyInFlight is returned when a request with the same
+	// idempotency key is still being processed.
+	ErrIdempotencyInFlight = errors.New("idempotency key in flight")
+)
+
+// FieldError names one problem with one input field. Field is the path
+// inside the input it concerns ("name", "member_ids[2]"); the transport adds
+// where the input came from (body, query).
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+// ValidationError is returned when input breaks one or more rules; it lists
+// every problem found, not only the first.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "validation failed: " + strings.Join(parts, "; ")
+}
+
+// Add records a problem with field.
+func (e *ValidationError) Add(field, format string, args ...any) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err returns e when it holds a problem, else nil.
+func (e *ValidationError) Err() error {
+	if e == nil || len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}
+
+// ConflictError is returned when a write would break a uniqueness rule; Field
+// names the input that collided. It unwraps to ErrConflict.
+type ConflictError struct {
+	Field   string
+	Message string
+}
+
+func (e *ConflictError) Error() string { return "conflict: " + e.Field + ": " + e.Message }
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// StateError is returned when an object's status does not allow an action.
+// It unwraps to ErrInvalidState.
+type StateError struct {
+	Object string // "person"
+	State  string // "inactive"
+	Action string // "deactivate"
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("cannot %s a %s that is %s", e.Action, e.Object, e.State)
+}
+func (e *StateError) Unwrap() error { return ErrInvalidState }

@@ -1,0 +1,117 @@
+package cloud
+
+import (
+	"context"
+	"time"
+)
+
+// Store is what the cloud keeps its records in. cloud/sqlite and
+// cloud/postgres implement it and pass cloud/storetest.
+//
+// Every method confined to a tenant returns ErrNotFound for an ID that
+// belongs to another organisation or mode. List methods return rows newest
+// first (created_at, then ID, descending), at most page.Limit of them, and
+// whether more follow.
+type Store interface {
+	// CreateOrganisation stores a new organisation.
+	CreateOrganisation(ctx context.Context, o Organisation) error
+	// Organisation returns an organisation or ErrNotFound.
+	Organisation(ctx context.Context, id string) (Organisation, error)
+
+	// CreateKey stores a key. The hash must be unique.
+	CreateKey(ctx context.Context, k APIKey) error
+	// KeyByHash returns the key with this hash and its organisation's plan,
+	// revoked or not, or ErrNotFound.
+	KeyByHash(ctx context.Context, hash []byte) (Principal, error)
+	// RevokeKey marks a key of the organisation revoked; ErrNotFound when
+	// the organisation has no such key. Revoking twice keeps the first time.
+	RevokeKey(ctx context.Context, orgID, keyID string, at time.Time) error
+
+	// CreateSite stores a new site.
+	CreateSite(ctx context.Context, s Site) error
+	// Site returns a site or ErrNotFound.
+	Site(ctx context.Context, t Tenant, id string) (Site, error)
+	// UpdateSite applies fn to the current site inside one transaction and
+	// stores the result; fn's error aborts and is returned as is.
+	UpdateSite(ctx context.Context, t Tenant, id string, fn func(*Site) error) (Site, error)
+	// ListSites returns a page of sites.
+	ListSites(ctx context.Context, t Tenant, f SiteFilter, p Page) ([]Site, bool, error)
+
+	// CreateGate stores a new gate; its site must exist in the tenant.
+	CreateGate(ctx context.Context, g Gate) error
+	// Gate returns a gate or ErrNotFound.
+	Gate(ctx context.Context, t Tenant, id string) (Gate, error)
+	// UpdateGate is UpdateSite for gates.
+	UpdateGate(ctx context.Context, t Tenant, id string, fn func(*Gate) error) (Gate, error)
+	// ListGates returns a page of gates.
+	ListGates(ctx context.Context, t Tenant, f GateFilter, p Page) ([]Gate, bool, error)
+
+	// CreatePerson stores a new person; a used email returns *ConflictError.
+	CreatePerson(ctx context.Context, p Person) error
+	// Person returns a person or ErrNotFound.
+	Person(ctx context.Context, t Tenant, id string) (Person, error)
+	// People returns the people of the tenant with these IDs, in any order,
+	// leaving out IDs that are not found.
+	People(ctx context.Context, t Tenant, ids []string) ([]Person, error)
+	// UpdatePerson is UpdateSite for people; a used email returns
+	// *ConflictError.
+	UpdatePerson(ctx context.Context, t Tenant, id string, fn func(*Person) error) (Person, error)
+	// ListPeople returns a page of people.
+	ListPeople(ctx context.Context, t Tenant, f PersonFilter, p Page) ([]Person, bool, error)
+
+	// CreateTeam stores a new team with its members, who must exist.
+	CreateTeam(ctx context.Context, tm Team) error
+	// Team returns a team with its members or ErrNotFound.
+	Team(ctx context.Context, t Tenant, id string) (Team, error)
+	// UpdateTeam is UpdateSite for teams; fn may change MemberIDs.
+	UpdateTeam(ctx context.Context, t Tenant, id string, fn func(*Team) error) (Team, error)
+	// ListTeams returns a page of teams with their members.
+	ListTeams(ctx context.Context, t Tenant, f TeamFilter, p Page) ([]Team, bool, error)
+
+	// ClaimIdempotencyKey records that rec's request has started. When no
+	// live record holds the key it stores rec (state in flight) and returns
+	// nil: the caller owns the key. Otherwise it returns the record that
+	// holds it. A record created before expiredBefore, or still in flight
+	// since before staleBefore (its process died), is replaced.
+	ClaimIdempotencyKey(ctx context.Context, rec IdempotencyRecord, staleBefore, expiredBefore time.Time) (*IdempotencyRecord, error)
+	// CompleteIdempotencyKey stores the response of an owned key.
+	CompleteIdempotencyKey(ctx context.Context, t Tenant, key, owner string, resp StoredResponse) error
+	// ReleaseIdempotencyKey forgets an owned key, so the request may be
+	// retried with it.
+	ReleaseIdempotencyKey(ctx context.Context, t Tenant, key, owner string) error
+	// PurgeIdempotencyKeys deletes records created before the time.
+	PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
+
+	// CountRequest adds one request to the tenant's counter for the window
+	// starting at windowStart and returns the count including it.
+	CountRequest(ctx context.Context, t Tenant, windowStart time.Time) (int64, error)
+	// PurgeRequestCounts deletes counters of windows before the time.
+	PurgeRequestCounts(ctx context.Context, before time.Time) (int64, error)
+
+	// Secret returns the named server secret, storing generate's value first
+	// if there is none, so every process sharing the store agrees on it.
+	Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+
+	// Close releases the store's connections.
+	Close() error
+}
+
+// IdempotencyRecord is a POST request seen under an Idempotency-Key.
+type IdempotencyRecord struct {
+	Tenant      Tenant
+	Key         string
+	Owner       string // random token of the process and request that claimed it
+	Fingerprint []byte // hash of method, path and body
+	Method      string
+	Path        string
+	CreatedAt   time.Time
+	Done        bool
+	Response    StoredResponse
+}
+
+// StoredResponse is a response kept for replay.
+type StoredResponse struct {
+	Status int
+	Header map[string]string
+	Body   []byte
+}
