@@ -92,6 +92,10 @@ func checkText(v *ValidationError, field, s string, required bool, max int) {
 }
 
 func checkID(v *ValidationError, field, prefix, id string) bool {
+	if id == "" {
+		v.Add(field, "is required")
+		return false
+	}
 	if !ids.Valid(prefix, id) {
 		v.Add(field, "must be a %s ID (%s_ followed by 26 characters)", prefix, prefix)
 		return false
@@ -180,11 +184,17 @@ func isLetters(s string) bool {
 	return true
 }
 
+// ValidateSite returns a *ValidationError listing every problem with in,
+// or nil. create says whether in is for a new site.
+func (s *Service) ValidateSite(_ context.Context, _ Tenant, in SiteInput, create bool) error {
+	var v ValidationError
+	checkSiteInput(&v, in, create)
+	return v.Err()
+}
+
 // CreateSite creates a site.
 func (s *Service) CreateSite(ctx context.Context, t Tenant, in SiteInput) (Site, error) {
-	var v ValidationError
-	checkSiteInput(&v, in, true)
-	if err := v.Err(); err != nil {
+	if err := s.ValidateSite(ctx, t, in, true); err != nil {
 		return Site{}, err
 	}
 	now := s.Now()
@@ -198,9 +208,7 @@ func (s *Service) CreateSite(ctx context.Context, t Tenant, in SiteInput) (Site,
 
 // UpdateSite changes the fields of in that are set.
 func (s *Service) UpdateSite(ctx context.Context, t Tenant, id string, in SiteInput) (Site, error) {
-	var v ValidationError
-	checkSiteInput(&v, in, false)
-	if err := v.Err(); err != nil {
+	if err := s.ValidateSite(ctx, t, in, false); err != nil {
 		return Site{}, err
 	}
 	return s.store.UpdateSite(ctx, t, id, func(site *Site) error {
@@ -234,14 +242,21 @@ func checkGateInput(v *ValidationError, in GateInput, create bool) {
 	}
 }
 
+// ValidateGate is ValidateSite for gates.
+func (s *Service) ValidateGate(ctx context.Context, t Tenant, in GateInput, create bool) error {
+	var v ValidationError
+	if create {
+		if err := s.checkSite(ctx, &v, t, "site_id", in.SiteID.Value); err != nil {
+			return err
+		}
+	}
+	checkGateInput(&v, in, create)
+	return v.Err()
+}
+
 // CreateGate creates a gate at a site of the tenant.
 func (s *Service) CreateGate(ctx context.Context, t Tenant, in GateInput) (Gate, error) {
-	var v ValidationError
-	if err := s.checkSite(ctx, &v, t, "site_id", in.SiteID.Value); err != nil {
-		return Gate{}, err
-	}
-	checkGateInput(&v, in, true)
-	if err := v.Err(); err != nil {
+	if err := s.ValidateGate(ctx, t, in, true); err != nil {
 		return Gate{}, err
 	}
 	now := s.Now()
@@ -255,9 +270,7 @@ func (s *Service) CreateGate(ctx context.Context, t Tenant, in GateInput) (Gate,
 
 // UpdateGate changes a gate's name or direction.
 func (s *Service) UpdateGate(ctx context.Context, t Tenant, id string, in GateInput) (Gate, error) {
-	var v ValidationError
-	checkGateInput(&v, in, false)
-	if err := v.Err(); err != nil {
+	if err := s.ValidateGate(ctx, t, in, false); err != nil {
 		return Gate{}, err
 	}
 	return s.store.UpdateGate(ctx, t, id, func(g *Gate) error {
@@ -299,13 +312,18 @@ func (s *Service) checkPersonInput(ctx context.Context, v *ValidationError, t Te
 	return nil
 }
 
+// ValidatePerson is ValidateSite for people.
+func (s *Service) ValidatePerson(ctx context.Context, t Tenant, in PersonInput, create bool) error {
+	var v ValidationError
+	if err := s.checkPersonInput(ctx, &v, t, in, create); err != nil {
+		return err
+	}
+	return v.Err()
+}
+
 // CreatePerson creates an active person.
 func (s *Service) CreatePerson(ctx context.Context, t Tenant, in PersonInput) (Person, error) {
-	var v ValidationError
-	if err := s.checkPersonInput(ctx, &v, t, in, true); err != nil {
-		return Person{}, err
-	}
-	if err := v.Err(); err != nil {
+	if err := s.ValidatePerson(ctx, t, in, true); err != nil {
 		return Person{}, err
 	}
 	now := s.Now()
@@ -320,11 +338,7 @@ func (s *Service) CreatePerson(ctx context.Context, t Tenant, in PersonInput) (P
 
 // UpdatePerson changes the fields of in that are set.
 func (s *Service) UpdatePerson(ctx context.Context, t Tenant, id string, in PersonInput) (Person, error) {
-	var v ValidationError
-	if err := s.checkPersonInput(ctx, &v, t, in, false); err != nil {
-		return Person{}, err
-	}
-	if err := v.Err(); err != nil {
+	if err := s.ValidatePerson(ctx, t, in, false); err != nil {
 		return Person{}, err
 	}
 	return s.store.UpdatePerson(ctx, t, id, func(p *Person) error {
@@ -428,13 +442,18 @@ func checkLead(tm *Team, in TeamInput) error {
 	return &ValidationError{Fields: []FieldError{{Field: field, Message: "the lead must be one of the team's members"}}}
 }
 
+// ValidateTeam is ValidateSite for teams.
+func (s *Service) ValidateTeam(ctx context.Context, t Tenant, in TeamInput, create bool) error {
+	var v ValidationError
+	if err := s.checkTeamInput(ctx, &v, t, in, create); err != nil {
+		return err
+	}
+	return v.Err()
+}
+
 // CreateTeam creates a team.
 func (s *Service) CreateTeam(ctx context.Context, t Tenant, in TeamInput) (Team, error) {
-	var v ValidationError
-	if err := s.checkTeamInput(ctx, &v, t, in, true); err != nil {
-		return Team{}, err
-	}
-	if err := v.Err(); err != nil {
+	if err := s.ValidateTeam(ctx, t, in, true); err != nil {
 		return Team{}, err
 	}
 	now := s.Now()
@@ -458,11 +477,7 @@ func (s *Service) CreateTeam(ctx context.Context, t Tenant, in TeamInput) (Team,
 
 // UpdateTeam changes the fields of in that are set.
 func (s *Service) UpdateTeam(ctx context.Context, t Tenant, id string, in TeamInput) (Team, error) {
-	var v ValidationError
-	if err := s.checkTeamInput(ctx, &v, t, in, false); err != nil {
-		return Team{}, err
-	}
-	if err := v.Err(); err != nil {
+	if err := s.ValidateTeam(ctx, t, in, false); err != nil {
 		return Team{}, err
 	}
 	return s.store.UpdateTeam(ctx, t, id, func(tm *Team) error {

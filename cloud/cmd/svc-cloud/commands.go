@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/postgres"
+	"github.com/svc-vms/svc/cloud/sqlite"
+)
+
+const usage = `usage:
+  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo]
+  svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
+  svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
+  svc-cloud keys revoke --org ID --key-id ID
+Every flag also reads an SVC_* variable; run a command with -h for its flags.`
+
+func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	if len(args) == 0 {
+		return usageError{usage}
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "seed":
+		return seed(ctx, args[1:], stdout, stderr)
+	case "keys":
+		if len(args) > 1 && args[1] == "create" {
+			return keysCreate(ctx, args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "revoke" {
+			return keysRevoke(ctx, args[2:], stdout, stderr)
+		}
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q\n%s", strings.Join(args, " "), usage)}
+}
+
+// parse parses a command's flags; positional arguments are a mistake.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return usageError{"help shown"}
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+// openStore opens PostgreSQL when a URL is given, else SQLite under the
+// data directory.
+func openStore(ctx context.Context, cfg *Config) (cloud.Store, string, error) {
+	if cfg.DatabaseURL != "" {
+		s, err := postgres.Open(ctx, cfg.DatabaseURL)
+		return s, "postgres", err
+	}
+	s, err := sqlite.Open(ctx, cfg.sqlitePath())
+	return s, "sqlite " + cfg.sqlitePath(), err
+}
+
+func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.serveFlags(fs)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log := cfg.logger(stderr)
+	limits, _ := cfg.limits()
+	store, kind, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc := cloud.NewService(store, time.Now)
+	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: log, DocsURL: cfg.DocsURL, RateLimits: limits})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	base := "http://" + ln.Addr().String() + "/v1"
+	if cfg.Demo {
+		if err := demo(ctx, svc, &cfg, base, stdout); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	log.Info("serving", "url", base, "store", kind)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error { return api.Maintain(gctx, 10*time.Minute) })
+	g.Go(func() error {
+		<-gctx.Done()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		err := srv.Shutdown(shutdown)
+		log.Info("stopped")
+		return err
+	})
+	return g.Wait()
+}
+
+// demo seeds a demo organisation on the first start with --demo and keeps
+// its keys in DIR/demo.json (mode 0600), so later starts print them again.
+func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, stdout io.Writer) error {
+	dir := cfg.DataDir
+	if dir == "" {
+		dir = "."
+	}
+	path := filepath.Join(dir, "demo.json")
+	raw, err := os.ReadFile(path)
+	var keys cloud.SeedKeys
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			return fmt.Errorf("demo: read %s: %w (delete it to seed a new demo organisation)", path, err)
+		}
+	case errors.Is(err, os.ErrNotExist):
+		res, err := svc.Seed(ctx, "Demo Organisation", cloud.PlanPro)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		keys = res.Keys
+		raw, _ = json.MarshalIndent(keys, "", "  ")
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	default:
+		return fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(stdout, "svc-cloud is serving %s\n\n  secret key, test mode:       %s\n  secret key, live mode:       %s\n  publishable key, test mode:  %s\n  publishable key, live mode:  %s\n\ntry:\n  curl -H 'Authorization: Bearer %s' %s/teams\n\n",
+		base, keys.SecretTest, keys.SecretLive, keys.PublishableTest, keys.PublishableLive, keys.SecretTest, base)
+	return nil
+}
+
+func seed(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	plan := fs.String("plan", "pro", "plan of the new organisation: free, growth, pro or enterprise")
+	name := fs.String("name", "Demo Organisation", "name of the new organisation")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if !cloud.Plan(*plan).Valid() {
+		return usageError{fmt.Sprintf("--plan %q: want free, growth, pro or enterprise", *plan)}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	store, _, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	res, err := cloud.NewService(store, time.Now).Seed(ctx, *name, cloud.Plan(*plan))
+	if err != nil {
+		return err
+	}
+	out := struct {
+		OrganisationID string         `json:"organisation_id"`
+		Plan           string         `json:"plan"`
+		Keys           cloud.SeedKeys `json:"keys"`
+		Live           cloud.SeedMode `json:"live"`
+		Test           cloud.SeedMode `json:"test"`
+	}{res.Organisation.ID, string(res.Organisation.Plan), res.Keys, res.Live, res.Test}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(out)
+	}
+	fmt.Fprintf(stdout, "organisation %s (%s)\nsecret test key: %s\nsecret live key: %s\n", out.OrganisationID, out.Plan, out.Keys.SecretTest, out.Keys.SecretLive)
+	return nil
+}
+
+func keysCreate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	org := fs.String("org", "", "organisation ID")
+	mode := fs.String("mode", "", "live or test")
+	kind := fs.String("kind", "secret", "secret or publishable")
+	scopes := fs.String("scopes", "", "comma-separated scopes of a secret key; every scope when empty")
+	asJSON := fs.Bool("json", false, "print {\"id\", \"key\"}")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *org == "" {
+		return usageError{"keys create: --org is required"}
+	}
+	if !cloud.Mode(*mode).Valid() {
+		return usageError{fmt.Sprintf("keys create: --mode %q: want live or test", *mode)}
+	}
+	if *kind != string(cloud.KindSecret) && *kind != string(cloud.KindPublishable) {
+		return usageError{fmt.Sprintf("keys create: --kind %q: want secret or publishable", *kind)}
+	}
+	var sc []cloud.Scope
+	if *scopes != "" {
+		for _, s := range strings.Split(*scopes, ",") {
+			s = strings.TrimSpace(s)
+			if !cloud.Scope(s).Valid() {
+				return usageError{fmt.Sprintf("keys create: unknown scope %q", s)}
+			}
+			sc = append(sc, cloud.Scope(s))
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	store, _, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	k, secret, err := cloud.NewService(store, time.Now).CreateKey(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, cloud.KeyKind(*kind), sc)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]string{"id": k.ID, "key": secret})
+	}
+	fmt.Fprintf(stdout, "%s %s\n", k.ID, secret)
+	return nil
+}
+
+func keysRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("keys revoke", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	org := fs.String("org", "", "organisation ID")
+	keyID := fs.String("key-id", "", "ID of the key to revoke")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *org == "" || *keyID == "" {
+		return usageError{"keys revoke: --org and --key-id are required"}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	store, _, err := openStore(ctx, &cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := cloud.NewService(store, time.Now).RevokeKey(ctx, *org, *keyID); err != nil {
+		if errors.Is(err, cloud.ErrNotFound) {
+			return fmt.Errorf("keys revoke: organisation %s has no key %s", *org, *keyID)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s\n", *keyID)
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// usageError is a mistake on the command line; main exits 2 for it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// Config is svc-cloud's configuration: flags first, then SVC_* variables,
+// then the defaults.
+type Config struct {
+	Addr        string
+	DataDir     string
+	DatabaseURL string
+	DocsURL     string
+	LogLevel    string
+	RateLimits  string // "free=120,pro=3000"
+	Demo        bool
+}
+
+// env returns the SVC_ variable name or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// storeFlags registers the flags that choose the store.
+func (c *Config) storeFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data", env("SVC_DATA", "./data"), "directory of the SQLite database (env SVC_DATA)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("SVC_DATABASE_URL", ""), "PostgreSQL URL; SQLite under --data when empty (env SVC_DATABASE_URL)")
+	fs.StringVar(&c.LogLevel, "log-level", env("SVC_LOG_LEVEL", "info"), "debug, info, warn or error (env SVC_LOG_LEVEL)")
+}
+
+// serveFlags registers the flags of serve.
+func (c *Config) serveFlags(fs *flag.FlagSet) {
+	c.storeFlags(fs)
+	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", "127.0.0.1:8080"), "address to listen on (env SVC_ADDR)")
+	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
+	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
+	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
+	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
+}
+
+// Validate names the first bad field.
+func (c *Config) Validate() error {
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		return usageError{"--data may not be empty when --database-url is not given"}
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		return usageError{"--database-url must be a postgres:// URL"}
+	}
+	if _, err := c.level(); err != nil {
+		return err
+	}
+	if _, err := c.limits(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return l, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", c.LogLevel)}
+	}
+	return l, nil
+}
+
+func (c *Config) limits() (map[cloud.Plan]int, error) {
+	out := map[cloud.Plan]int{}
+	if c.RateLimits == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(c.RateLimits, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(value)
+		if !ok || err != nil || n < 1 || !cloud.Plan(name).Valid() {
+			return nil, usageError{fmt.Sprintf("--rate-limits: %q is not plan=requests-per-minute with a plan of free, growth, pro or enterprise", part)}
+		}
+		out[cloud.Plan(name)] = n
+	}
+	return out, nil
+}
+
+func (c *Config) sqlitePath() string { return filepath.Join(c.DataDir, "cloud.db") }
+
+func (c *Config) logger(w *os.File) *slog.Logger {
+	l, _ := c.level()
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

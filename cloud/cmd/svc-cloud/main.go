@@ -1,0 +1,23 @@
+// Command svc-cloud runs the cloud API and its administrative commands:
+// serve, seed, keys create and keys revoke. It holds flags and wiring only.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "svc-cloud:", err)
+		if _, usage := err.(usageError); usage {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}

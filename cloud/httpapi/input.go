@@ -1,0 +1,294 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/problem"
+)
+
+// maxBody is the largest request body read, in bytes.
+const maxBody = 1 << 20
+
+// query is a request's query string, checked strictly: it must parse, every
+// parameter must be one the operation knows, and none may repeat.
+type query struct {
+	values url.Values
+	errs   fieldErrors
+}
+
+// parseQuery reads the query string of c. allowed lists the parameters the
+// operation takes.
+func parseQuery(c echo.Context, allowed ...string) (*query, error) {
+	raw := c.Request().URL.RawQuery
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, newError(problem.BadRequest, "The query string is malformed: %v.", err)
+	}
+	q := &query{values: values}
+	for name, vs := range values {
+		known := false
+		for _, a := range allowed {
+			if a == name {
+				known = true
+				break
+			}
+		}
+		switch {
+		case !known:
+			q.errs.add("query."+name, "is not a parameter of this operation")
+		case len(vs) > 1:
+			q.errs.add("query."+name, "is given more than once")
+		}
+	}
+	return q, nil
+}
+
+func (q *query) get(name string) (string, bool) {
+	vs, ok := q.values[name]
+	if !ok || len(vs) != 1 {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// boolean reads true or false.
+func (q *query) boolean(name string) *bool {
+	v, ok := q.get(name)
+	if !ok {
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil || (v != "true" && v != "false") {
+		q.errs.add("query."+name, "must be true or false")
+		return nil
+	}
+	return &b
+}
+
+// id reads an ID with the given prefix.
+func (q *query) id(name, prefix string) string {
+	v, ok := q.get(name)
+	if !ok {
+		return ""
+	}
+	if !ids.Valid(prefix, v) {
+		q.errs.add("query."+name, "must be a %s ID (%s_ followed by 26 characters)", prefix, prefix)
+		return ""
+	}
+	return v
+}
+
+// text reads a string of at most max characters.
+func (q *query) text(name string, max int) string {
+	v, ok := q.get(name)
+	if !ok {
+		return ""
+	}
+	if len([]rune(v)) > max {
+		q.errs.add("query."+name, "must be at most %d characters", max)
+		return ""
+	}
+	return v
+}
+
+// body is a JSON request body, read as an object whose fields are taken one
+// by one; what is left at the end is a field the operation does not know.
+type body struct {
+	fields map[string]json.RawMessage
+	prefix string
+	errs   *fieldErrors
+}
+
+// readBody reads c's body: application/json, at most maxBody bytes, a JSON
+// object. Operations that take no fields accept an empty body.
+func readBody(c echo.Context, optional bool) (*body, error) {
+	req := c.Request()
+	raw, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	if err != nil {
+		return nil, newError(problem.BadRequest, "The body could not be read: %v.", err)
+	}
+	if len(raw) > maxBody {
+		return nil, newError(problem.BadRequest, "The body is larger than %d bytes.", maxBody)
+	}
+	errs := &fieldErrors{}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		if optional {
+			return &body{fields: map[string]json.RawMessage{}, errs: errs}, nil
+		}
+		return nil, newError(problem.BadRequest, "The body is empty: send a JSON object with Content-Type: application/json.")
+	}
+	ct := req.Header.Get(echo.HeaderContentType)
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
+		return nil, newError(problem.BadRequest, "Content-Type must be application/json, not %q.", ct)
+	}
+	if !json.Valid(raw) {
+		return nil, newError(problem.BadRequest, "The body is not valid JSON.")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, invalid("body", "must be a JSON object")
+	}
+	return &body{fields: fields, errs: errs}, nil
+}
+
+func (b *body) loc(name string) string { return "body." + b.prefix + name }
+
+// take removes and returns a field; null reports a JSON null.
+func (b *body) take(name string) (raw json.RawMessage, present, isNull bool) {
+	raw, present = b.fields[name]
+	if !present {
+		return nil, false, false
+	}
+	delete(b.fields, name)
+	return raw, true, string(raw) == "null"
+}
+
+// str reads a string field that may not be null.
+func (b *body) str(name string) cloud.Optional[string] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[string]{}
+	}
+	var v string
+	if isNull || json.Unmarshal(raw, &v) != nil {
+		b.errs.add(b.loc(name), "must be a string")
+		return cloud.Optional[string]{}
+	}
+	return cloud.Some(v)
+}
+
+// nullableStr reads a string field where null clears the value ("").
+func (b *body) nullableStr(name string) cloud.Optional[string] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[string]{}
+	}
+	if isNull {
+		return cloud.Some("")
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil {
+		b.errs.add(b.loc(name), "must be a string or null")
+		return cloud.Optional[string]{}
+	}
+	if v == "" {
+		b.errs.add(b.loc(name), "may not be empty: send null to clear it")
+		return cloud.Optional[string]{}
+	}
+	return cloud.Some(v)
+}
+
+// boolean reads a true or false field.
+func (b *body) boolean(name string) cloud.Optional[bool] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[bool]{}
+	}
+	var v bool
+	if isNull || json.Unmarshal(raw, &v) != nil {
+		b.errs.add(b.loc(name), "must be true or false")
+		return cloud.Optional[bool]{}
+	}
+	return cloud.Some(v)
+}
+
+// strings reads an array of strings.
+func (b *body) strings(name string) cloud.Optional[[]string] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[[]string]{}
+	}
+	var v []string
+	if isNull || json.Unmarshal(raw, &v) != nil {
+		b.errs.add(b.loc(name), "must be an array of strings")
+		return cloud.Optional[[]string]{}
+	}
+	if v == nil {
+		v = []string{}
+	}
+	return cloud.Some(v)
+}
+
+// object reads a nested object (or null, when nullable) with fn, which
+// takes its fields from the nested body.
+func (b *body) object(name string, nullable bool, fn func(*body)) (present, isNull bool) {
+	raw, ok, null := b.take(name)
+	if !ok {
+		return false, false
+	}
+	if null {
+		if !nullable {
+			b.errs.add(b.loc(name), "must be an object")
+		}
+		return true, true
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		b.errs.add(b.loc(name), "must be an object")
+		return true, true
+	}
+	nested := &body{fields: fields, prefix: b.prefix + name + ".", errs: b.errs}
+	fn(nested)
+	nested.finish()
+	return true, false
+}
+
+// finish reports the fields nobody took.
+func (b *body) finish() {
+	names := make([]string, 0, len(b.fields))
+	for name := range b.fields {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b.errs.add(b.loc(name), "is not a field of this operation")
+	}
+	clear(b.fields)
+}
+
+// done finishes the body and returns every problem found, or nil.
+func (b *body) done() error {
+	b.finish()
+	return b.errs.err()
+}
+
+// merge adds the problems the domain found (from a Validate method) to
+// the body's, leaving out fields the body already reported, so one response
+// lists every problem once.
+func (b *body) merge(err error) error {
+	ve, ok := err.(*cloud.ValidationError)
+	if !ok {
+		return err
+	}
+	seen := make(map[string]bool, len(*b.errs))
+	for _, e := range *b.errs {
+		seen[e.Location] = true
+	}
+	for _, f := range ve.Fields {
+		if loc := "body." + f.Field; !seen[loc] {
+			b.errs.add(loc, "%s", f.Message)
+		}
+	}
+	return nil
+}
+
+// pathID reads a path parameter that must be an ID with the given prefix.
+func pathID(c echo.Context, name, prefix string) (string, error) {
+	v := c.Param(name)
+	if !ids.Valid(prefix, v) {
+		return "", invalid("path."+name, "must be a %s ID (%s_ followed by 26 characters)", prefix, prefix)
+	}
+	return v, nil
+}

@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/problem"
+)
+
+// Header names the API sends and reads.
+const (
+	headerRequestID      = "Svc-Request-Id"
+	headerIdempotencyKey = "Idempotency-Key"
+	headerReplayed       = "Idempotent-Replayed"
+	headerLimit          = "RateLimit-Limit"
+	headerRemaining      = "RateLimit-Remaining"
+	headerReset          = "RateLimit-Reset"
+	headerRetryAfter     = "Retry-After"
+)
+
+const (
+	ctxRequestID = "svc.request_id"
+	ctxPrincipal = "svc.principal"
+)
+
+func requestID(c echo.Context) string {
+	id, _ := c.Get(ctxRequestID).(string)
+	return id
+}
+
+func principal(c echo.Context) cloud.Principal {
+	p, _ := c.Get(ctxPrincipal).(cloud.Principal)
+	return p
+}
+
+func tenant(c echo.Context) cloud.Tenant { return principal(c).Tenant() }
+
+// withRequestID gives every request an ID, sent back in Svc-Request-Id
+// on every response, errors and unknown routes included.
+func withRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := ids.New(ids.Request)
+		c.Set(ctxRequestID, id)
+		c.Response().Header().Set(headerRequestID, id)
+		return next(c)
+	}
+}
+
+// withRecover turns a panic into an internal_error problem and logs the
+// stack; the caller never sees it.
+func (s *Server) withRecover(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				s.log.Error("panic", "panic", fmt.Sprint(r), "request_id", requestID(c), "stack", string(debug.Stack()))
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// route describes what an operation needs of its caller.
+type route struct {
+	scope       cloud.Scope
+	minLivePlan cloud.Plan // live mode needs this plan or above
+	publishable bool       // publishable keys may call it
+}
+
+// authenticate checks the bearer key and the route's rules, in the order
+// the decisions document gives: unauthorized, then the rate limit, then
+// forbidden, scope_missing and plan_required.
+func (s *Server) authenticate(r route) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			token, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
+			if !ok {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="svc"`)
+				return newError(problem.Unauthorized, "Send Authorization: Bearer followed by an API key.")
+			}
+			p, err := s.svc.Authenticate(c.Request().Context(), token)
+			if errors.Is(err, cloud.ErrUnauthorized) {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="svc", error="invalid_token"`)
+				return newError(problem.Unauthorized, "The API key is unknown, malformed or revoked.")
+			}
+			if err != nil {
+				return err
+			}
+			c.Set(ctxPrincipal, p)
+			if err := s.rateLimit(c, p); err != nil {
+				return err
+			}
+			if p.Key.Kind == cloud.KindPublishable && !r.publishable {
+				return newError(problem.Forbidden, "A publishable key cannot call %s %s; use a secret key from a server.", c.Request().Method, c.Path())
+			}
+			if p.Key.Kind == cloud.KindSecret && !p.Key.Has(r.scope) {
+				return newError(problem.ScopeMissing, "This operation needs the scope %s, which the key does not carry.", r.scope)
+			}
+			if p.Key.Tenant.Mode == cloud.ModeLive && !p.Plan.Includes(r.minLivePlan) {
+				return newError(problem.PlanRequired, "In live mode this operation needs the %s plan or above; the organisation is on %s. Test mode works on every plan.", title(r.minLivePlan), title(p.Plan))
+			}
+			return next(c)
+		}
+	}
+}
+
+func title(p cloud.Plan) string {
+	if p == "" {
+		return ""
+	}
+	return strings.ToUpper(string(p[:1])) + string(p[1:])
+}
+
+// bearer extracts the token of an Authorization: Bearer header.
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// rateLimit counts the request against the tenant's per-minute budget and
+// sets the RateLimit headers.
+func (s *Server) rateLimit(c echo.Context, p cloud.Principal) error {
+	limit := s.limits[p.Plan]
+	now := s.now()
+	window := now.Truncate(time.Minute)
+	n, err := s.svc.Store().CountRequest(c.Request().Context(), p.Tenant(), window)
+	if err != nil {
+		return fmt.Errorf("count request: %w", err)
+	}
+	reset := int(window.Add(time.Minute).Sub(now).Seconds() + 0.999)
+	remaining := int64(limit) - n
+	if remaining < 0 {
+		remaining = 0
+	}
+	h := c.Response().Header()
+	h.Set(headerLimit, strconv.Itoa(limit))
+	h.Set(headerRemaining, strconv.FormatInt(remaining, 10))
+	h.Set(headerReset, strconv.Itoa(reset))
+	if n > int64(limit) {
+		h.Set(headerRetryAfter, strconv.Itoa(reset))
+		return newError(problem.RateLimited, "The organisation used its %d requests for this minute in %s mode; retry after %d seconds.", limit, p.Key.Tenant.Mode, reset)
+	}
+	return nil
+}
+
+// detach keeps a context's values but not its cancellation, for work that
+// must finish after the client went away.
+func detach(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

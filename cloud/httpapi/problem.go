@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/problem"
+)
+
+// apiError is an error the HTTP layer decided itself, already in the
+// API's terms.
+type apiError struct {
+	code   problem.Code
+	detail string
+	errors []problem.FieldError
+	header map[string]string
+}
+
+func (e *apiError) Error() string { return string(e.code) + ": " + e.detail }
+
+func newError(code problem.Code, format string, args ...any) *apiError {
+	return &apiError{code: code, detail: fmt.Sprintf(format, args...)}
+}
+
+// invalid is a validation_failed error with one problem at location.
+func invalid(location, format string, args ...any) *apiError {
+	return &apiError{code: problem.ValidationFailed, detail: "The request has 1 problem.",
+		errors: []problem.FieldError{{Location: location, Message: fmt.Sprintf(format, args...)}}}
+}
+
+// fieldErrors collects problems found in one input before any is reported,
+// so validation_failed lists every problem at once.
+type fieldErrors []problem.FieldError
+
+func (f *fieldErrors) add(location, format string, args ...any) {
+	*f = append(*f, problem.FieldError{Location: location, Message: fmt.Sprintf(format, args...)})
+}
+
+func (f fieldErrors) err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return &apiError{code: problem.ValidationFailed, detail: problemCount(len(f)), errors: f}
+}
+
+func problemCount(n int) string {
+	if n == 1 {
+		return "The request has 1 problem."
+	}
+	return fmt.Sprintf("The request has %d problems.", n)
+}
+
+// notFound names the kind of object that was not found.
+func notFound(kind, id string) *apiError {
+	return newError(problem.NotFound, "No %s with ID %s exists in this organisation and mode.", kind, id)
+}
+
+// toProblem is the one place domain and framework errors become problems.
+func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[string]string) {
+	var (
+		ae  *apiError
+		ve  *cloud.ValidationError
+		ce  *cloud.ConflictError
+		se  *cloud.StateError
+		he  *echo.HTTPError
+		out = &apiError{}
+	)
+	switch {
+	case errors.As(err, &ae):
+		out = ae
+	case errors.As(err, &ve):
+		out.code, out.detail = problem.ValidationFailed, problemCount(len(ve.Fields))
+		for _, f := range ve.Fields {
+			out.errors = append(out.errors, problem.FieldError{Location: "body." + f.Field, Message: f.Message})
+		}
+	case errors.As(err, &ce):
+		out.code, out.detail = problem.Conflict, ce.Message+"."
+		out.errors = []problem.FieldError{{Location: "body." + ce.Field, Message: ce.Message}}
+	case errors.As(err, &se):
+		out.code, out.detail = problem.InvalidState, fmt.Sprintf("Cannot %s a %s whose status is %s.", se.Action, se.Object, se.State)
+	case errors.Is(err, cloud.ErrNotFound):
+		out.code, out.detail = problem.NotFound, "No such object exists in this organisation and mode."
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			out.code, out.detail = problem.NotFound, fmt.Sprintf("No operation %s %s exists.", c.Request().Method, c.Request().URL.Path)
+		case http.StatusMethodNotAllowed:
+			out.code, out.detail = problem.NotFound, fmt.Sprintf("No operation %s %s exists; see the Allow header.", c.Request().Method, c.Request().URL.Path)
+		case http.StatusRequestEntityTooLarge:
+			out.code, out.detail = problem.BadRequest, fmt.Sprintf("The body is larger than %d bytes.", maxBody)
+		default:
+			out.code, out.detail = problem.InternalError, "The request could not be handled."
+			s.log.Error("unexpected framework error", "err", err, "request_id", requestID(c))
+		}
+	default:
+		out.code, out.detail = problem.InternalError, "Something went wrong on our side. Retry with backoff and the same Idempotency-Key; quote the request_id if it persists."
+		s.log.Error("internal error", "err", err, "request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path)
+	}
+	return problem.Details{
+		Type:      s.docsURL + "/developers/concepts/errors#" + string(out.code),
+		Title:     out.code.Title(),
+		Status:    out.code.Status(),
+		Detail:    out.detail,
+		Instance:  c.Request().URL.Path,
+		Code:      out.code,
+		RequestID: requestID(c),
+		Errors:    out.errors,
+	}, out.header
+}
+
+// handleError renders err as a problem; echo calls it for errors that reach
+// the top of the chain.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p, header := s.toProblem(c, err)
+	for k, v := range header {
+		c.Response().Header().Set(k, v)
+	}
+	body, mErr := json.Marshal(p)
+	if mErr != nil {
+		body = []byte(`{"code":"internal_error","status":500}`)
+	}
+	c.Response().Header().Set(echo.HeaderContentType, problem.ContentType)
+	c.Response().WriteHeader(p.Status)
+	_, _ = c.Response().Write(body)
+}

@@ -1,0 +1,154 @@
+// Package httpapi is the /v1 REST API of the cloud: echo handlers, the
+// middleware every operation shares (request IDs, authentication, scopes,
+// plans, rate limits, idempotency), problem rendering, pagination and the
+// embedded OpenAPI document.
+//
+// It may import cloud, shared and echo; never a storage engine.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// Config is what a Server needs.
+type Config struct {
+	Service *cloud.Service
+	Logger  *slog.Logger
+	// DocsURL is the base of the problem type URLs.
+	DocsURL string
+	// RateLimits are requests per minute per organisation and mode, by
+	// plan; plans left out get cloud.DefaultRateLimits.
+	RateLimits map[cloud.Plan]int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves the API.
+type Server struct {
+	svc     *cloud.Service
+	log     *slog.Logger
+	docsURL string
+	limits  map[cloud.Plan]int
+	now     func() time.Time
+	cursors cursors
+	echo    *echo.Echo
+}
+
+// New builds the server. It reads (or, the first time, creates) the secret
+// that seals pagination cursors, so all processes on a store agree.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Service == nil {
+		return nil, fmt.Errorf("httpapi: Config.Service is required")
+	}
+	s := &Server{svc: cfg.Service, log: cfg.Logger, docsURL: cfg.DocsURL, now: cfg.Now, limits: map[cloud.Plan]int{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.docsURL == "" {
+		s.docsURL = "https://docs.svc.example"
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for p, n := range cloud.DefaultRateLimits {
+		s.limits[p] = n
+	}
+	for p, n := range cfg.RateLimits {
+		s.limits[p] = n
+	}
+	key, err := cfg.Service.Store().Secret(ctx, "cursor-key", func() []byte {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		return b
+	})
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: cursor key: %w", err)
+	}
+	s.cursors = cursors{key: key}
+	s.echo = s.routes()
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Maintain purges expired idempotency keys and old rate-limit counters
+// every interval until ctx ends.
+func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		now := s.now()
+		store := s.svc.Store()
+		if n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-idempotencyWindow)); err != nil && ctx.Err() == nil {
+			s.log.Warn("purge idempotency keys", "err", err)
+		} else if n > 0 {
+			s.log.Info("purged idempotency keys", "count", n)
+		}
+		if _, err := store.PurgeRequestCounts(ctx, now.Add(-2*time.Minute)); err != nil && ctx.Err() == nil {
+			s.log.Warn("purge request counts", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(withRequestID, s.withRecover)
+
+	v1 := e.Group("/v1")
+	v1.GET("/openapi.json", s.openAPI)
+
+	op := func(method, path string, r route, h echo.HandlerFunc) {
+		if r.minLivePlan == "" {
+			r.minLivePlan = cloud.PlanPro
+		}
+		mw := []echo.MiddlewareFunc{s.authenticate(r)}
+		if method == http.MethodPost {
+			mw = append(mw, s.idempotent)
+		}
+		v1.Add(method, path, h, mw...)
+	}
+
+	op(http.MethodGet, "/organisation", route{scope: cloud.ScopeOrganisationRead}, s.getOrganisation)
+
+	op(http.MethodGet, "/sites", route{scope: cloud.ScopeSitesRead}, s.listSites)
+	op(http.MethodPost, "/sites", route{scope: cloud.ScopeSitesWrite}, s.createSite)
+	op(http.MethodGet, "/sites/:site_id", route{scope: cloud.ScopeSitesRead}, s.getSite)
+	op(http.MethodPatch, "/sites/:site_id", route{scope: cloud.ScopeSitesWrite}, s.updateSite)
+
+	op(http.MethodGet, "/gates", route{scope: cloud.ScopeSitesRead}, s.listGates)
+	op(http.MethodPost, "/gates", route{scope: cloud.ScopeSitesWrite}, s.createGate)
+	op(http.MethodGet, "/gates/:gate_id", route{scope: cloud.ScopeSitesRead}, s.getGate)
+	op(http.MethodPatch, "/gates/:gate_id", route{scope: cloud.ScopeSitesWrite}, s.updateGate)
+
+	op(http.MethodGet, "/people", route{scope: cloud.ScopePeopleRead}, s.listPeople)
+	op(http.MethodPost, "/people", route{scope: cloud.ScopePeopleWrite}, s.createPerson)
+	op(http.MethodGet, "/people/:person_id", route{scope: cloud.ScopePeopleRead}, s.getPerson)
+	op(http.MethodPatch, "/people/:person_id", route{scope: cloud.ScopePeopleWrite}, s.updatePerson)
+	op(http.MethodPost, "/people/:person_id/deactivate", route{scope: cloud.ScopePeopleWrite}, s.deactivatePerson)
+	op(http.MethodPost, "/people/:person_id/reactivate", route{scope: cloud.ScopePeopleWrite}, s.reactivatePerson)
+
+	op(http.MethodGet, "/teams", route{scope: cloud.ScopePeopleRead}, s.listTeams)
+	op(http.MethodPost, "/teams", route{scope: cloud.ScopePeopleWrite}, s.createTeam)
+	op(http.MethodGet, "/teams/:team_id", route{scope: cloud.ScopePeopleRead}, s.getTeam)
+	op(http.MethodPatch, "/teams/:team_id", route{scope: cloud.ScopePeopleWrite}, s.updateTeam)
+
+	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
+	return e
+}

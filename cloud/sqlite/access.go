@@ -1,0 +1,220 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// CreateOrganisation implements cloud.Store.
+func (s *Store) CreateOrganisation(ctx context.Context, o cloud.Organisation) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO organisations (id, name, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		o.ID, o.Name, string(o.Plan), micros(o.CreatedAt), micros(o.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("insert organisation: %w", err)
+	}
+	return nil
+}
+
+// Organisation implements cloud.Store.
+func (s *Store) Organisation(ctx context.Context, id string) (cloud.Organisation, error) {
+	var o cloud.Organisation
+	var plan string
+	var created, updated int64
+	err := s.r.QueryRowContext(ctx, `SELECT id, name, plan, created_at, updated_at FROM organisations WHERE id = ?`, id).
+		Scan(&o.ID, &o.Name, &plan, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, cloud.ErrNotFound
+	}
+	if err != nil {
+		return o, fmt.Errorf("get organisation: %w", err)
+	}
+	o.Plan, o.CreatedAt, o.UpdatedAt = cloud.Plan(plan), fromMicros(created), fromMicros(updated)
+	return o, nil
+}
+
+func joinScopes(sc []cloud.Scope) string {
+	parts := make([]string, len(sc))
+	for i, s := range sc {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, " ")
+}
+
+func splitScopes(s string) []cloud.Scope {
+	if s == "" {
+		return nil
+	}
+	parts := strings.Fields(s)
+	out := make([]cloud.Scope, len(parts))
+	for i, p := range parts {
+		out[i] = cloud.Scope(p)
+	}
+	return out
+}
+
+// CreateKey implements cloud.Store.
+func (s *Store) CreateKey(ctx context.Context, k cloud.APIKey) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.Tenant.OrgID, string(k.Tenant.Mode), string(k.Kind), joinScopes(k.Scopes), k.Hash, k.Last4,
+		micros(k.CreatedAt), nullMicros(k.RevokedAt))
+	if err != nil {
+		return fmt.Errorf("insert key: %w", err)
+	}
+	return nil
+}
+
+// KeyByHash implements cloud.Store.
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (cloud.Principal, error) {
+	var p cloud.Principal
+	var mode, kind, scopes, plan string
+	var created int64
+	var revoked sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT k.id, k.org_id, k.mode, k.kind, k.scopes, k.hash, k.last4, k.created_at, k.revoked_at, o.plan
+		FROM api_keys k JOIN organisations o ON o.id = k.org_id WHERE k.hash = ?`, hash).
+		Scan(&p.Key.ID, &p.Key.Tenant.OrgID, &mode, &kind, &scopes, &p.Key.Hash, &p.Key.Last4, &created, &revoked, &plan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, cloud.ErrNotFound
+	}
+	if err != nil {
+		return p, fmt.Errorf("get key: %w", err)
+	}
+	p.Key.Tenant.Mode, p.Key.Kind, p.Key.Scopes = cloud.Mode(mode), cloud.KeyKind(kind), splitScopes(scopes)
+	p.Key.CreatedAt, p.Key.RevokedAt, p.Plan = fromMicros(created), fromNullMicros(revoked), cloud.Plan(plan)
+	return p, nil
+}
+
+// RevokeKey implements cloud.Store.
+func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, at time.Time) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM api_keys WHERE id = ? AND org_id = ?`, keyID, orgID).Scan(&n); err != nil {
+			return fmt.Errorf("revoke key: %w", err)
+		}
+		if n == 0 {
+			return cloud.ErrNotFound
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ? AND org_id = ? AND revoked_at IS NULL`, micros(at), keyID, orgID)
+		return err
+	})
+}
+
+// Secret implements cloud.Store.
+func (s *Store) Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error) {
+	var v []byte
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, generate()); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// ClaimIdempotencyKey implements cloud.Store.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec cloud.IdempotencyRecord, staleBefore, expiredBefore time.Time) (*cloud.IdempotencyRecord, error) {
+	var held *cloud.IdempotencyRecord
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (org_id, mode, key, owner, fingerprint, method, path, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (org_id, mode, key) DO UPDATE SET owner = excluded.owner, fingerprint = excluded.fingerprint,
+				method = excluded.method, path = excluded.path, created_at = excluded.created_at,
+				done = 0, status = 0, header = '{}', body = x''
+			WHERE idempotency_keys.created_at < ? OR (idempotency_keys.done = 0 AND idempotency_keys.created_at < ?)`,
+			rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key, rec.Owner, rec.Fingerprint, rec.Method, rec.Path,
+			micros(rec.CreatedAt), micros(expiredBefore), micros(staleBefore))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			return nil
+		}
+		held = &cloud.IdempotencyRecord{Tenant: rec.Tenant, Key: rec.Key}
+		var created int64
+		var done int
+		var header string
+		err = tx.QueryRowContext(ctx, `SELECT owner, fingerprint, method, path, created_at, done, status, header, body
+			FROM idempotency_keys WHERE org_id = ? AND mode = ? AND key = ?`, rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key).
+			Scan(&held.Owner, &held.Fingerprint, &held.Method, &held.Path, &created, &done, &held.Response.Status, &header, &held.Response.Body)
+		if err != nil {
+			return err
+		}
+		held.CreatedAt, held.Done = fromMicros(created), done == 1
+		held.Response.Header, err = decodeHeader(header)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	return held, nil
+}
+
+// CompleteIdempotencyKey implements cloud.Store.
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string, resp cloud.StoredResponse) error {
+	header, err := encodeHeader(resp.Header)
+	if err != nil {
+		return err
+	}
+	body := resp.Body
+	if body == nil {
+		body = []byte{}
+	}
+	_, err = s.w.ExecContext(ctx, `UPDATE idempotency_keys SET done = 1, status = ?, header = ?, body = ?
+		WHERE org_id = ? AND mode = ? AND key = ? AND owner = ?`, resp.Status, header, body, t.OrgID, string(t.Mode), key, owner)
+	if err != nil {
+		return fmt.Errorf("complete idempotency key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseIdempotencyKey implements cloud.Store.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string) error {
+	_, err := s.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE org_id = ? AND mode = ? AND key = ? AND owner = ?`,
+		t.OrgID, string(t.Mode), key, owner)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// PurgeIdempotencyKeys implements cloud.Store.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE created_at < ?`, micros(before))
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// CountRequest implements cloud.Store. The counters live in this process:
+// a SQLite file is served by one process.
+func (s *Store) CountRequest(_ context.Context, t cloud.Tenant, windowStart time.Time) (int64, error) {
+	s.countsMu.Lock()
+	defer s.countsMu.Unlock()
+	k := countKey{t: t, window: windowStart.UnixMicro()}
+	s.counts[k]++
+	return s.counts[k], nil
+}
+
+// PurgeRequestCounts implements cloud.Store.
+func (s *Store) PurgeRequestCounts(_ context.Context, before time.Time) (int64, error) {
+	s.countsMu.Lock()
+	defer s.countsMu.Unlock()
+	var n int64
+	for k := range s.counts {
+		if k.window < before.UnixMicro() {
+			delete(s.counts, k)
+			n++
+		}
+	}
+	return n, nil
+}

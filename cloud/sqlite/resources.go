@@ -1,0 +1,274 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// get runs a single-row query, turning no rows into cloud.ErrNotFound.
+func get[T any](ctx context.Context, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, scan func(scanner) (T, error), query string, args ...any) (T, error) {
+	v, err := scan(db.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, cloud.ErrNotFound
+	}
+	return v, err
+}
+
+// list runs a page query; it returns at most limit rows and whether more
+// follow.
+func list[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, error), limit int, query string, args ...any) ([]T, bool, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	out := make([]T, 0, limit+1)
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	out, more := trim(out, limit)
+	return out, more, nil
+}
+
+// update is the read-modify-write of every Update method: in one write
+// transaction, read the row, let fn change it, write it back.
+func update[T any](ctx context.Context, s *Store, read func(*sql.Tx) (T, error), fn func(*T) error, write func(*sql.Tx, T) error) (T, error) {
+	var v T
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if v, err = read(tx); err != nil {
+			return err
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+		return write(tx, v)
+	})
+	return v, err
+}
+
+const siteCols = `id, org_id, mode, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at`
+
+func scanSite(r scanner) (cloud.Site, error) {
+	var s cloud.Site
+	var mode string
+	var l1, l2, city, region, postal, country sql.NullString
+	var created, updated int64
+	if err := r.Scan(&s.ID, &s.Tenant.OrgID, &mode, &s.Name, &s.Timezone, &l1, &l2, &city, &region, &postal, &country, &created, &updated); err != nil {
+		return s, err
+	}
+	s.Tenant.Mode, s.CreatedAt, s.UpdatedAt = cloud.Mode(mode), fromMicros(created), fromMicros(updated)
+	if l1.Valid {
+		s.Address = &cloud.Address{Line1: l1.String, Line2: str(l2), City: str(city), Region: str(region), PostalCode: str(postal), Country: str(country)}
+	}
+	return s, nil
+}
+
+func siteArgs(s cloud.Site) []any {
+	a := s.Address
+	if a == nil {
+		a = &cloud.Address{}
+	}
+	return []any{s.Name, s.Timezone, null(a.Line1), null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), null(a.Country), micros(s.UpdatedAt)}
+}
+
+// CreateSite implements cloud.Store.
+func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
+	args := append([]any{site.ID, site.Tenant.OrgID, string(site.Tenant.Mode), micros(site.CreatedAt)}, siteArgs(site)...)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	if err != nil {
+		return fmt.Errorf("insert site: %w", err)
+	}
+	return nil
+}
+
+// Site implements cloud.Store.
+func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site, error) {
+	return get(ctx, s.r, scanSite, `SELECT `+siteCols+` FROM sites WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+}
+
+// UpdateSite implements cloud.Store.
+func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Site) error) (cloud.Site, error) {
+	return update(ctx, s, func(tx *sql.Tx) (cloud.Site, error) {
+		return get(ctx, tx, scanSite, `SELECT `+siteCols+` FROM sites WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+	}, fn, func(tx *sql.Tx, site cloud.Site) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sites SET name = ?, timezone = ?, addr_line1 = ?, addr_line2 = ?, addr_city = ?, addr_region = ?,
+			addr_postal_code = ?, addr_country = ?, updated_at = ? WHERE id = ?`, append(siteArgs(site), site.ID)...)
+		return err
+	})
+}
+
+// ListSites implements cloud.Store.
+func (s *Store) ListSites(ctx context.Context, t cloud.Tenant, _ cloud.SiteFilter, p cloud.Page) ([]cloud.Site, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + siteCols + ` FROM sites WHERE org_id = ? AND mode = ?`)
+	args := keyset(&q, []any{t.OrgID, string(t.Mode)}, p, "")
+	return list(ctx, s.r, scanSite, p.Limit, q.String(), args...)
+}
+
+const gateCols = `id, org_id, mode, site_id, name, direction, created_at, updated_at`
+
+func scanGate(r scanner) (cloud.Gate, error) {
+	var g cloud.Gate
+	var mode, dir string
+	var created, updated int64
+	err := r.Scan(&g.ID, &g.Tenant.OrgID, &mode, &g.SiteID, &g.Name, &dir, &created, &updated)
+	g.Tenant.Mode, g.Direction, g.CreatedAt, g.UpdatedAt = cloud.Mode(mode), cloud.Direction(dir), fromMicros(created), fromMicros(updated)
+	return g, err
+}
+
+// CreateGate implements cloud.Store.
+func (s *Store) CreateGate(ctx context.Context, g cloud.Gate) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO gates (id, org_id, mode, site_id, name, direction, created_at, updated_at)
+		SELECT ?, ?, ?, id, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
+		g.ID, g.Tenant.OrgID, string(g.Tenant.Mode), g.Name, string(g.Direction), micros(g.CreatedAt), micros(g.UpdatedAt),
+		g.SiteID, g.Tenant.OrgID, string(g.Tenant.Mode))
+	if err != nil {
+		return fmt.Errorf("insert gate: %w", err)
+	}
+	return nil
+}
+
+// Gate implements cloud.Store.
+func (s *Store) Gate(ctx context.Context, t cloud.Tenant, id string) (cloud.Gate, error) {
+	return get(ctx, s.r, scanGate, `SELECT `+gateCols+` FROM gates WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+}
+
+// UpdateGate implements cloud.Store.
+func (s *Store) UpdateGate(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Gate) error) (cloud.Gate, error) {
+	return update(ctx, s, func(tx *sql.Tx) (cloud.Gate, error) {
+		return get(ctx, tx, scanGate, `SELECT `+gateCols+` FROM gates WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+	}, fn, func(tx *sql.Tx, g cloud.Gate) error {
+		_, err := tx.ExecContext(ctx, `UPDATE gates SET name = ?, direction = ?, updated_at = ? WHERE id = ?`,
+			g.Name, string(g.Direction), micros(g.UpdatedAt), g.ID)
+		return err
+	})
+}
+
+// ListGates implements cloud.Store.
+func (s *Store) ListGates(ctx context.Context, t cloud.Tenant, f cloud.GateFilter, p cloud.Page) ([]cloud.Gate, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + gateCols + ` FROM gates WHERE org_id = ? AND mode = ?`)
+	args := []any{t.OrgID, string(t.Mode)}
+	if f.SiteID != "" {
+		q.WriteString(` AND site_id = ?`)
+		args = append(args, f.SiteID)
+	}
+	args = keyset(&q, args, p, "")
+	return list(ctx, s.r, scanGate, p.Limit, q.String(), args...)
+}
+
+const personCols = `id, org_id, mode, name, email, phone, job_title, site_id, active, deactivated_at, created_at, updated_at`
+
+func scanPerson(r scanner) (cloud.Person, error) {
+	var p cloud.Person
+	var mode string
+	var email, phone, title, site sql.NullString
+	var active int
+	var deact sql.NullInt64
+	var created, updated int64
+	err := r.Scan(&p.ID, &p.Tenant.OrgID, &mode, &p.Name, &email, &phone, &title, &site, &active, &deact, &created, &updated)
+	p.Tenant.Mode, p.Email, p.Phone, p.JobTitle, p.SiteID = cloud.Mode(mode), str(email), str(phone), str(title), str(site)
+	p.Active, p.DeactivatedAt, p.CreatedAt, p.UpdatedAt = active == 1, fromNullMicros(deact), fromMicros(created), fromMicros(updated)
+	return p, err
+}
+
+func personArgs(p cloud.Person) []any {
+	var emailFold any
+	if p.Email != "" {
+		emailFold = cloud.Fold(p.Email)
+	}
+	return []any{p.Name, cloud.Fold(p.Name), null(p.Email), emailFold, null(p.Phone), null(p.JobTitle), null(p.SiteID),
+		boolInt(p.Active), nullMicros(p.DeactivatedAt), micros(p.UpdatedAt)}
+}
+
+func emailConflict(err error) error {
+	if isUniqueViolation(err) && strings.Contains(err.Error(), "email") {
+		return &cloud.ConflictError{Field: "email", Message: "another person already has this email address"}
+	}
+	return err
+}
+
+// CreatePerson implements cloud.Store.
+func (s *Store) CreatePerson(ctx context.Context, p cloud.Person) error {
+	args := append([]any{p.ID, p.Tenant.OrgID, string(p.Tenant.Mode), micros(p.CreatedAt)}, personArgs(p)...)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO people (id, org_id, mode, created_at, name, name_search, email, email_fold, phone, job_title, site_id, active, deactivated_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	if err != nil {
+		return emailConflict(fmt.Errorf("insert person: %w", err))
+	}
+	return nil
+}
+
+// Person implements cloud.Store.
+func (s *Store) Person(ctx context.Context, t cloud.Tenant, id string) (cloud.Person, error) {
+	return get(ctx, s.r, scanPerson, `SELECT `+personCols+` FROM people WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+}
+
+// People implements cloud.Store.
+func (s *Store) People(ctx context.Context, t cloud.Tenant, ids []string) ([]cloud.Person, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := []any{t.OrgID, string(t.Mode)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	q := `SELECT ` + personCols + ` FROM people WHERE org_id = ? AND mode = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	out, _, err := list(ctx, s.r, scanPerson, len(ids)+1, q, args...)
+	return out, err
+}
+
+// UpdatePerson implements cloud.Store.
+func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Person) error) (cloud.Person, error) {
+	return update(ctx, s, func(tx *sql.Tx) (cloud.Person, error) {
+		return get(ctx, tx, scanPerson, `SELECT `+personCols+` FROM people WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+	}, fn, func(tx *sql.Tx, p cloud.Person) error {
+		_, err := tx.ExecContext(ctx, `UPDATE people SET name = ?, name_search = ?, email = ?, email_fold = ?, phone = ?, job_title = ?, site_id = ?,
+			active = ?, deactivated_at = ?, updated_at = ? WHERE id = ?`, append(personArgs(p), p.ID)...)
+		return emailConflict(err)
+	})
+}
+
+// ListPeople implements cloud.Store.
+func (s *Store) ListPeople(ctx context.Context, t cloud.Tenant, f cloud.PersonFilter, p cloud.Page) ([]cloud.Person, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + personCols + ` FROM people WHERE org_id = ? AND mode = ?`)
+	args := []any{t.OrgID, string(t.Mode)}
+	if f.Query != "" {
+		q.WriteString(` AND (instr(name_search, ?) > 0 OR instr(coalesce(email_fold, ''), ?) > 0)`)
+		args = append(args, f.Query, f.Query)
+	}
+	if f.SiteID != "" {
+		q.WriteString(` AND site_id = ?`)
+		args = append(args, f.SiteID)
+	}
+	if f.Email != "" {
+		q.WriteString(` AND email_fold = ?`)
+		args = append(args, cloud.Fold(f.Email))
+	}
+	if f.Active != nil {
+		q.WriteString(` AND active = ?`)
+		args = append(args, boolInt(*f.Active))
+	}
+	args = keyset(&q, args, p, "")
+	return list(ctx, s.r, scanPerson, p.Limit, q.String(), args...)
+}
