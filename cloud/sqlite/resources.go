@@ -137,12 +137,15 @@ func scanGate(r scanner) (cloud.Gate, error) {
 
 // CreateGate implements cloud.Store.
 func (s *Store) CreateGate(ctx context.Context, g cloud.Gate) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO gates (id, org_id, mode, site_id, name, direction, created_at, updated_at)
+	res, err := s.w.ExecContext(ctx, `INSERT INTO gates (id, org_id, mode, site_id, name, direction, created_at, updated_at)
 		SELECT ?, ?, ?, id, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
 		g.ID, g.Tenant.OrgID, string(g.Tenant.Mode), g.Name, string(g.Direction), micros(g.CreatedAt), micros(g.UpdatedAt),
 		g.SiteID, g.Tenant.OrgID, string(g.Tenant.Mode))
 	if err != nil {
 		return fmt.Errorf("insert gate: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("insert gate: site %s: %w", g.SiteID, cloud.ErrNotFound)
 	}
 	return nil
 }

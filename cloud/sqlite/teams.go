@@ -41,7 +41,8 @@ func withMembers(ctx context.Context, db querier, teams []cloud.Team) error {
 		teams[i].MemberIDs, teams[i].Members = []string{}, []cloud.Member{}
 	}
 	rows, err := db.QueryContext(ctx, `SELECT m.team_id, p.id, p.name, p.job_title, p.active
-		FROM team_members m JOIN people p ON p.id = m.person_id
+		FROM team_members m JOIN teams t ON t.id = m.team_id
+		JOIN people p ON p.id = m.person_id AND p.org_id = t.org_id AND p.mode = t.mode
 		WHERE m.team_id IN (?`+strings.Repeat(", ?", len(teams)-1)+`) ORDER BY m.team_id, m.position`, args...)
 	if err != nil {
 		return fmt.Errorf("load team members: %w", err)
@@ -72,8 +73,13 @@ func writeMembers(ctx context.Context, tx *sql.Tx, tm cloud.Team) error {
 		return err
 	}
 	for i, id := range tm.MemberIDs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO team_members (team_id, position, person_id) VALUES (?, ?, ?)`, tm.ID, i, id); err != nil {
+		res, err := tx.ExecContext(ctx, `INSERT INTO team_members (team_id, position, person_id)
+			SELECT ?, ?, id FROM people WHERE id = ? AND org_id = ? AND mode = ?`, tm.ID, i, id, tm.Tenant.OrgID, string(tm.Tenant.Mode))
+		if err != nil {
 			return fmt.Errorf("insert team member: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("insert team member: person %s: %w", id, cloud.ErrNotFound)
 		}
 	}
 	return nil
