@@ -1,0 +1,237 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/svc-vms/svc/cloud"
+)
+
+// CreateOrganisation implements cloud.Store.
+func (s *Store) CreateOrganisation(ctx context.Context, o cloud.Organisation) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO organisations (id, name, plan, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)`,
+		o.ID, o.Name, string(o.Plan), o.CreatedAt, o.UpdatedAt)
+	if err != nil {
+		return translate("create organisation", err)
+	}
+	return nil
+}
+
+// Organisation implements cloud.Store.
+func (s *Store) Organisation(ctx context.Context, id string) (cloud.Organisation, error) {
+	var o cloud.Organisation
+	var plan string
+	err := s.pool.QueryRow(ctx, `SELECT id, name, plan, created_at, updated_at FROM organisations WHERE id = $1`, id).
+		Scan(&o.ID, &o.Name, &plan, &o.CreatedAt, &o.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Organisation{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Organisation{}, fmt.Errorf("get organisation: %w", err)
+	}
+	o.Plan, o.CreatedAt, o.UpdatedAt = cloud.Plan(plan), o.CreatedAt.UTC(), o.UpdatedAt.UTC()
+	return o, nil
+}
+
+func scopeStrings(sc []cloud.Scope) []string {
+	out := make([]string, len(sc))
+	for i, s := range sc {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// CreateKey implements cloud.Store.
+func (s *Store) CreateKey(ctx context.Context, k cloud.APIKey) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		k.ID, k.Tenant.OrgID, string(k.Tenant.Mode), string(k.Kind), scopeStrings(k.Scopes), k.Hash, k.Last4,
+		k.CreatedAt, nullTime(k.RevokedAt))
+	if err != nil {
+		return translate("create key", err)
+	}
+	return nil
+}
+
+// KeyByHash implements cloud.Store.
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (cloud.Principal, error) {
+	var p cloud.Principal
+	var mode, kind, plan string
+	var scopes []string
+	var revoked pgtype.Timestamptz
+	err := s.pool.QueryRow(ctx, `SELECT k.id, k.org_id, k.mode, k.kind, k.scopes, k.hash, k.last4, k.created_at, k.revoked_at, o.plan
+		FROM api_keys k JOIN organisations o ON o.id = k.org_id WHERE k.hash = $1`, hash).
+		Scan(&p.Key.ID, &p.Key.Tenant.OrgID, &mode, &kind, &scopes, &p.Key.Hash, &p.Key.Last4, &p.Key.CreatedAt, &revoked, &plan)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Principal{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Principal{}, fmt.Errorf("get key: %w", err)
+	}
+	p.Key.Tenant.Mode, p.Key.Kind, p.Plan = cloud.Mode(mode), cloud.KeyKind(kind), cloud.Plan(plan)
+	if len(scopes) > 0 {
+		p.Key.Scopes = make([]cloud.Scope, len(scopes))
+		for i, sc := range scopes {
+			p.Key.Scopes[i] = cloud.Scope(sc)
+		}
+	}
+	p.Key.CreatedAt, p.Key.RevokedAt = p.Key.CreatedAt.UTC(), timePtr(revoked)
+	return p, nil
+}
+
+// RevokeKey implements cloud.Store. One statement revokes the key unless it
+// is revoked already and says whether it exists; the revoked_at IS NULL
+// test is on the updated row itself, so of two concurrent revokes the
+// second sees the first's time and keeps it.
+func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, at time.Time) error {
+	var found bool
+	err := s.pool.QueryRow(ctx, `WITH u AS (UPDATE api_keys SET revoked_at = $3
+			WHERE id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM u) OR EXISTS (SELECT 1 FROM api_keys WHERE id = $1 AND org_id = $2)`,
+		keyID, orgID, at).Scan(&found)
+	if err != nil {
+		return fmt.Errorf("revoke key: %w", err)
+	}
+	if !found {
+		return cloud.ErrNotFound
+	}
+	return nil
+}
+
+// Secret implements cloud.Store. generate is called only when the secret
+// is missing; when two processes race, the first insert wins and both read
+// it back.
+func (s *Store) Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error) {
+	var v []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM secrets WHERE name = $1`, name).Scan(&v)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, generate()); err != nil {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT value FROM secrets WHERE name = $1`, name).Scan(&v); err != nil {
+		return nil, fmt.Errorf("secret %s: %w", name, err)
+	}
+	return v, nil
+}
+
+// ClaimIdempotencyKey implements cloud.Store. The upsert either inserts rec,
+// or replaces an expired or stale record, or leaves a live one alone; the
+// row lock it takes makes concurrent claims of one key queue, so exactly
+// one of them gets the key back as owner. When the live record it left
+// alone is gone by the time it is read (released or purged meanwhile), it
+// tries again.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec cloud.IdempotencyRecord, staleBefore, expiredBefore time.Time) (*cloud.IdempotencyRecord, error) {
+	t := rec.Tenant
+	fingerprint := rec.Fingerprint
+	if fingerprint == nil {
+		fingerprint = []byte{}
+	}
+	for {
+		var owner string
+		err := s.pool.QueryRow(ctx, `INSERT INTO idempotency_keys (org_id, mode, key, owner, fingerprint, method, path, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (org_id, mode, key) DO UPDATE SET owner = excluded.owner, fingerprint = excluded.fingerprint,
+				method = excluded.method, path = excluded.path, created_at = excluded.created_at,
+				done = false, status = 0, header = '{}', body = ''
+			WHERE idempotency_keys.created_at < $9 OR (NOT idempotency_keys.done AND idempotency_keys.created_at < $10)
+			RETURNING owner`,
+			t.OrgID, string(t.Mode), rec.Key, rec.Owner, fingerprint, rec.Method, rec.Path, rec.CreatedAt,
+			expiredBefore, staleBefore).Scan(&owner)
+		if err == nil {
+			return nil, nil // ours: the row returned is the one just written
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("claim idempotency key: %w", err)
+		}
+		held := &cloud.IdempotencyRecord{Tenant: t, Key: rec.Key}
+		err = s.pool.QueryRow(ctx, `SELECT owner, fingerprint, method, path, created_at, done, status, header, body
+			FROM idempotency_keys WHERE org_id = $1 AND mode = $2 AND key = $3`, t.OrgID, string(t.Mode), rec.Key).
+			Scan(&held.Owner, &held.Fingerprint, &held.Method, &held.Path, &held.CreatedAt, &held.Done,
+				&held.Response.Status, &held.Response.Header, &held.Response.Body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("claim idempotency key: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claim idempotency key: %w", err)
+		}
+		held.CreatedAt = held.CreatedAt.UTC()
+		if held.Response.Header == nil {
+			held.Response.Header = map[string]string{}
+		}
+		return held, nil
+	}
+}
+
+// CompleteIdempotencyKey implements cloud.Store. A key no longer owned (it
+// went stale and was claimed again) is left alone.
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string, resp cloud.StoredResponse) error {
+	header := resp.Header
+	if header == nil {
+		header = map[string]string{}
+	}
+	body := resp.Body
+	if body == nil {
+		body = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, status = $5, header = $6, body = $7
+		WHERE org_id = $1 AND mode = $2 AND key = $3 AND owner = $4`,
+		t.OrgID, string(t.Mode), key, owner, resp.Status, header, body)
+	if err != nil {
+		return fmt.Errorf("complete idempotency key: %w", err)
+	}
+	return nil
+}
+
+// ReleaseIdempotencyKey implements cloud.Store. A key no longer owned is
+// left alone.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string) error {
+	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE org_id = $1 AND mode = $2 AND key = $3 AND owner = $4`,
+		t.OrgID, string(t.Mode), key, owner)
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// PurgeIdempotencyKeys implements cloud.Store.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, before)
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// CountRequest implements cloud.Store in one round trip; the counters are
+// shared by every process on the database.
+func (s *Store) CountRequest(ctx context.Context, t cloud.Tenant, windowStart time.Time) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO request_counts (org_id, mode, window_start, count) VALUES ($1, $2, $3, 1)
+		ON CONFLICT (org_id, mode, window_start) DO UPDATE SET count = request_counts.count + 1
+		RETURNING count`, t.OrgID, string(t.Mode), windowStart).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count request: %w", err)
+	}
+	return n, nil
+}
+
+// PurgeRequestCounts implements cloud.Store.
+func (s *Store) PurgeRequestCounts(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM request_counts WHERE window_start < $1`, before)
+	if err != nil {
+		return 0, fmt.Errorf("purge request counts: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

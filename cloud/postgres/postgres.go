@@ -1,0 +1,271 @@
+// Package postgres is the cloud Store on PostgreSQL (github.com/jackc/pgx/v5
+// with a pgxpool): the store for several API processes sharing one
+// database.
+//
+// It may import cloud, shared and pgx. Its schema is brought up to date by
+// embedded, append-only migrations when a Store opens; processes starting at
+// once take turns under an advisory lock.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/svc-vms/svc/cloud"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+var _ cloud.Store = (*Store)(nil)
+
+// Store is a cloud.Store on a PostgreSQL database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database at url (a PostgreSQL URL or keyword/value
+// string, as pgxpool.ParseConfig takes) and brings its schema up to date.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig is Open with a parsed configuration, for callers that set pool
+// sizes or runtime parameters such as search_path.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// migrateLock is the pg_advisory_xact_lock key migrations run under: "svc_migr".
+const migrateLock int64 = 0x7376635f6d696772
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, name := range names {
+		base := path.Base(name)
+		prefix, _, _ := strings.Cut(base, "_")
+		version, err := strconv.Atoi(prefix)
+		if err != nil || version <= 0 {
+			return nil, fmt.Errorf("%s: name must start with a positive number", base)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: version, name: base, sql: string(body)})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("%s and %s share version %d", ms[i-1].name, ms[i].name, ms[i].version)
+		}
+	}
+	return ms, nil
+}
+
+// migrate applies the migrations the database has not seen, all in one
+// transaction holding an advisory lock, so that processes starting together
+// neither race nor leave a half-applied schema.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer PRIMARY KEY,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+		done, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if slices.Contains(done, int32(m.version)) {
+				continue
+			}
+			// No arguments: pgx sends it as a simple query, which may hold
+			// several statements.
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, m.version); err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction, committing when it returns nil. fn's error
+// is returned unchanged, after rolling back.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit: ErrTxClosed, ignored
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// querier is what the pool and a transaction have in common.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// scanner is a pgx.Row or a pgx.CollectableRow.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// null stores "" as NULL.
+func null(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullTime stores nil as NULL.
+func nullTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return *t
+}
+
+// timePtr reads a nullable timestamptz, in UTC.
+func timePtr(v pgtype.Timestamptz) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := v.Time.UTC()
+	return &t
+}
+
+// uniqueViolation and foreignKeyViolation are the SQLSTATEs of a broken
+// UNIQUE and a broken REFERENCES.
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+)
+
+// translate turns constraint violations into the domain's errors: a used
+// email into *cloud.ConflictError, any other duplicate into ErrConflict, a
+// reference to a missing object into ErrNotFound. op names the operation.
+func translate(op string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == uniqueViolation && pe.ConstraintName == "people_email":
+			return &cloud.ConflictError{Field: "email", Message: "another person already has this email address"}
+		case pe.Code == uniqueViolation:
+			return fmt.Errorf("%s: %w: %w", op, cloud.ErrConflict, err)
+		case pe.Code == foreignKeyViolation:
+			return fmt.Errorf("%s: %w: %w", op, cloud.ErrNotFound, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// list is a SELECT of one tenant's rows being built: filters are added with
+// where, and page finishes it with the keyset condition, order and limit.
+type list struct {
+	sql  strings.Builder
+	args []any
+}
+
+// newList starts "SELECT cols FROM table WHERE org_id = $1 AND mode = $2".
+func newList(cols, table string, t cloud.Tenant) *list {
+	l := &list{args: []any{t.OrgID, string(t.Mode)}}
+	l.sql.WriteString("SELECT " + cols + " FROM " + table + " WHERE org_id = $1 AND mode = $2")
+	return l
+}
+
+// where adds " AND cond", cond naming its argument $%[1]d (as often as it
+// needs to).
+func (l *list) where(cond string, arg any) {
+	l.args = append(l.args, arg)
+	l.sql.WriteString(" AND ")
+	fmt.Fprintf(&l.sql, cond, len(l.args))
+}
+
+// page adds the newest-first keyset condition and asks for one row more
+// than p.Limit, which says whether more follow.
+func (l *list) page(p cloud.Page) {
+	if p.After != nil {
+		l.args = append(l.args, p.After.CreatedAt, p.After.ID)
+		fmt.Fprintf(&l.sql, " AND (created_at, id) < ($%d::timestamptz, $%d::text)", len(l.args)-1, len(l.args))
+	}
+	l.args = append(l.args, p.Limit+1)
+	fmt.Fprintf(&l.sql, " ORDER BY created_at DESC, id DESC LIMIT $%d", len(l.args))
+}
+
+// collect runs a list built with page and returns at most limit rows and
+// whether more follow.
+func collect[T any](ctx context.Context, q querier, l *list, limit int, fn pgx.RowToFunc[T]) ([]T, bool, error) {
+	rows, _ := q.Query(ctx, l.sql.String(), l.args...)
+	out, err := pgx.CollectRows(rows, fn)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}

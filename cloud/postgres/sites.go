@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/svc-vms/svc/cloud"
+)
+
+const siteCols = `id, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at`
+
+// scanSite reads siteCols. A site has an address when addr_line1 is not
+// NULL: Line1 and Country are stored as given, the other parts "" as NULL.
+func scanSite(row scanner, t cloud.Tenant) (cloud.Site, error) {
+	site := cloud.Site{Tenant: t}
+	var line1, line2, city, region, postal, country pgtype.Text
+	err := row.Scan(&site.ID, &site.Name, &site.Timezone, &line1, &line2, &city, &region, &postal, &country,
+		&site.CreatedAt, &site.UpdatedAt)
+	if err != nil {
+		return cloud.Site{}, err
+	}
+	if line1.Valid {
+		site.Address = &cloud.Address{Line1: line1.String, Line2: line2.String, City: city.String,
+			Region: region.String, PostalCode: postal.String, Country: country.String}
+	}
+	site.CreatedAt, site.UpdatedAt = site.CreatedAt.UTC(), site.UpdatedAt.UTC()
+	return site, nil
+}
+
+// addressArgs are the six addr_ column values of a.
+func addressArgs(a *cloud.Address) []any {
+	if a == nil {
+		return []any{nil, nil, nil, nil, nil, nil}
+	}
+	return []any{a.Line1, null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), a.Country}
+}
+
+// CreateSite implements cloud.Store.
+func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
+	args := append([]any{site.Tenant.OrgID, string(site.Tenant.Mode), site.ID, site.Name, site.Timezone},
+		addressArgs(site.Address)...)
+	args = append(args, site.CreatedAt, site.UpdatedAt)
+	_, err := s.pool.Exec(ctx, `INSERT INTO sites (org_id, mode, `+siteCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, args...)
+	if err != nil {
+		return translate("create site", err)
+	}
+	return nil
+}
+
+// Site implements cloud.Store.
+func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site, error) {
+	site, err := scanSite(s.pool.QueryRow(ctx, `SELECT `+siteCols+` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3`,
+		t.OrgID, string(t.Mode), id), t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Site{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Site{}, fmt.Errorf("get site: %w", err)
+	}
+	return site, nil
+}
+
+// UpdateSite implements cloud.Store.
+func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Site) error) (cloud.Site, error) {
+	var out cloud.Site
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		site, err := scanSite(tx.QueryRow(ctx, `SELECT `+siteCols+` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			t.OrgID, string(t.Mode), id), t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("update site: %w", err)
+		}
+		if err := fn(&site); err != nil {
+			return err
+		}
+		args := append([]any{t.OrgID, string(t.Mode), id, site.Name, site.Timezone}, addressArgs(site.Address)...)
+		args = append(args, site.CreatedAt, site.UpdatedAt)
+		out, err = scanSite(tx.QueryRow(ctx, `UPDATE sites SET name = $4, timezone = $5,
+				addr_line1 = $6, addr_line2 = $7, addr_city = $8, addr_region = $9, addr_postal_code = $10, addr_country = $11,
+				created_at = $12, updated_at = $13
+			WHERE org_id = $1 AND mode = $2 AND id = $3 RETURNING `+siteCols, args...), t)
+		if err != nil {
+			return translate("update site", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return cloud.Site{}, err
+	}
+	return out, nil
+}
+
+// ListSites implements cloud.Store.
+func (s *Store) ListSites(ctx context.Context, t cloud.Tenant, _ cloud.SiteFilter, p cloud.Page) ([]cloud.Site, bool, error) {
+	l := newList(siteCols, "sites", t)
+	l.page(p)
+	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Site, error) {
+		return scanSite(row, t)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list sites: %w", err)
+	}
+	return out, more, nil
+}
+
+const gateCols = `id, site_id, name, direction, created_at, updated_at`
+
+func scanGate(row scanner, t cloud.Tenant) (cloud.Gate, error) {
+	g := cloud.Gate{Tenant: t}
+	var dir string
+	if err := row.Scan(&g.ID, &g.SiteID, &g.Name, &dir, &g.CreatedAt, &g.UpdatedAt); err != nil {
+		return cloud.Gate{}, err
+	}
+	g.Direction, g.CreatedAt, g.UpdatedAt = cloud.Direction(dir), g.CreatedAt.UTC(), g.UpdatedAt.UTC()
+	return g, nil
+}
+
+// CreateGate implements cloud.Store. A site missing from the tenant
+// returns an error wrapping ErrNotFound.
+func (s *Store) CreateGate(ctx context.Context, g cloud.Gate) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO gates (org_id, mode, `+gateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		g.Tenant.OrgID, string(g.Tenant.Mode), g.ID, g.SiteID, g.Name, string(g.Direction), g.CreatedAt, g.UpdatedAt)
+	if err != nil {
+		return translate("create gate", err)
+	}
+	return nil
+}
+
+// Gate implements cloud.Store.
+func (s *Store) Gate(ctx context.Context, t cloud.Tenant, id string) (cloud.Gate, error) {
+	g, err := scanGate(s.pool.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE org_id = $1 AND mode = $2 AND id = $3`,
+		t.OrgID, string(t.Mode), id), t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Gate{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Gate{}, fmt.Errorf("get gate: %w", err)
+	}
+	return g, nil
+}
+
+// UpdateGate implements cloud.Store.
+func (s *Store) UpdateGate(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Gate) error) (cloud.Gate, error) {
+	var out cloud.Gate
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		g, err := scanGate(tx.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			t.OrgID, string(t.Mode), id), t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("update gate: %w", err)
+		}
+		if err := fn(&g); err != nil {
+			return err
+		}
+		out, err = scanGate(tx.QueryRow(ctx, `UPDATE gates SET site_id = $4, name = $5, direction = $6, created_at = $7, updated_at = $8
+			WHERE org_id = $1 AND mode = $2 AND id = $3 RETURNING `+gateCols,
+			t.OrgID, string(t.Mode), id, g.SiteID, g.Name, string(g.Direction), g.CreatedAt, g.UpdatedAt), t)
+		if err != nil {
+			return translate("update gate", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return cloud.Gate{}, err
+	}
+	return out, nil
+}
+
+// ListGates implements cloud.Store.
+func (s *Store) ListGates(ctx context.Context, t cloud.Tenant, f cloud.GateFilter, p cloud.Page) ([]cloud.Gate, bool, error) {
+	l := newList(gateCols, "gates", t)
+	if f.SiteID != "" {
+		l.where("site_id = $%d", f.SiteID)
+	}
+	l.page(p)
+	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Gate, error) {
+		return scanGate(row, t)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list gates: %w", err)
+	}
+	return out, more, nil
+}
