@@ -78,6 +78,25 @@ type route struct {
 	scope       cloud.Scope
 	minLivePlan cloud.Plan // live mode needs this plan or above
 	publishable bool       // publishable keys may call it
+	list        bool       // it reads its own query parameters
+}
+
+// noQuery refuses query parameters on operations that take none, as lists
+// refuse the ones they do not know.
+func noQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().URL.RawQuery == "" {
+			return next(c)
+		}
+		q, err := parseQuery(c)
+		if err != nil {
+			return err
+		}
+		if err := q.errs.err(); err != nil {
+			return err
+		}
+		return next(c)
+	}
 }
 
 // authenticate checks the bearer key and the route's rules, in the order

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,6 +98,10 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 			out.code, out.detail = problem.InternalError, "The request could not be handled."
 			s.log.Error("unexpected framework error", "err", err, "request_id", requestID(c))
 		}
+	case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
+		// The client went away; nobody reads this response.
+		out.code, out.detail = problem.InternalError, "The request was cancelled by the client."
+		s.log.Debug("request cancelled by the client", "request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path)
 	default:
 		out.code, out.detail = problem.InternalError, "Something went wrong on our side. Retry with backoff and the same Idempotency-Key; quote the request_id if it persists."
 		s.log.Error("internal error", "err", err, "request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path)

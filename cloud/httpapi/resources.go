@@ -71,13 +71,6 @@ type organisationJSON struct {
 }
 
 func (s *Server) getOrganisation(c echo.Context) error {
-	q, err := parseQuery(c)
-	if err != nil {
-		return err
-	}
-	if err := q.errs.err(); err != nil {
-		return err
-	}
 	t := tenant(c)
 	o, err := s.svc.Organisation(c.Request().Context(), t)
 	if err != nil {
@@ -197,6 +190,20 @@ func (s *Server) updateSite(c echo.Context) error {
 	return c.JSON(http.StatusOK, renderSite(st))
 }
 
+// checkSiteFilter adds a problem when a site_id filter names no site of
+// the tenant, then returns every problem of the query: a filter on a site
+// that does not exist is a mistake, not an empty list.
+func (s *Server) checkSiteFilter(ctx context.Context, q *query, t cloud.Tenant, siteID string) error {
+	if siteID != "" && len(q.errs) == 0 {
+		if _, err := s.svc.Store().Site(ctx, t, siteID); errors.Is(err, cloud.ErrNotFound) {
+			q.errs.add("query.site_id", "no site with this ID")
+		} else if err != nil {
+			return err
+		}
+	}
+	return q.errs.err()
+}
+
 // notFoundAs names the object in a not_found problem.
 func notFoundAs(err error, kind, id string) error {
 	if errors.Is(err, cloud.ErrNotFound) {
@@ -242,7 +249,7 @@ func (s *Server) listGates(c echo.Context) error {
 	f := cloud.GateFilter{SiteID: q.id("site_id", ids.Site)}
 	scope := "gates\x00" + t.OrgID + "\x00" + string(t.Mode) + "\x00" + f.SiteID
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkSiteFilter(c.Request().Context(), q, t, f.SiteID); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Store().ListGates(c.Request().Context(), t, f, p)
@@ -331,7 +338,7 @@ func (s *Server) listPeople(c echo.Context) error {
 		Email: q.text("email", cloud.MaxEmailLen), Active: q.boolean("active")}
 	scope := "people\x00" + t.OrgID + "\x00" + string(t.Mode) + "\x00" + f.Query + "\x00" + f.SiteID + "\x00" + cloud.Fold(f.Email) + "\x00" + boolScope(f.Active)
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkSiteFilter(c.Request().Context(), q, t, f.SiteID); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Store().ListPeople(c.Request().Context(), t, f, p)
@@ -470,14 +477,7 @@ func (s *Server) listTeams(c echo.Context) error {
 		boolScope(f.VisitorsCanChoose) + "\x00" + boolScope(&f.IncludeArchived)
 	p := s.page(q, scope)
 	ctx := c.Request().Context()
-	if f.SiteID != "" && len(q.errs) == 0 {
-		if _, err := s.svc.Store().Site(ctx, t, f.SiteID); errors.Is(err, cloud.ErrNotFound) {
-			q.errs.add("query.site_id", "no site with this ID")
-		} else if err != nil {
-			return err
-		}
-	}
-	if err := q.errs.err(); err != nil {
+	if err := s.checkSiteFilter(ctx, q, t, f.SiteID); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Store().ListTeams(ctx, t, f, p)

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -78,6 +80,27 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Routes lists the operations the server serves, sorted, as "METHOD /v1/path"
+// with path parameters written {name} the way the OpenAPI document writes
+// them, so a test can hold the document to the router.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		if r.Method == echo.RouteNotFound {
+			continue
+		}
+		segs := strings.Split(r.Path, "/")
+		for i, seg := range segs {
+			if name, ok := strings.CutPrefix(seg, ":"); ok {
+				segs[i] = "{" + name + "}"
+			}
+		}
+		out = append(out, r.Method+" "+strings.Join(segs, "/"))
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
@@ -119,6 +142,9 @@ func (s *Server) routes() *echo.Echo {
 			r.minLivePlan = cloud.PlanPro
 		}
 		mw := []echo.MiddlewareFunc{s.authenticate(r)}
+		if !r.list {
+			mw = append(mw, noQuery)
+		}
 		if method == http.MethodPost {
 			mw = append(mw, s.idempotent)
 		}
@@ -127,24 +153,24 @@ func (s *Server) routes() *echo.Echo {
 
 	op(http.MethodGet, "/organisation", route{scope: cloud.ScopeOrganisationRead}, s.getOrganisation)
 
-	op(http.MethodGet, "/sites", route{scope: cloud.ScopeSitesRead}, s.listSites)
+	op(http.MethodGet, "/sites", route{scope: cloud.ScopeSitesRead, list: true}, s.listSites)
 	op(http.MethodPost, "/sites", route{scope: cloud.ScopeSitesWrite}, s.createSite)
 	op(http.MethodGet, "/sites/:site_id", route{scope: cloud.ScopeSitesRead}, s.getSite)
 	op(http.MethodPatch, "/sites/:site_id", route{scope: cloud.ScopeSitesWrite}, s.updateSite)
 
-	op(http.MethodGet, "/gates", route{scope: cloud.ScopeSitesRead}, s.listGates)
+	op(http.MethodGet, "/gates", route{scope: cloud.ScopeSitesRead, list: true}, s.listGates)
 	op(http.MethodPost, "/gates", route{scope: cloud.ScopeSitesWrite}, s.createGate)
 	op(http.MethodGet, "/gates/:gate_id", route{scope: cloud.ScopeSitesRead}, s.getGate)
 	op(http.MethodPatch, "/gates/:gate_id", route{scope: cloud.ScopeSitesWrite}, s.updateGate)
 
-	op(http.MethodGet, "/people", route{scope: cloud.ScopePeopleRead}, s.listPeople)
+	op(http.MethodGet, "/people", route{scope: cloud.ScopePeopleRead, list: true}, s.listPeople)
 	op(http.MethodPost, "/people", route{scope: cloud.ScopePeopleWrite}, s.createPerson)
 	op(http.MethodGet, "/people/:person_id", route{scope: cloud.ScopePeopleRead}, s.getPerson)
 	op(http.MethodPatch, "/people/:person_id", route{scope: cloud.ScopePeopleWrite}, s.updatePerson)
 	op(http.MethodPost, "/people/:person_id/deactivate", route{scope: cloud.ScopePeopleWrite}, s.deactivatePerson)
 	op(http.MethodPost, "/people/:person_id/reactivate", route{scope: cloud.ScopePeopleWrite}, s.reactivatePerson)
 
-	op(http.MethodGet, "/teams", route{scope: cloud.ScopePeopleRead}, s.listTeams)
+	op(http.MethodGet, "/teams", route{scope: cloud.ScopePeopleRead, list: true}, s.listTeams)
 	op(http.MethodPost, "/teams", route{scope: cloud.ScopePeopleWrite}, s.createTeam)
 	op(http.MethodGet, "/teams/:team_id", route{scope: cloud.ScopePeopleRead}, s.getTeam)
 	op(http.MethodPatch, "/teams/:team_id", route{scope: cloud.ScopePeopleWrite}, s.updateTeam)

@@ -1,0 +1,256 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
+	"github.com/svc-vms/svc/cloud/sqlite"
+)
+
+// stores are the engines every HTTP test runs on: SQLite always,
+// PostgreSQL when SVC_TEST_POSTGRES_URL is set.
+var stores = []struct {
+	name string
+	open func(t *testing.T) cloud.Store
+}{
+	{"sqlite", func(t *testing.T) cloud.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}},
+	{"postgres", func(t *testing.T) cloud.Store { return postgrestest.New(t) }},
+}
+
+// eachStore runs fn once per store engine.
+func eachStore(t *testing.T, fn func(t *testing.T, open func(t *testing.T) cloud.Store)) {
+	for _, s := range stores {
+		t.Run(s.name, func(t *testing.T) { fn(t, s.open) })
+	}
+}
+
+// clock is a settable clock shared by the service and the server.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// harness is one API server over one store, with a seeded organisation.
+type harness struct {
+	t     testing.TB
+	store cloud.Store
+	svc   *cloud.Service
+	clock *clock
+	url   string
+	seed  cloud.SeedResult
+}
+
+type options struct {
+	limits map[cloud.Plan]int
+	plan   cloud.Plan
+	wrap   func(cloud.Store) cloud.Store // a fault-injecting wrapper
+}
+
+func newHarness(t *testing.T, open func(t *testing.T) cloud.Store, opts ...func(*options)) *harness {
+	t.Helper()
+	o := options{plan: cloud.PlanPro}
+	for _, f := range opts {
+		f(&o)
+	}
+	base := open(t)
+	h := &harness{t: t, clock: newClock()}
+	return h.serve(t, base, o)
+}
+
+// serve starts a server on store; two harnesses built from one store are
+// two API processes sharing it.
+func (h *harness) serve(t *testing.T, base cloud.Store, o options) *harness {
+	t.Helper()
+	store := base
+	if o.wrap != nil {
+		store = o.wrap(base)
+	}
+	h.store = store
+	h.svc = cloud.NewService(store, h.clock.Now)
+	if h.seed.Organisation.ID == "" {
+		res, err := cloud.NewService(base, h.clock.Now).Seed(context.Background(), "Harness Org", o.plan)
+		require.NoError(t, err)
+		h.seed = res
+	}
+	api, err := httpapi.New(context.Background(), httpapi.Config{Service: h.svc, RateLimits: o.limits, Now: h.clock.Now})
+	require.NoError(t, err)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	return h
+}
+
+func withLimits(l map[cloud.Plan]int) func(*options) { return func(o *options) { o.limits = l } }
+func withPlan(p cloud.Plan) func(*options) {
+	return func(o *options) { o.plan = p }
+}
+func withWrap(w func(cloud.Store) cloud.Store) func(*options) { return func(o *options) { o.wrap = w } }
+
+// response is a read response; JSON bodies are decoded into Body.
+type response struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+	Body   map[string]any
+}
+
+// req is one request to send.
+type req struct {
+	method, path, key string
+	body              any    // marshalled as JSON unless raw is set
+	raw               []byte // sent as is
+	header            map[string]string
+	noIdem            bool // leave out the automatic Idempotency-Key
+}
+
+// do sends r, checks the conventions every response keeps (request ID in
+// header and problem body, problem content type for errors) and validates
+// the response against the OpenAPI document.
+func (h *harness) do(r req) response {
+	h.t.Helper()
+	var body io.Reader
+	switch {
+	case r.raw != nil:
+		body = bytes.NewReader(r.raw)
+	case r.body != nil:
+		b, err := json.Marshal(r.body)
+		require.NoError(h.t, err)
+		body = bytes.NewReader(b)
+	}
+	httpReq, err := http.NewRequest(r.method, h.url+r.path, body)
+	require.NoError(h.t, err)
+	if r.key != "" {
+		httpReq.Header.Set("Authorization", "Bearer "+r.key)
+	}
+	if body != nil {
+		httpReq.Header.Set("Content-Type", "application/json")
+	}
+	if r.method == http.MethodPost && !r.noIdem {
+		httpReq.Header.Set("Idempotency-Key", uuid())
+	}
+	for k, v := range r.header {
+		httpReq.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(httpReq)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if len(raw) > 0 {
+		require.NoError(h.t, json.Unmarshal(raw, &out.Body), "body: %s", raw)
+	}
+	rid := resp.Header.Get("Svc-Request-Id")
+	require.Regexp(h.t, `^req_[0-7][0-9a-hjkmnp-tv-z]{25}$`, rid, "Svc-Request-Id on %s %s", r.method, r.path)
+	if resp.StatusCode >= 400 {
+		require.Equal(h.t, "application/problem+json", resp.Header.Get("Content-Type"), "%s", raw)
+		require.Equal(h.t, rid, out.Body["request_id"], "request_id in the body equals Svc-Request-Id")
+		require.Equal(h.t, float64(resp.StatusCode), out.Body["status"])
+	}
+	validateResponse(h.t, httpReq, resp.StatusCode, resp.Header, raw)
+	return out
+}
+
+// get, post and patch are do with the test-mode secret key.
+func (h *harness) get(path string) response {
+	h.t.Helper()
+	return h.do(req{method: http.MethodGet, path: path, key: h.seed.Keys.SecretTest})
+}
+
+func (h *harness) post(path string, body any) response {
+	h.t.Helper()
+	return h.do(req{method: http.MethodPost, path: path, key: h.seed.Keys.SecretTest, body: body})
+}
+
+func (h *harness) patch(path string, body any) response {
+	h.t.Helper()
+	return h.do(req{method: http.MethodPatch, path: path, key: h.seed.Keys.SecretTest, body: body})
+}
+
+// testTenant is the seeded organisation's test mode.
+func (h *harness) testTenant() cloud.Tenant {
+	return cloud.Tenant{OrgID: h.seed.Organisation.ID, Mode: cloud.ModeTest}
+}
+
+func uuid() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// requireProblem asserts a problem's status, code and, when given, the
+// locations of its errors.
+func requireProblem(t testing.TB, r response, status int, code string, locations ...string) {
+	t.Helper()
+	require.Equal(t, status, r.Status, "%s", r.Raw)
+	require.Equal(t, code, r.Body["code"], "%s", r.Raw)
+	if len(locations) == 0 {
+		return
+	}
+	var got []string
+	errs, _ := r.Body["errors"].([]any)
+	for _, e := range errs {
+		got = append(got, e.(map[string]any)["location"].(string))
+	}
+	require.ElementsMatch(t, locations, got, "%s", r.Raw)
+}
+
+// data returns a list response's rows.
+func data(t testing.TB, r response) []map[string]any {
+	t.Helper()
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	rows, ok := r.Body["data"].([]any)
+	require.True(t, ok, "%s", r.Raw)
+	out := make([]map[string]any, len(rows))
+	for i, row := range rows {
+		out[i] = row.(map[string]any)
+	}
+	return out
+}
+
+func idsOf(rows []map[string]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r["id"].(string)
+	}
+	return out
+}
+
+func contains(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }

@@ -1,0 +1,208 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/problem"
+)
+
+// openAPIBase is the path every operation of the document sits under: the
+// document's server URL ends with it.
+const openAPIBase = "/v1"
+
+// openAPIContract is the document loaded, validated and routed once for
+// every test of the package.
+var openAPIContract = sync.OnceValues(func() (*openAPISpec, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(httpapi.OpenAPI)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		return nil, err
+	}
+	// Tests call servers on random ports: route on the path alone, with
+	// the document's base path as its only server.
+	doc.Servers = openapi3.Servers{{URL: openAPIBase}}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &openAPISpec{doc: doc, router: router}, nil
+})
+
+type openAPISpec struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+func loadOpenAPI(t testing.TB) *openAPISpec {
+	t.Helper()
+	spec, err := openAPIContract()
+	require.NoError(t, err, "the OpenAPI document must load and validate")
+	return spec
+}
+
+// validateResponse fails t unless resp (with its already-read body) is what
+// the OpenAPI document says the operation returns: a documented status, its
+// headers and its body schema. A request to no operation of the document
+// must have been answered with a not_found problem.
+func validateResponse(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	spec := loadOpenAPI(t)
+	ctx := context.Background()
+
+	// Route on the path and query alone; the document's server is the base
+	// path.
+	routed := req.Clone(ctx)
+	routed.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
+	route, params, err := spec.router.FindRoute(routed)
+	if err != nil {
+		requireUndocumentedRoute(t, spec, req, status, header, body)
+		return
+	}
+
+	opts := &openapi3filter.Options{
+		IncludeResponseStatus: true,
+		MultiError:            true,
+		AuthenticationFunc:    func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{
+			Request: routed, PathParams: params, Route: route, Options: opts,
+		},
+		Status:  status,
+		Header:  header,
+		Body:    io.NopCloser(bytes.NewReader(body)),
+		Options: opts,
+	}
+	if err := openapi3filter.ValidateResponse(ctx, in); err != nil {
+		t.Fatalf("%s %s: the %d response does not match the OpenAPI document (%s):\n%v\nheaders: %v\nbody: %s",
+			req.Method, req.URL.RequestURI(), status, route.Operation.OperationID, err, header, body)
+	}
+}
+
+// requireUndocumentedRoute checks the answer to a request for no operation
+// of the document: a not_found problem.
+func requireUndocumentedRoute(t testing.TB, spec *openAPISpec, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	if status != http.StatusNotFound || header.Get("Content-Type") != problem.ContentType {
+		t.Fatalf("%s %s is no operation of the OpenAPI document, yet the response is %d %s: %s",
+			req.Method, req.URL.RequestURI(), status, header.Get("Content-Type"), body)
+	}
+	var v any
+	require.NoError(t, json.Unmarshal(body, &v), "problem body: %s", body)
+	schema := spec.doc.Components.Schemas["Problem"].Value
+	if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+		t.Fatalf("%s %s: the 404 body is not a Problem: %v\nbody: %s", req.Method, req.URL.RequestURI(), err, body)
+	}
+	require.Equal(t, string(problem.NotFound), v.(map[string]any)["code"], "body: %s", body)
+}
+
+// newOpenAPIServer is an API server on a fresh SQLite store.
+func newOpenAPIServer(t *testing.T) (*httpapi.Server, *cloud.Service) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	svc := cloud.NewService(store, time.Now)
+	srv, err := httpapi.New(ctx, httpapi.Config{Service: svc})
+	require.NoError(t, err)
+	return srv, svc
+}
+
+func TestOpenAPI_DocumentIsValid(t *testing.T) {
+	spec := loadOpenAPI(t)
+	doc := spec.doc
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+
+	// Every operation the server routes is in the document, and the
+	// document has no operation the server lacks.
+	srv, _ := newOpenAPIServer(t)
+	served := srv.Routes()
+	require.NotEmpty(t, served)
+	var documented []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented = append(documented, method+" "+openAPIBase+path)
+		}
+	}
+	slices.Sort(documented)
+	require.Equal(t, served, documented, "the operations in openapi.json must be exactly the routes in server.go")
+
+	// The problem codes are shared/problem's, no more, no fewer.
+	var codes []string
+	for _, c := range problem.Codes() {
+		codes = append(codes, string(c))
+	}
+	var enum []string
+	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["code"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	require.ElementsMatch(t, codes, enum, "Problem.code enumerates shared/problem.Codes()")
+
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			name := method + " " + path
+			require.NotEmpty(t, op.OperationID, name)
+			if path == "/openapi.json" {
+				require.NotNil(t, op.Security, "%s needs no authentication", name)
+				require.Empty(t, *op.Security, "%s needs no authentication", name)
+				continue
+			}
+			scope, _ := op.Extensions["x-svc-scope"].(string)
+			require.True(t, cloud.Scope(scope).Valid(), "%s: x-svc-scope %q is one of the 22 scopes", name, scope)
+			require.Contains(t, op.Description, "`"+scope+"`", "%s: the description names the scope", name)
+			plan, _ := op.Extensions["x-svc-live-plan"].(string)
+			require.True(t, cloud.Plan(plan).Valid(), "%s: x-svc-live-plan %q is a plan", name, plan)
+			for _, status := range []int{401, 403, 429, 500} {
+				require.NotNil(t, op.Responses.Status(status), "%s documents %d", name, status)
+			}
+			if method == http.MethodPost {
+				p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "Idempotency-Key")
+				require.NotNil(t, p, "%s takes Idempotency-Key", name)
+				require.True(t, p.Required, "%s: Idempotency-Key is required", name)
+			}
+		}
+	}
+}
+
+func TestOpenAPI_Served(t *testing.T) {
+	srv, _ := newOpenAPIServer(t)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+
+	req, err := http.NewRequest(http.MethodGet, ts.URL+"/v1/openapi.json", nil)
+	require.NoError(t, err)
+	resp, err := ts.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "served without Authorization: %s", body)
+	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"), resp.Header.Get("Content-Type"))
+	require.Equal(t, httpapi.OpenAPI, body, "the served document is the embedded one, byte for byte")
+	validateResponse(t, req, resp.StatusCode, resp.Header, body)
+}
