@@ -26,7 +26,7 @@ func get[T any](ctx context.Context, db interface {
 
 // list runs a page query; it returns at most limit rows and whether more
 // follow.
-func list[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, error), limit int, query string, args ...any) ([]T, bool, error) {
+func list[T any](ctx context.Context, db querier, scan func(scanner) (T, error), limit int, query string, args ...any) ([]T, bool, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, false, err

@@ -34,16 +34,19 @@ func withMembers(ctx context.Context, db querier, teams []cloud.Team) error {
 		return nil
 	}
 	index := make(map[string]int, len(teams))
-	args := make([]any, len(teams))
+	// CROSS JOIN fixes the join order SQLite's planner would otherwise
+	// get wrong for a page of 25: walk team_members by primary key, fetch
+	// each person by ID, instead of scanning all the tenant's people.
+	args := []any{teams[0].Tenant.OrgID, string(teams[0].Tenant.Mode)}
 	for i := range teams {
 		index[teams[i].ID] = i
-		args[i] = teams[i].ID
+		args = append(args, teams[i].ID)
 		teams[i].MemberIDs, teams[i].Members = []string{}, []cloud.Member{}
 	}
 	rows, err := db.QueryContext(ctx, `SELECT m.team_id, p.id, p.name, p.job_title, p.active
-		FROM team_members m JOIN teams t ON t.id = m.team_id
-		JOIN people p ON p.id = m.person_id AND p.org_id = t.org_id AND p.mode = t.mode
-		WHERE m.team_id IN (?`+strings.Repeat(", ?", len(teams)-1)+`) ORDER BY m.team_id, m.position`, args...)
+		FROM team_members m CROSS JOIN people p ON p.id = m.person_id
+		WHERE p.org_id = ? AND p.mode = ? AND m.team_id IN (?`+strings.Repeat(", ?", len(teams)-1)+`)
+		ORDER BY m.team_id, m.position`, args...)
 	if err != nil {
 		return fmt.Errorf("load team members: %w", err)
 	}
