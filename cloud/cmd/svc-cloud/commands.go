@@ -58,7 +58,7 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return usageError{"help shown"}
+			return err
 		}
 		return usageError{err.Error()}
 	}

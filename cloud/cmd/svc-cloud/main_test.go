@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/ids"
+)
+
+// TestMain lets the test binary act as svc-cloud itself, for tests that
+// run it as a child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("SVC_CLOUD_AS_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type seedOutput struct {
+	OrganisationID string         `json:"organisation_id"`
+	Plan           string         `json:"plan"`
+	Keys           cloud.SeedKeys `json:"keys"`
+	Live           cloud.SeedMode `json:"live"`
+	Test           cloud.SeedMode `json:"test"`
+}
+
+func runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), args, &out, os.Stderr), "svc-cloud %s", strings.Join(args, " "))
+	return out.String()
+}
+
+func TestSeed_JSONShape(t *testing.T) {
+	dir := t.TempDir()
+	var first, second seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--plan", "growth", "--json")), &first))
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &second))
+	require.NotEqual(t, first.OrganisationID, second.OrganisationID, "each call makes a new organisation")
+	require.True(t, ids.Valid(ids.Organisation, first.OrganisationID))
+	require.Equal(t, "growth", first.Plan)
+	require.Equal(t, "pro", second.Plan)
+	require.True(t, strings.HasPrefix(first.Keys.SecretLive, "svc_sk_live_"))
+	require.True(t, strings.HasPrefix(first.Keys.SecretTest, "svc_sk_test_"))
+	require.True(t, strings.HasPrefix(first.Keys.PublishableLive, "svc_pk_live_"))
+	require.True(t, strings.HasPrefix(first.Keys.PublishableTest, "svc_pk_test_"))
+
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	require.NoError(t, err)
+	defer store.Close()
+	svc := cloud.NewService(store, time.Now)
+	for _, m := range []struct {
+		mode cloud.Mode
+		out  cloud.SeedMode
+		key  string
+	}{{cloud.ModeLive, first.Live, first.Keys.SecretLive}, {cloud.ModeTest, first.Test, first.Keys.SecretTest}} {
+		p, err := svc.Authenticate(context.Background(), m.key)
+		require.NoError(t, err)
+		require.Len(t, p.Key.Scopes, 22, "secret keys carry every scope")
+		tn := cloud.Tenant{OrgID: first.OrganisationID, Mode: m.mode}
+		require.GreaterOrEqual(t, len(m.out.Sites), 2)
+		zones, gates := map[string]bool{}, 0
+		for _, s := range m.out.Sites {
+			zones[s.Timezone] = true
+			gates += len(s.Gates)
+			site, err := store.Site(context.Background(), tn, s.ID)
+			require.NoError(t, err, "site %s is in %s mode", s.ID, m.mode)
+			require.Equal(t, s.Timezone, site.Timezone)
+		}
+		require.GreaterOrEqual(t, len(zones), 2, "sites in different time zones")
+		require.GreaterOrEqual(t, gates, 3)
+		require.GreaterOrEqual(t, len(m.out.People), 30)
+		people, err := store.People(context.Background(), tn, m.out.People)
+		require.NoError(t, err)
+		inactive := 0
+		for _, p := range people {
+			if !p.Active {
+				inactive++
+			}
+		}
+		require.Len(t, people, len(m.out.People))
+		require.Positive(t, inactive)
+		require.GreaterOrEqual(t, len(m.out.Teams), 12)
+		var archived, closed, everySite int
+		names := map[string]int{}
+		for _, id := range m.out.Teams {
+			tm, err := store.Team(context.Background(), tn, id)
+			require.NoError(t, err)
+			if tm.Archived {
+				archived++
+			}
+			if !tm.VisitorsCanChoose {
+				closed++
+			}
+			if tm.SiteID == "" {
+				everySite++
+			}
+			for _, word := range strings.Fields(tm.Name) {
+				names[word]++
+			}
+		}
+		require.Positive(t, archived)
+		require.Positive(t, closed)
+		require.Positive(t, everySite)
+		require.GreaterOrEqual(t, names["Support"], 2, "names share substrings")
+	}
+	require.NotEqual(t, first.Live.Teams[0], first.Test.Teams[0], "different IDs in each mode")
+}
+
+func TestKeys_CreateAndRevoke(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	var created struct{ ID, Key string }
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "keys", "create", "--data", dir, "--org", seed.OrganisationID,
+		"--mode", "test", "--kind", "secret", "--scopes", "people:read,sites:read", "--json")), &created))
+	require.True(t, ids.Valid(ids.Key, created.ID))
+
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	require.NoError(t, err)
+	svc := cloud.NewService(store, time.Now)
+	p, err := svc.Authenticate(context.Background(), created.Key)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []cloud.Scope{cloud.ScopePeopleRead, cloud.ScopeSitesRead}, p.Key.Scopes)
+	store.Close()
+
+	runCLI(t, "keys", "revoke", "--data", dir, "--org", seed.OrganisationID, "--key-id", created.ID)
+	store, err = sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	require.NoError(t, err)
+	defer store.Close()
+	_, err = cloud.NewService(store, time.Now).Authenticate(context.Background(), created.Key)
+	require.ErrorIs(t, err, cloud.ErrUnauthorized)
+
+	var out bytes.Buffer
+	err = run(context.Background(), []string{"keys", "revoke", "--data", dir, "--org", seed.OrganisationID, "--key-id", ids.New(ids.Key)}, &out, os.Stderr)
+	require.ErrorContains(t, err, "has no key")
+}
+
+func TestCLI_UsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"seed", "--data", dir, "--plan", "platinum"},
+		{"keys", "create", "--data", dir, "--org", "org_x", "--mode", "staging"},
+		{"keys", "create", "--data", dir, "--org", "org_x", "--mode", "test", "--scopes", "teams:delete"},
+		{"keys", "revoke", "--data", dir},
+		{"serve", "--data", dir, "--rate-limits", "pro=fast"},
+		{"serve", "--data", dir, "--log-level", "loud"},
+		{"serve", "--database-url", "mysql://x"},
+		{"seed", "extra"},
+	}
+	for _, args := range cases {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, os.Stderr)
+		var ue usageError
+		require.ErrorAs(t, err, &ue, "svc-cloud %v", args)
+	}
+}
+
+// TestServe_StopsCleanlyOnSIGTERM runs svc-cloud serve as a child
+// process, waits for it to answer, sends SIGTERM and expects exit code 0.
+func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--demo")
+	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	sc := bufio.NewScanner(stdout)
+	var base string
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "svc-cloud is serving "); ok {
+			base = rest
+			break
+		}
+	}
+	require.NotEmpty(t, base, "serve printed its URL")
+	go func() { // keep draining stdout
+		for sc.Scan() {
+		}
+	}()
+	resp, err := httpGet(base + "/openapi.json")
+	require.NoError(t, err)
+	require.Equal(t, 200, resp)
+
+	var keys cloud.SeedKeys
+	raw, err := os.ReadFile(filepath.Join(dir, "demo.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &keys))
+	require.True(t, strings.HasPrefix(keys.SecretTest, "svc_sk_test_"))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, cmd.Wait(), "exit status after SIGTERM")
+}
