@@ -26,12 +26,20 @@ unit:
 
 ## lint-openapi: lint the OpenAPI document with Spectral (spectral:oas), installed from npm into ./.tools
 lint-openapi: $(SPECTRAL)
-	$(SPECTRAL) lint --fail-severity=warn --ruleset .spectral.yaml cloud/httpapi/openapi.json
+	@if [ -x $(SPECTRAL) ]; then \
+	  echo "spectral lint cloud/httpapi/openapi.json"; \
+	  $(SPECTRAL) lint --fail-severity=warn --ruleset .spectral.yaml cloud/httpapi/openapi.json; \
+	fi
 
+# Without npm (a machine with only Go) the lint is skipped with a warning;
+# CI (SVC_TEST_REQUIRE_SERVICES=1) has npm and fails without it.
 $(SPECTRAL):
-	@command -v npm >/dev/null || { echo "npm is needed to fetch Spectral (apt-get install npm)"; exit 1; }
-	mkdir -p $(TOOLS)
-	npm install --silent --no-audit --no-fund --prefix $(TOOLS) @stoplight/spectral-cli@$(SPECTRAL_VERSION)
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$$SVC_TEST_REQUIRE_SERVICES" = 1 ]; then echo "npm is needed to fetch Spectral"; exit 1; fi; \
+	  echo "warning: npm not found, OpenAPI lint skipped (apt-get install npm to run it)"; \
+	  exit 0; \
+	fi; \
+	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @stoplight/spectral-cli@$(SPECTRAL_VERSION)
 
 ## build: static binaries into ./bin
 build:

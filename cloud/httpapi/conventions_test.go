@@ -373,3 +373,19 @@ func TestRateLimit_SharedAcrossProcesses(t *testing.T) {
 	require.Equal(t, first.Raw, second.Raw)
 	require.Equal(t, "true", second.Header.Get("Idempotent-Replayed"))
 }
+
+func TestIdempotency_ExpiredKeysArePurged(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		h.post("/v1/teams", map[string]any{"name": "Old"})
+		h.clock.Advance(time.Hour)
+		h.post("/v1/teams", map[string]any{"name": "Newer"})
+		h.clock.Advance(23*time.Hour + time.Minute) // the first is past 24 hours, the second is not
+		require.NoError(t, h.api.Purge(context.Background()))
+		// Purge again from the store's side: only the newer record is left,
+		// and it goes once it too is older than the window.
+		left, err := h.store.PurgeIdempotencyKeys(context.Background(), h.clock.Now())
+		require.NoError(t, err)
+		require.Equal(t, int64(1), left, "Purge removed the expired record and kept the live one")
+	})
+}

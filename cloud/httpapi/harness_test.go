@@ -73,6 +73,7 @@ type harness struct {
 	clock *clock
 	url   string
 	seed  cloud.SeedResult
+	api   *httpapi.Server
 }
 
 type options struct {
@@ -109,6 +110,7 @@ func (h *harness) serve(t *testing.T, base cloud.Store, o options) *harness {
 	}
 	api, err := httpapi.New(context.Background(), httpapi.Config{Service: h.svc, RateLimits: o.limits, Now: h.clock.Now})
 	require.NoError(t, err)
+	h.api = api
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	h.url = srv.URL

@@ -104,21 +104,13 @@ func (s *Server) Routes() []string {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Maintain purges expired idempotency keys and old rate-limit counters
-// every interval until ctx ends.
+// Maintain runs Purge every interval until ctx ends.
 func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		now := s.now()
-		store := s.svc.Store()
-		if n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-idempotencyWindow)); err != nil && ctx.Err() == nil {
-			s.log.Warn("purge idempotency keys", "err", err)
-		} else if n > 0 {
-			s.log.Info("purged idempotency keys", "count", n)
-		}
-		if _, err := store.PurgeRequestCounts(ctx, now.Add(-2*time.Minute)); err != nil && ctx.Err() == nil {
-			s.log.Warn("purge request counts", "err", err)
+		if err := s.Purge(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("purge", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -126,6 +118,24 @@ func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Purge deletes idempotency records older than the replay window and
+// rate-limit counters of past minutes.
+func (s *Server) Purge(ctx context.Context) error {
+	now := s.now()
+	store := s.svc.Store()
+	n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-idempotencyWindow))
+	if err != nil {
+		return fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	if n > 0 {
+		s.log.Info("purged idempotency keys", "count", n)
+	}
+	if _, err := store.PurgeRequestCounts(ctx, now.Add(-2*time.Minute)); err != nil {
+		return fmt.Errorf("purge request counts: %w", err)
+	}
+	return nil
 }
 
 func (s *Server) routes() *echo.Echo {
