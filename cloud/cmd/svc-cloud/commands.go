@@ -79,6 +79,20 @@ func openStore(ctx context.Context, cfg *Config) (cloud.Store, string, error) {
 	return s, "sqlite " + cfg.sqlitePath(), err
 }
 
+// withService validates cfg, opens its store and runs fn on a service
+// over it: the shape of every one-shot command.
+func withService(ctx context.Context, cfg *Config, fn func(*cloud.Service) error) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	store, _, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(cloud.NewService(store, time.Now))
+}
+
 func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
 	var cfg Config
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -183,15 +197,11 @@ func seed(ctx context.Context, args []string, stdout io.Writer, stderr *os.File)
 	if !cloud.Plan(*plan).Valid() {
 		return usageError{fmt.Sprintf("--plan %q: want free, growth, pro or enterprise", *plan)}
 	}
-	if err := cfg.Validate(); err != nil {
+	var res cloud.SeedResult
+	err := withService(ctx, &cfg, func(svc *cloud.Service) (err error) {
+		res, err = svc.Seed(ctx, *name, cloud.Plan(*plan))
 		return err
-	}
-	store, _, err := openStore(ctx, &cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	res, err := cloud.NewService(store, time.Now).Seed(ctx, *name, cloud.Plan(*plan))
+	})
 	if err != nil {
 		return err
 	}
@@ -240,15 +250,12 @@ func keysCreate(ctx context.Context, args []string, stdout io.Writer, stderr *os
 			sc = append(sc, cloud.Scope(s))
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	var k cloud.APIKey
+	var secret string
+	err := withService(ctx, &cfg, func(svc *cloud.Service) (err error) {
+		k, secret, err = svc.CreateKey(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, cloud.KeyKind(*kind), sc)
 		return err
-	}
-	store, _, err := openStore(ctx, &cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	k, secret, err := cloud.NewService(store, time.Now).CreateKey(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, cloud.KeyKind(*kind), sc)
+	})
 	if err != nil {
 		return err
 	}
@@ -271,15 +278,8 @@ func keysRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *os
 	if *org == "" || *keyID == "" {
 		return usageError{"keys revoke: --org and --key-id are required"}
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	store, _, err := openStore(ctx, &cfg)
+	err := withService(ctx, &cfg, func(svc *cloud.Service) error { return svc.RevokeKey(ctx, *org, *keyID) })
 	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if err := cloud.NewService(store, time.Now).RevokeKey(ctx, *org, *keyID); err != nil {
 		if errors.Is(err, cloud.ErrNotFound) {
 			return fmt.Errorf("keys revoke: organisation %s has no key %s", *org, *keyID)
 		}
