@@ -58,7 +58,7 @@ func readVectors(t *testing.T, path string) []vector {
 	return out
 }
 
-const vectors = "../../../shared/testdata/typeid/"
+const vectors = "testdata/"
 
 func TestValid_SpecVectors(t *testing.T) {
 	for _, v := range readVectors(t, vectors+"valid.yml") {
