@@ -1,3 +1,4 @@
+dofile("cloud/bench/report.lua") -- bench.sh runs wrk from the repository root
 -- wrk script: POST /v1/teams with a fresh Idempotency-Key on each request.
 -- KEY (the bearer key) comes from the environment.
 local key = os.getenv("KEY")
@@ -23,7 +24,5 @@ request = function()
 end
 
 done = function(summary, latency, requests)
-  io.write(string.format("RESULT rps=%.0f p50_ms=%.2f p99_ms=%.2f errors=%d non2xx=%d\n",
-    summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.errors.status))
+  report(summary, latency)
 end

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -110,6 +111,8 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		rec := cloud.IdempotencyRecord{Tenant: t, Key: key, Owner: newOwner(), Fingerprint: fingerprint(req, raw),
 			Method: req.Method, Path: req.URL.Path, CreatedAt: now}
 		ctx := req.Context()
+		// What follows the handler must finish even if the client went away.
+		after := context.WithoutCancel(ctx)
 		held, err := s.svc.Store().ClaimIdempotencyKey(ctx, rec, now.Add(-idempotencyStale), now.Add(-idempotencyWindow))
 		if err != nil {
 			return err
@@ -121,7 +124,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		done := false
 		defer func() {
 			if !done { // a panic: let the request be retried with the key
-				_ = s.svc.Store().ReleaseIdempotencyKey(detach(ctx), t, key, rec.Owner)
+				_ = s.svc.Store().ReleaseIdempotencyKey(after, t, key, rec.Owner)
 			}
 		}()
 		w := &capture{ResponseWriter: c.Response().Writer}
@@ -134,7 +137,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 
 		switch w.status {
 		case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable:
-			err = s.svc.Store().ReleaseIdempotencyKey(detach(ctx), t, key, rec.Owner)
+			err = s.svc.Store().ReleaseIdempotencyKey(after, t, key, rec.Owner)
 		default:
 			resp := cloud.StoredResponse{Status: w.status, Header: map[string]string{}, Body: w.body.Bytes()}
 			for _, h := range replayedHeaders {
@@ -142,7 +145,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 					resp.Header[h] = v
 				}
 			}
-			err = s.svc.Store().CompleteIdempotencyKey(detach(ctx), t, key, rec.Owner, resp)
+			err = s.svc.Store().CompleteIdempotencyKey(after, t, key, rec.Owner, resp)
 		}
 		if err != nil {
 			s.log.Error("store idempotent response", "err", err, "request_id", requestID(c))

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -95,7 +96,7 @@ func (q *query) text(name string, max int) string {
 	if !ok {
 		return ""
 	}
-	if len([]rune(v)) > max {
+	if utf8.RuneCountInString(v) > max {
 		q.errs.add("query."+name, "must be at most %d characters", max)
 		return ""
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -178,7 +177,3 @@ func (s *Server) rateLimit(c echo.Context, p cloud.Principal) error {
 	}
 	return nil
 }
-
-// detach keeps a context's values but not its cancellation, for work that
-// must finish after the client went away.
-func detach(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
