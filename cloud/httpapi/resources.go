@@ -27,6 +27,14 @@ func tsPtr(t *time.Time) *string {
 }
 
 // nullable renders "" as null.
+// nullableAt is nullable without a copy: the result points at s itself.
+func nullableAt(s *string) *string {
+	if *s == "" {
+		return nil
+	}
+	return s
+}
+
 func nullable(s string) *string {
 	if s == "" {
 		return nil
@@ -446,7 +454,7 @@ func renderTeam(tm cloud.Team) teamJSON {
 		VisitorsCanChoose: tm.VisitorsCanChoose, Archived: tm.Archived, Members: make([]memberJSON, len(tm.Members)),
 		CreatedAt: ts(tm.CreatedAt), UpdatedAt: ts(tm.UpdatedAt)}
 	for i, m := range tm.Members {
-		out.Members[i] = memberJSON{ID: m.ID, Name: m.Name, JobTitle: nullable(m.JobTitle), Active: m.Active}
+		out.Members[i] = memberJSON{ID: m.ID, Name: m.Name, JobTitle: nullableAt(&tm.Members[i].JobTitle), Active: m.Active}
 	}
 	return out
 }

@@ -11,17 +11,33 @@ import (
 
 const teamCols = `id, org_id, mode, name, site_id, lead_id, visitors_can_choose, archived, created_at, updated_at`
 
-func scanTeam(r scanner) (cloud.Team, error) {
-	var tm cloud.Team
-	var mode string
-	var site, lead sql.NullString
-	var vcc, archived int
-	var created, updated int64
-	err := r.Scan(&tm.ID, &tm.Tenant.OrgID, &mode, &tm.Name, &site, &lead, &vcc, &archived, &created, &updated)
-	tm.Tenant.Mode, tm.SiteID, tm.LeadID = cloud.Mode(mode), str(site), str(lead)
-	tm.VisitorsCanChoose, tm.Archived, tm.CreatedAt, tm.UpdatedAt = vcc == 1, archived == 1, fromMicros(created), fromMicros(updated)
+// teamRow holds the scan targets of one teams row, allocated once per
+// query rather than once per row.
+type teamRow struct {
+	tm               cloud.Team
+	mode             string
+	site, lead       sql.NullString
+	vcc, archived    bool
+	created, updated int64
+	dest             []any
+}
+
+func newTeamRow() *teamRow {
+	r := &teamRow{}
+	r.dest = []any{&r.tm.ID, &r.tm.Tenant.OrgID, &r.mode, &r.tm.Name, &r.site, &r.lead, &r.vcc, &r.archived, &r.created, &r.updated}
+	return r
+}
+
+func (r *teamRow) scan(s scanner) (cloud.Team, error) {
+	r.tm = cloud.Team{}
+	err := s.Scan(r.dest...)
+	tm := r.tm
+	tm.Tenant.Mode, tm.SiteID, tm.LeadID = cloud.Mode(r.mode), r.site.String, r.lead.String
+	tm.VisitorsCanChoose, tm.Archived, tm.CreatedAt, tm.UpdatedAt = r.vcc, r.archived, fromMicros(r.created), fromMicros(r.updated)
 	return tm, err
 }
+
+func scanTeam(s scanner) (cloud.Team, error) { return newTeamRow().scan(s) }
 
 // querier is a *sql.DB or *sql.Tx.
 type querier interface {
@@ -29,42 +45,66 @@ type querier interface {
 }
 
 // withMembers fills the members of every team in one query.
+//
+// The query numbers the page's teams in a VALUES list and returns that
+// number instead of the team's ID, and the rows come out grouped by team,
+// so each team's members are a window of two shared slices: about half
+// the allocations of scanning a text ID per row and appending per team.
+// CROSS JOIN fixes the join order SQLite's planner would otherwise get
+// wrong for a page of 25: walk team_members by primary key, fetch each
+// person by ID, instead of scanning all the tenant's people.
 func withMembers(ctx context.Context, db querier, teams []cloud.Team) error {
 	if len(teams) == 0 {
 		return nil
 	}
-	index := make(map[string]int, len(teams))
-	// CROSS JOIN fixes the join order SQLite's planner would otherwise
-	// get wrong for a page of 25: walk team_members by primary key, fetch
-	// each person by ID, instead of scanning all the tenant's people.
-	args := []any{teams[0].Tenant.OrgID, string(teams[0].Tenant.Mode)}
+	args := make([]any, 0, 2*len(teams)+2)
 	for i := range teams {
-		index[teams[i].ID] = i
-		args = append(args, teams[i].ID)
-		teams[i].MemberIDs, teams[i].Members = []string{}, []cloud.Member{}
+		args = append(args, i, teams[i].ID)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT m.team_id, p.id, p.name, p.job_title, p.active
-		FROM team_members m CROSS JOIN people p ON p.id = m.person_id
-		WHERE p.org_id = ? AND p.mode = ? AND m.team_id IN (?`+strings.Repeat(", ?", len(teams)-1)+`)
-		ORDER BY m.team_id, m.position`, args...)
+	args = append(args, teams[0].Tenant.OrgID, string(teams[0].Tenant.Mode))
+	rows, err := db.QueryContext(ctx, `WITH page(i, team_id) AS (VALUES (?, ?)`+strings.Repeat(", (?, ?)", len(teams)-1)+`)
+		SELECT page.i, p.id, p.name, p.job_title, p.active
+		FROM page CROSS JOIN team_members m ON m.team_id = page.team_id CROSS JOIN people p ON p.id = m.person_id
+		WHERE p.org_id = ? AND p.mode = ?
+		ORDER BY page.i, m.position`, args...)
 	if err != nil {
 		return fmt.Errorf("load team members: %w", err)
 	}
 	defer rows.Close()
+	var (
+		ids     = make([]string, 0, 4*len(teams))
+		members = make([]cloud.Member, 0, 4*len(teams))
+		owner   = make([]int, 0, 4*len(teams))
+		i       int
+		m       cloud.Member
+		title   sql.NullString
+		active  bool
+	)
 	for rows.Next() {
-		var teamID string
-		var m cloud.Member
-		var title sql.NullString
-		var active int
-		if err := rows.Scan(&teamID, &m.ID, &m.Name, &title, &active); err != nil {
+		if err := rows.Scan(&i, &m.ID, &m.Name, &title, &active); err != nil {
 			return fmt.Errorf("load team members: %w", err)
 		}
-		m.JobTitle, m.Active = title.String, active == 1
-		tm := &teams[index[teamID]]
-		tm.MemberIDs = append(tm.MemberIDs, m.ID)
-		tm.Members = append(tm.Members, m)
+		if i < 0 || i >= len(teams) {
+			return fmt.Errorf("load team members: page index %d out of range", i)
+		}
+		m.JobTitle, m.Active = title.String, active
+		ids, members, owner = append(ids, m.ID), append(members, m), append(owner, i)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load team members: %w", err)
+	}
+	// owner is sorted: cut the shared slices into each team's window, with
+	// the capacity clipped so an append to one team cannot touch the next.
+	from := 0
+	for t := range teams {
+		to := from
+		for to < len(owner) && owner[to] == t {
+			to++
+		}
+		teams[t].MemberIDs, teams[t].Members = ids[from:to:to], members[from:to:to]
+		from = to
+	}
+	return nil
 }
 
 func teamArgs(tm cloud.Team) []any {
@@ -172,7 +212,7 @@ func (s *Store) ListTeams(ctx context.Context, t cloud.Tenant, f cloud.TeamFilte
 		q.WriteString(` AND archived = 0`)
 	}
 	args = keyset(&q, args, p, "")
-	teams, more, err := list(ctx, s.r, scanTeam, p.Limit, q.String(), args...)
+	teams, more, err := list(ctx, s.r, newTeamRow().scan, p.Limit, q.String(), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list teams: %w", err)
 	}

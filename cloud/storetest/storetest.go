@@ -96,6 +96,7 @@ func groups() []group {
 			{"CreateAndGet", testTeamCreateAndGet},
 			{"CreateNeedsMembersOfTenant", testTeamCreateNeedsMembers},
 			{"MembersFollowPeople", testTeamMembersFollowPeople},
+			{"ListCarriesEachTeamsMembers", testTeamListMembers},
 			{"Update", testTeamUpdate},
 			{"UpdateAborts", testTeamUpdateAborts},
 			{"UpdateUnknown", testTeamUpdateUnknown},
@@ -1114,6 +1115,42 @@ func testTeamCreateNeedsMembers(t *testing.T, e *env) {
 		}
 		_, err := e.s.Team(t.Context(), e.a, tm.ID)
 		requireNotFound(t, err, "the rejected team was stored (%s)", name)
+	}
+}
+
+// A page of teams brings each team its own members, in order, including
+// teams with none between teams with some.
+func testTeamListMembers(t *testing.T, e *env) {
+	p1 := e.newPerson(t, e.a, func(p *cloud.Person) { p.Name, p.JobTitle = "One", "Porter" })
+	p2 := e.newPerson(t, e.a, named[cloud.Person]("Two"))
+	p3 := e.newPerson(t, e.a, named[cloud.Person]("Three"))
+	members := func(ps ...cloud.Person) func(*cloud.Team) {
+		return func(tm *cloud.Team) {
+			tm.MemberIDs = []string{}
+			for _, p := range ps {
+				tm.MemberIDs = append(tm.MemberIDs, p.ID)
+			}
+		}
+	}
+	want := map[string][]cloud.Person{}
+	for _, ps := range [][]cloud.Person{{p2, p1}, {}, {p3, p1, p2}, {}, {p1}} {
+		tm := e.newTeam(t, e.a, members(ps...))
+		want[tm.ID] = ps
+	}
+	e.newTeam(t, e.b, named[cloud.Team]("Other tenant"))
+
+	teams, more, err := e.s.ListTeams(t.Context(), e.a, cloud.TeamFilter{}, cloud.Page{Limit: 10})
+	require.NoError(t, err)
+	require.False(t, more)
+	require.Len(t, teams, len(want))
+	for _, got := range teams {
+		require.Contains(t, want, got.ID)
+		require.NotNil(t, got.Members, "team %s: members are an empty list, not nil", got.ID)
+		require.Len(t, got.Members, len(want[got.ID]), "team %s", got.ID)
+		for i, p := range want[got.ID] {
+			require.Equal(t, cloud.Member{ID: p.ID, Name: p.Name, JobTitle: p.JobTitle, Active: p.Active}, got.Members[i], "team %s member %d", got.ID, i)
+			require.Equal(t, p.ID, got.MemberIDs[i], "team %s member id %d", got.ID, i)
+		}
 	}
 }
 
