@@ -1,0 +1,30 @@
+package form
+
+import "embed"
+
+// BuiltinTypes are the six visit type keys every organisation has (the
+// spec's "Visit type").
+var BuiltinTypes = []string{"meeting", "interview", "delivery", "contractor", "event", "other"}
+
+// TemplateSite is the site ID default forms limit site-specific questions
+// to (x-svc-sites). It is no site of any organisation (a TypeID of the nil
+// UUID, which ids.New never makes): whoever copies a default into an
+// organisation puts that organisation's sites in its place, and until then
+// the question is asked nowhere rather than everywhere.
+const TemplateSite = "site_00000000000000000000000000"
+
+//go:embed defaults/*.json
+var defaults embed.FS
+
+// Default returns the default form schema of a built-in visit type, or nil
+// for any other key. Every default parses. The slice is the caller's.
+func Default(visitType string) []byte {
+	if !keyPattern.MatchString(visitType) {
+		return nil
+	}
+	b, err := defaults.ReadFile("defaults/" + visitType + ".json")
+	if err != nil {
+		return nil // not built in
+	}
+	return b
+}
