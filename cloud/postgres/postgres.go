@@ -226,14 +226,22 @@ func translate(op string, err error) error {
 // list is a SELECT of one tenant's rows being built: filters are added with
 // where, and page finishes it with the keyset condition, order and limit.
 type list struct {
-	sql  strings.Builder
-	args []any
+	sql   strings.Builder
+	args  []any
+	alias string // qualifies created_at and key in page: "" or "v."
+	key   string // the unique column ordered on after created_at, Position.ID
 }
 
 // newList starts "SELECT cols FROM table WHERE org_id = $1 AND mode = $2".
 func newList(cols, table string, t cloud.Tenant) *list {
-	l := &list{args: []any{t.OrgID, string(t.Mode)}}
-	l.sql.WriteString("SELECT " + cols + " FROM " + table + " WHERE org_id = $1 AND mode = $2")
+	return newListOn(cols, table, "", "id", t)
+}
+
+// newListOn is newList for a FROM clause whose listed table is qualified
+// by alias (with its dot, or "") and ordered on created_at and key.
+func newListOn(cols, from, alias, key string, t cloud.Tenant) *list {
+	l := &list{args: []any{t.OrgID, string(t.Mode)}, alias: alias, key: key}
+	l.sql.WriteString("SELECT " + cols + " FROM " + from + " WHERE " + alias + "org_id = $1 AND " + alias + "mode = $2")
 	return l
 }
 
@@ -248,12 +256,13 @@ func (l *list) where(cond string, arg any) {
 // page adds the newest-first keyset condition and asks for one row more
 // than p.Limit, which says whether more follow.
 func (l *list) page(p cloud.Page) {
+	a, k := l.alias, l.key
 	if p.After != nil {
 		l.args = append(l.args, p.After.CreatedAt, p.After.ID)
-		fmt.Fprintf(&l.sql, " AND (created_at, id) < ($%d::timestamptz, $%d::text)", len(l.args)-1, len(l.args))
+		fmt.Fprintf(&l.sql, " AND (%[1]screated_at, %[1]s%[2]s) < ($%[3]d::timestamptz, $%[4]d::text)", a, k, len(l.args)-1, len(l.args))
 	}
 	l.args = append(l.args, p.Limit+1)
-	fmt.Fprintf(&l.sql, " ORDER BY created_at DESC, id DESC LIMIT $%d", len(l.args))
+	fmt.Fprintf(&l.sql, " ORDER BY %[1]screated_at DESC, %[1]s%[2]s DESC LIMIT $%[3]d", a, k, len(l.args))
 }
 
 // collect runs a list built with page and returns at most limit rows and

@@ -194,12 +194,18 @@ func boolInt(b bool) int {
 // keyset adds the newest-first page condition and order to a query whose
 // WHERE clause is already open.
 func keyset(q *strings.Builder, args []any, p cloud.Page, prefix string) []any {
+	return keysetOn(q, args, p, prefix, "id")
+}
+
+// keysetOn is keyset for a table whose unique key, the second order column
+// and Position.ID, is the column key.
+func keysetOn(q *strings.Builder, args []any, p cloud.Page, prefix, key string) []any {
 	if p.After != nil {
-		fmt.Fprintf(q, " AND (%[1]screated_at < ? OR (%[1]screated_at = ? AND %[1]sid < ?))", prefix)
+		fmt.Fprintf(q, " AND (%[1]screated_at < ? OR (%[1]screated_at = ? AND %[1]s%[2]s < ?))", prefix, key)
 		c := micros(p.After.CreatedAt)
 		args = append(args, c, c, p.After.ID)
 	}
-	fmt.Fprintf(q, " ORDER BY %[1]screated_at DESC, %[1]sid DESC LIMIT ?", prefix)
+	fmt.Fprintf(q, " ORDER BY %[1]screated_at DESC, %[1]s%[2]s DESC LIMIT ?", prefix, key)
 	return append(args, p.Limit+1)
 }
 

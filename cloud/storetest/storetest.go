@@ -2,7 +2,8 @@
 // and cloud/postgres call Run from their tests, so both engines are held to
 // what the comments of the Store interface promise: tenant isolation,
 // round-tripped fields, newest-first keyset pagination, transactional
-// updates, idempotency keys, request counters and server secrets.
+// updates, visits written together with what goes with them, idempotency
+// keys, request counters and server secrets.
 //
 // It may import cloud, shared/... and testify.
 package storetest
@@ -104,6 +105,47 @@ func groups() []group {
 			{"ListQueryLiteral", testTeamListQueryLiteral},
 			{"TenantIsolation", testTeamTenantIsolation},
 		}, paginationTests(teamPager)...)},
+		{"VisitTypes", append([]test{
+			{"PutAndGet", testVisitTypePutAndGet},
+			{"ReplaceKeepsCreatedAt", testVisitTypeReplaceKeepsCreatedAt},
+			{"PublicFilter", testVisitTypePublicFilter},
+			{"TenantIsolation", testVisitTypeTenantIsolation},
+		}, paginationTests(visitTypePager)...)},
+		{"Visitors", []test{
+			{"CreateAndGet", testVisitorCreateAndGet},
+			{"FindByEmailCaseInsensitive", testVisitorFindByEmail},
+			{"FindByPhone", testVisitorFindByPhone},
+			{"FindNewestWins", testVisitorFindNewestWins},
+			{"FindNone", testVisitorFindNone},
+			{"Update", testVisitorUpdate},
+			{"UpdateAborts", testVisitorUpdateAborts},
+			{"UpdateUnknown", testVisitorUpdateUnknown},
+			{"TenantIsolation", testVisitorTenantIsolation},
+			{"Erase", testVisitorErase},
+			{"EraseUnknown", testVisitorEraseUnknown},
+		}},
+		{"Visits", append([]test{
+			{"CreateAndGet", testVisitCreateAndGet},
+			{"CreateWrites", testVisitCreateWrites},
+			{"CreateAllOrNothing", testVisitCreateAllOrNothing},
+			{"Update", testVisitUpdate},
+			{"UpdateAborts", testVisitUpdateAborts},
+			{"UpdateWrites", testVisitUpdateWrites},
+			{"UpdateUnknown", testVisitUpdateUnknown},
+			{"UpdateConcurrent", testVisitUpdateConcurrent},
+			{"ListFilters", testVisitListFilters},
+			{"ListHostFilter", testVisitListHostFilter},
+			{"TenantIsolation", testVisitTenantIsolation},
+			{"VisitorOfTenant", testVisitVisitorOfTenant},
+		}, paginationTests(visitPager)...)},
+		{"Messages", append([]test{
+			{"ListAndFilter", testMessageListAndFilter},
+			{"TenantIsolation", testMessageTenantIsolation},
+		}, paginationTests(messagePager)...)},
+		{"PassKeys", []test{
+			{"CreateAndList", testPassKeyCreateAndList},
+			{"TenantIsolation", testPassKeyTenantIsolation},
+		}},
 		{"Concurrency", []test{
 			{"Writers", testConcurrentWriters},
 			{"UpdatePersonNoLostUpdates", testConcurrentUpdatePerson},

@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/svc-vms/svc/cloud"
+)
+
+const visitorCols = `id, name, email, phone, company, created_at, updated_at`
+
+func scanVisitor(row scanner, t cloud.Tenant) (cloud.Visitor, error) {
+	v := cloud.Visitor{Tenant: t}
+	var email, phone, company pgtype.Text
+	if err := row.Scan(&v.ID, &v.Name, &email, &phone, &company, &v.CreatedAt, &v.UpdatedAt); err != nil {
+		return cloud.Visitor{}, err
+	}
+	v.Email, v.Phone, v.Company = email.String, phone.String, company.String
+	v.CreatedAt, v.UpdatedAt = v.CreatedAt.UTC(), v.UpdatedAt.UTC()
+	return v, nil
+}
+
+// visitorArgs are $1..$10: org_id, mode, id, name, email, email_fold,
+// phone, company, created_at, updated_at.
+func visitorArgs(t cloud.Tenant, id string, v cloud.Visitor) []any {
+	var emailFold any
+	if v.Email != "" {
+		emailFold = cloud.Fold(v.Email)
+	}
+	return []any{t.OrgID, string(t.Mode), id, v.Name, null(v.Email), emailFold, null(v.Phone), null(v.Company),
+		v.CreatedAt, v.UpdatedAt}
+}
+
+// insertVisitor stores a new visitor in the tenant t.
+func insertVisitor(ctx context.Context, q querier, t cloud.Tenant, v cloud.Visitor) error {
+	_, err := q.Exec(ctx, `INSERT INTO visitors (org_id, mode, id, name, email, email_fold, phone, company, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, visitorArgs(t, v.ID, v)...)
+	if err != nil {
+		return translate("create visitor", err)
+	}
+	return nil
+}
+
+// Visitor implements cloud.Store.
+func (s *Store) Visitor(ctx context.Context, t cloud.Tenant, id string) (cloud.Visitor, error) {
+	v, err := scanVisitor(s.pool.QueryRow(ctx, `SELECT `+visitorCols+` FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3`,
+		t.OrgID, string(t.Mode), id), t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Visitor{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Visitor{}, fmt.Errorf("get visitor: %w", err)
+	}
+	return v, nil
+}
+
+// FindVisitor implements cloud.Store. A non-empty email is the only thing
+// compared, even when it matches no one and the phone would.
+func (s *Store) FindVisitor(ctx context.Context, t cloud.Tenant, email, phone string) (cloud.Visitor, error) {
+	var cond, arg string
+	switch {
+	case email != "":
+		cond, arg = "email_fold", cloud.Fold(email)
+	case phone != "":
+		cond, arg = "phone", phone
+	default:
+		return cloud.Visitor{}, cloud.ErrNotFound
+	}
+	v, err := scanVisitor(s.pool.QueryRow(ctx, `SELECT `+visitorCols+` FROM visitors WHERE org_id = $1 AND mode = $2 AND `+cond+` = $3
+		ORDER BY created_at DESC, id DESC LIMIT 1`, t.OrgID, string(t.Mode), arg), t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Visitor{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Visitor{}, fmt.Errorf("find visitor: %w", err)
+	}
+	return v, nil
+}
+
+// UpdateVisitor implements cloud.Store.
+func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visitor) error) (cloud.Visitor, error) {
+	var out cloud.Visitor
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		v, err := scanVisitor(tx.QueryRow(ctx, `SELECT `+visitorCols+` FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			t.OrgID, string(t.Mode), id), t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("update visitor: %w", err)
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+		args := slices.Delete(visitorArgs(t, id, v), 8, 9) // created_at is not updated
+		out, err = scanVisitor(tx.QueryRow(ctx, `UPDATE visitors SET name = $4, email = $5, email_fold = $6, phone = $7,
+				company = $8, updated_at = $9
+			WHERE org_id = $1 AND mode = $2 AND id = $3 RETURNING `+visitorCols, args...), t)
+		if err != nil {
+			return translate("update visitor", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return cloud.Visitor{}, err
+	}
+	return out, nil
+}
+
+// EraseVisitor implements cloud.Store. The visitor's row is locked first,
+// then its visits, each rewritten after fn; the visits keep their
+// visitor_id and, read afterwards, have an empty Visitor.
+func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit)) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			t.OrgID, string(t.Mode), id).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
+		}
+		rows, _ := tx.Query(ctx, `SELECT `+visitCols+` FROM `+visitFrom+`
+			WHERE v.org_id = $1 AND v.mode = $2 AND v.visitor_id = $3 FOR UPDATE OF v`, t.OrgID, string(t.Mode), id)
+		visits, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Visit, error) { return scanVisit(row, t) })
+		if err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
+		}
+		for _, v := range visits {
+			vid, before := v.ID, hostIDs(v)
+			fn(&v)
+			if err := updateVisitRow(ctx, tx, t, vid, before, v); err != nil {
+				return fmt.Errorf("erase visitor: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3`, t.OrgID, string(t.Mode), id); err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
+		}
+		return nil
+	})
+}

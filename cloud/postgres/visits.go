@@ -1,0 +1,317 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
+)
+
+// visitCols and visitFrom read a visit with its visitor, who may have been
+// erased.
+const (
+	visitCols = `v.id, v.status, v.type, v.site_id, v.host_id, v.visitor_id, v.booking_id, v.expected_at, v.doc,
+		v.created_at, v.updated_at, r.id, r.name, r.email, r.phone, r.company, r.created_at, r.updated_at`
+	visitFrom = `visits v LEFT JOIN visitors r ON r.org_id = v.org_id AND r.mode = v.mode AND r.id = v.visitor_id`
+)
+
+func scanVisit(row scanner, t cloud.Tenant) (cloud.Visit, error) {
+	v := cloud.Visit{Tenant: t}
+	var status string
+	var host, visitor, booking pgtype.Text
+	var expected pgtype.Timestamptz
+	var doc []byte
+	var rID, rName, rEmail, rPhone, rCompany pgtype.Text
+	var rCreated, rUpdated pgtype.Timestamptz
+	err := row.Scan(&v.ID, &status, &v.Type, &v.SiteID, &host, &visitor, &booking, &expected, &doc, &v.CreatedAt, &v.UpdatedAt,
+		&rID, &rName, &rEmail, &rPhone, &rCompany, &rCreated, &rUpdated)
+	if err != nil {
+		return cloud.Visit{}, err
+	}
+	v.Status, v.HostID, v.VisitorID, v.BookingID = cloud.VisitStatus(status), host.String, visitor.String, booking.String
+	v.ExpectedAt, v.CreatedAt, v.UpdatedAt = timePtr(expected), v.CreatedAt.UTC(), v.UpdatedAt.UTC()
+	if rID.Valid {
+		v.Visitor = cloud.Visitor{ID: rID.String, Tenant: t, Name: rName.String, Email: rEmail.String, Phone: rPhone.String,
+			Company: rCompany.String, CreatedAt: rCreated.Time.UTC(), UpdatedAt: rUpdated.Time.UTC()}
+	}
+	if err := storedoc.DecodeVisit(doc, &v); err != nil {
+		return cloud.Visit{}, err
+	}
+	return v, nil
+}
+
+// visitArgs are $1..$13: org_id, mode, id, status, type, site_id, host_id,
+// visitor_id, booking_id, expected_at, doc, created_at, updated_at.
+func visitArgs(t cloud.Tenant, id string, v cloud.Visit) ([]any, error) {
+	doc, err := storedoc.EncodeVisit(v)
+	if err != nil {
+		return nil, err
+	}
+	return []any{t.OrgID, string(t.Mode), id, string(v.Status), v.Type, v.SiteID, null(v.HostID), null(v.VisitorID),
+		null(v.BookingID), nullTime(v.ExpectedAt), doc, v.CreatedAt, v.UpdatedAt}, nil
+}
+
+// hostIDs are the people the host filter finds v by: the lead and every
+// entry of Hosts, once each, sorted.
+func hostIDs(v cloud.Visit) []string {
+	out := make([]string, 0, len(v.Hosts)+1)
+	if v.HostID != "" {
+		out = append(out, v.HostID)
+	}
+	for _, h := range v.Hosts {
+		if h.ID != "" {
+			out = append(out, h.ID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func insertHosts(ctx context.Context, q querier, t cloud.Tenant, visitID string, hosts []string) error {
+	if len(hosts) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `INSERT INTO visit_hosts (org_id, mode, visit_id, person_id) SELECT $1, $2, $3, unnest($4::text[])`,
+		t.OrgID, string(t.Mode), visitID, hosts)
+	if err != nil {
+		return translate("store visit hosts", err)
+	}
+	return nil
+}
+
+// insertVisit stores a new visit and its hosts in the tenant t.
+func insertVisit(ctx context.Context, q querier, t cloud.Tenant, v cloud.Visit) error {
+	args, err := visitArgs(t, v.ID, v)
+	if err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, `INSERT INTO visits (org_id, mode, id, status, type, site_id, host_id, visitor_id, booking_id,
+			expected_at, doc, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, args...); err != nil {
+		return translate("create visit", err)
+	}
+	return insertHosts(ctx, q, t, v.ID, hostIDs(v))
+}
+
+// updateVisitRow stores v over the visit id of the tenant, whose hosts
+// were before; the ID, tenant and creation time stay as they are.
+func updateVisitRow(ctx context.Context, q querier, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
+	args, err := visitArgs(t, id, v)
+	if err != nil {
+		return err
+	}
+	args = slices.Delete(args, 11, 12) // created_at is not updated
+	if _, err := q.Exec(ctx, `UPDATE visits SET status = $4, type = $5, site_id = $6, host_id = $7, visitor_id = $8,
+			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12
+		WHERE org_id = $1 AND mode = $2 AND id = $3`, args...); err != nil {
+		return translate("update visit", err)
+	}
+	after := hostIDs(v)
+	if slices.Equal(before, after) {
+		return nil
+	}
+	if _, err := q.Exec(ctx, `DELETE FROM visit_hosts WHERE org_id = $1 AND mode = $2 AND visit_id = $3`,
+		t.OrgID, string(t.Mode), id); err != nil {
+		return fmt.Errorf("update visit hosts: %w", err)
+	}
+	return insertHosts(ctx, q, t, id, after)
+}
+
+// writeAlong stores what w holds beside its visitor, in the tenant t of
+// the visit it goes with, whatever the Tenant fields in w say.
+func writeAlong(ctx context.Context, q querier, t cloud.Tenant, w cloud.VisitWrites) error {
+	for _, v := range w.Visits {
+		if err := insertVisit(ctx, q, t, v); err != nil {
+			return err
+		}
+	}
+	for _, m := range w.Messages {
+		if _, err := q.Exec(ctx, `INSERT INTO messages (org_id, mode, id, visit_id, channel, to_addr, subject, body, status, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, t.OrgID, string(t.Mode), m.ID, null(m.VisitID), m.Channel, m.To,
+			m.Subject, m.Body, m.Status, m.CreatedAt); err != nil {
+			return translate("create message", err)
+		}
+	}
+	return nil
+}
+
+// getVisit reads a visit, locking it when lock is set.
+func getVisit(ctx context.Context, q querier, t cloud.Tenant, id string, lock bool) (cloud.Visit, error) {
+	query := `SELECT ` + visitCols + ` FROM ` + visitFrom + ` WHERE v.org_id = $1 AND v.mode = $2 AND v.id = $3`
+	if lock {
+		query += ` FOR UPDATE OF v`
+	}
+	v, err := scanVisit(q.QueryRow(ctx, query, t.OrgID, string(t.Mode), id), t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Visit{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Visit{}, fmt.Errorf("get visit: %w", err)
+	}
+	return v, nil
+}
+
+// CreateVisit implements cloud.Store: the new visitor first, then the
+// visit, the other new visits and the messages, all in the visit's tenant.
+func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
+	t := v.Tenant
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if w.Visitor != nil {
+			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
+				return err
+			}
+		}
+		if err := insertVisit(ctx, tx, t, v); err != nil {
+			return err
+		}
+		return writeAlong(ctx, tx, t, w)
+	})
+}
+
+// Visit implements cloud.Store.
+func (s *Store) Visit(ctx context.Context, t cloud.Tenant, id string) (cloud.Visit, error) {
+	return getVisit(ctx, s.pool, t, id, false)
+}
+
+// UpdateVisit implements cloud.Store. The visit's row is locked (SELECT
+// ... FOR UPDATE) before fn sees it, so concurrent updates take turns,
+// each seeing the last one's result. The visit returned is read back after
+// the writes, so its Visitor is the one it now points at.
+func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit, *cloud.VisitWrites) error) (cloud.Visit, error) {
+	var out cloud.Visit
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		v, err := getVisit(ctx, tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		before := hostIDs(v)
+		var w cloud.VisitWrites
+		if err := fn(&v, &w); err != nil {
+			return err
+		}
+		if w.Visitor != nil {
+			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
+				return err
+			}
+		}
+		if err := updateVisitRow(ctx, tx, t, id, before, v); err != nil {
+			return err
+		}
+		if err := writeAlong(ctx, tx, t, w); err != nil {
+			return err
+		}
+		out, err = getVisit(ctx, tx, t, id, false)
+		return err
+	})
+	if err != nil {
+		return cloud.Visit{}, err
+	}
+	return out, nil
+}
+
+// ListVisits implements cloud.Store.
+func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
+	l := newListOn(visitCols, visitFrom, "v.", "id", t)
+	if len(f.Status) > 0 {
+		statuses := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			statuses[i] = string(st)
+		}
+		l.where("v.status = ANY($%d)", statuses)
+	}
+	if f.Type != "" {
+		l.where("v.type = $%d", f.Type)
+	}
+	if f.SiteID != "" {
+		l.where("v.site_id = $%d", f.SiteID)
+	}
+	if f.HostID != "" {
+		l.where("v.id IN (SELECT h.visit_id FROM visit_hosts h WHERE h.org_id = $1 AND h.mode = $2 AND h.person_id = $%d)", f.HostID)
+	}
+	if f.VisitorID != "" {
+		l.where("v.visitor_id = $%d", f.VisitorID)
+	}
+	if f.ExpectedFrom != nil {
+		l.where("v.expected_at >= $%d", *f.ExpectedFrom)
+	}
+	if f.ExpectedBefore != nil {
+		l.where("v.expected_at < $%d", *f.ExpectedBefore)
+	}
+	if f.CreatedAfter != nil {
+		l.where("v.created_at > $%d", *f.CreatedAfter)
+	}
+	l.page(p)
+	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Visit, error) {
+		return scanVisit(row, t)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list visits: %w", err)
+	}
+	return out, more, nil
+}
+
+const messageCols = `id, visit_id, channel, to_addr, subject, body, status, created_at`
+
+func scanMessage(row scanner, t cloud.Tenant) (cloud.Message, error) {
+	m := cloud.Message{Tenant: t}
+	var visit pgtype.Text
+	if err := row.Scan(&m.ID, &visit, &m.Channel, &m.To, &m.Subject, &m.Body, &m.Status, &m.CreatedAt); err != nil {
+		return cloud.Message{}, err
+	}
+	m.VisitID, m.CreatedAt = visit.String, m.CreatedAt.UTC()
+	return m, nil
+}
+
+// ListMessages implements cloud.Store.
+func (s *Store) ListMessages(ctx context.Context, t cloud.Tenant, f cloud.MessageFilter, p cloud.Page) ([]cloud.Message, bool, error) {
+	l := newList(messageCols, "messages", t)
+	if f.VisitID != "" {
+		l.where("visit_id = $%d", f.VisitID)
+	}
+	l.page(p)
+	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Message, error) {
+		return scanMessage(row, t)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list messages: %w", err)
+	}
+	return out, more, nil
+}
+
+// CreatePassKey implements cloud.Store.
+func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
+	private := k.Private
+	if private == nil {
+		private = []byte{}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		k.Tenant.OrgID, string(k.Tenant.Mode), k.ID, private, k.CreatedAt, nullTime(k.RetiredAt))
+	if err != nil {
+		return translate("create pass key", err)
+	}
+	return nil
+}
+
+// PassKeys implements cloud.Store.
+func (s *Store) PassKeys(ctx context.Context, t cloud.Tenant) ([]cloud.PassKey, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT id, private, created_at, retired_at FROM pass_keys WHERE org_id = $1 AND mode = $2
+		ORDER BY created_at DESC, id DESC`, t.OrgID, string(t.Mode))
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.PassKey, error) {
+		k := cloud.PassKey{Tenant: t}
+		var retired pgtype.Timestamptz
+		if err := row.Scan(&k.ID, &k.Private, &k.CreatedAt, &retired); err != nil {
+			return cloud.PassKey{}, err
+		}
+		k.CreatedAt, k.RetiredAt = k.CreatedAt.UTC(), timePtr(retired)
+		return k, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pass keys: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,331 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
+)
+
+// visitCols and visitFrom read a visit with its visitor, who may have been
+// erased.
+const (
+	visitCols = `v.id, v.org_id, v.mode, v.status, v.type, v.site_id, v.host_id, v.visitor_id, v.booking_id, v.expected_at,
+		v.doc, v.created_at, v.updated_at, r.id, r.name, r.email, r.phone, r.company, r.created_at, r.updated_at`
+	visitFrom = ` FROM visits v LEFT JOIN visitors r ON r.id = v.visitor_id AND r.org_id = v.org_id AND r.mode = v.mode`
+)
+
+func scanVisit(r scanner) (cloud.Visit, error) {
+	var v cloud.Visit
+	var mode, status string
+	var host, visitor, booking sql.NullString
+	var expected sql.NullInt64
+	var doc []byte
+	var created, updated int64
+	var rID, rName, rEmail, rPhone, rCompany sql.NullString
+	var rCreated, rUpdated sql.NullInt64
+	err := r.Scan(&v.ID, &v.Tenant.OrgID, &mode, &status, &v.Type, &v.SiteID, &host, &visitor, &booking, &expected,
+		&doc, &created, &updated, &rID, &rName, &rEmail, &rPhone, &rCompany, &rCreated, &rUpdated)
+	if err != nil {
+		return v, err
+	}
+	v.Tenant.Mode, v.Status, v.HostID, v.VisitorID, v.BookingID = cloud.Mode(mode), cloud.VisitStatus(status), str(host), str(visitor), str(booking)
+	v.ExpectedAt, v.CreatedAt, v.UpdatedAt = fromNullMicros(expected), fromMicros(created), fromMicros(updated)
+	if rID.Valid {
+		v.Visitor = cloud.Visitor{ID: rID.String, Tenant: v.Tenant, Name: rName.String, Email: rEmail.String,
+			Phone: rPhone.String, Company: rCompany.String, CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64)}
+	}
+	return v, storedoc.DecodeVisit(doc, &v)
+}
+
+// visitArgs are the values of status, type, site_id, host_id, visitor_id,
+// booking_id, expected_at, doc and updated_at.
+func visitArgs(v cloud.Visit) ([]any, error) {
+	doc, err := storedoc.EncodeVisit(v)
+	if err != nil {
+		return nil, err
+	}
+	return []any{string(v.Status), v.Type, v.SiteID, null(v.HostID), null(v.VisitorID), null(v.BookingID),
+		nullMicros(v.ExpectedAt), string(doc), micros(v.UpdatedAt)}, nil
+}
+
+// hostIDs are the people the host filter finds v by: the lead and every
+// entry of Hosts, once each, sorted.
+func hostIDs(v cloud.Visit) []string {
+	out := make([]string, 0, len(v.Hosts)+1)
+	if v.HostID != "" {
+		out = append(out, v.HostID)
+	}
+	for _, h := range v.Hosts {
+		if h.ID != "" {
+			out = append(out, h.ID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func writeHosts(ctx context.Context, tx *sql.Tx, visitID string, hosts []string) error {
+	for _, id := range hosts {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO visit_hosts (visit_id, person_id) VALUES (?, ?)`, visitID, id); err != nil {
+			return fmt.Errorf("insert visit host: %w", err)
+		}
+	}
+	return nil
+}
+
+// insertVisit stores a new visit and its hosts in the tenant t.
+func insertVisit(ctx context.Context, tx *sql.Tx, t cloud.Tenant, v cloud.Visit) error {
+	args, err := visitArgs(v)
+	if err != nil {
+		return err
+	}
+	args = append([]any{v.ID, t.OrgID, string(t.Mode), micros(v.CreatedAt)}, args...)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO visits (id, org_id, mode, created_at, status, type, site_id, host_id, visitor_id,
+			booking_id, expected_at, doc, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+		return fmt.Errorf("insert visit: %w", err)
+	}
+	return writeHosts(ctx, tx, v.ID, hostIDs(v))
+}
+
+// updateVisitRow stores v over the visit id of the tenant, whose hosts
+// were before; the ID, tenant and creation time stay as they are.
+func updateVisitRow(ctx context.Context, tx *sql.Tx, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
+	args, err := visitArgs(v)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE visits SET status = ?, type = ?, site_id = ?, host_id = ?, visitor_id = ?,
+			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?
+		WHERE id = ? AND org_id = ? AND mode = ?`, append(args, id, t.OrgID, string(t.Mode))...); err != nil {
+		return fmt.Errorf("update visit: %w", err)
+	}
+	after := hostIDs(v)
+	if slices.Equal(before, after) {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM visit_hosts WHERE visit_id = ?`, id); err != nil {
+		return fmt.Errorf("update visit hosts: %w", err)
+	}
+	return writeHosts(ctx, tx, id, after)
+}
+
+// writeAlong stores what w holds, in the tenant t of the visit it goes
+// with, whatever the Tenant fields in w say.
+func writeAlong(ctx context.Context, tx *sql.Tx, t cloud.Tenant, w cloud.VisitWrites) error {
+	for _, v := range w.Visits {
+		if err := insertVisit(ctx, tx, t, v); err != nil {
+			return err
+		}
+	}
+	for _, m := range w.Messages {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (id, org_id, mode, visit_id, channel, to_addr, subject, body, status, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ID, t.OrgID, string(t.Mode), null(m.VisitID), m.Channel, m.To,
+			m.Subject, m.Body, m.Status, micros(m.CreatedAt)); err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+	}
+	return nil
+}
+
+func getVisit(ctx context.Context, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, t cloud.Tenant, id string) (cloud.Visit, error) {
+	return get(ctx, db, scanVisit, `SELECT `+visitCols+visitFrom+` WHERE v.id = ? AND v.org_id = ? AND v.mode = ?`,
+		id, t.OrgID, string(t.Mode))
+}
+
+// visitsOf returns every visit of a visitor.
+func visitsOf(ctx context.Context, db querier, t cloud.Tenant, visitorID string) ([]cloud.Visit, error) {
+	rows, err := db.QueryContext(ctx, `SELECT `+visitCols+visitFrom+` WHERE v.org_id = ? AND v.mode = ? AND v.visitor_id = ?`,
+		t.OrgID, string(t.Mode), visitorID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []cloud.Visit
+	for rows.Next() {
+		v, err := scanVisit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// CreateVisit implements cloud.Store: the new visitor first, then the
+// visit, the other new visits and the messages, all in the visit's tenant.
+func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
+	t := v.Tenant
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if w.Visitor != nil {
+			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
+				return err
+			}
+		}
+		if err := insertVisit(ctx, tx, t, v); err != nil {
+			return err
+		}
+		return writeAlong(ctx, tx, t, w)
+	})
+	if err != nil {
+		return fmt.Errorf("create visit: %w", err)
+	}
+	return nil
+}
+
+// Visit implements cloud.Store.
+func (s *Store) Visit(ctx context.Context, t cloud.Tenant, id string) (cloud.Visit, error) {
+	return getVisit(ctx, s.r, t, id)
+}
+
+// UpdateVisit implements cloud.Store. The one writer connection makes
+// concurrent updates take turns. The visit returned is read back after
+// the writes, so its Visitor is the one it now points at.
+func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit, *cloud.VisitWrites) error) (cloud.Visit, error) {
+	var out cloud.Visit
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		v, err := getVisit(ctx, tx, t, id)
+		if err != nil {
+			return err
+		}
+		before := hostIDs(v)
+		var w cloud.VisitWrites
+		if err := fn(&v, &w); err != nil {
+			return err
+		}
+		if w.Visitor != nil {
+			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
+				return err
+			}
+		}
+		if err := updateVisitRow(ctx, tx, t, id, before, v); err != nil {
+			return err
+		}
+		if err := writeAlong(ctx, tx, t, w); err != nil {
+			return err
+		}
+		out, err = getVisit(ctx, tx, t, id)
+		return err
+	})
+	return out, err
+}
+
+// ListVisits implements cloud.Store.
+func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + visitCols + visitFrom + ` WHERE v.org_id = ? AND v.mode = ?`)
+	args := []any{t.OrgID, string(t.Mode)}
+	if len(f.Status) > 0 {
+		// One JSON array argument, so a list of any length is one
+		// prepared statement.
+		b, err := json.Marshal(f.Status)
+		if err != nil {
+			return nil, false, fmt.Errorf("list visits: %w", err)
+		}
+		q.WriteString(` AND v.status IN (SELECT value FROM json_each(?))`)
+		args = append(args, string(b))
+	}
+	for _, c := range []struct {
+		cond, arg string
+	}{{` AND v.type = ?`, f.Type}, {` AND v.site_id = ?`, f.SiteID}, {` AND v.visitor_id = ?`, f.VisitorID},
+		{` AND v.id IN (SELECT visit_id FROM visit_hosts WHERE person_id = ?)`, f.HostID}} {
+		if c.arg != "" {
+			q.WriteString(c.cond)
+			args = append(args, c.arg)
+		}
+	}
+	if f.ExpectedFrom != nil {
+		q.WriteString(` AND v.expected_at >= ?`)
+		args = append(args, micros(*f.ExpectedFrom))
+	}
+	if f.ExpectedBefore != nil {
+		q.WriteString(` AND v.expected_at < ?`)
+		args = append(args, micros(*f.ExpectedBefore))
+	}
+	if f.CreatedAfter != nil {
+		q.WriteString(` AND v.created_at > ?`)
+		args = append(args, micros(*f.CreatedAfter))
+	}
+	args = keyset(&q, args, p, "v.")
+	out, more, err := list(ctx, s.r, scanVisit, p.Limit, q.String(), args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list visits: %w", err)
+	}
+	return out, more, nil
+}
+
+const messageCols = `id, org_id, mode, visit_id, channel, to_addr, subject, body, status, created_at`
+
+func scanMessage(r scanner) (cloud.Message, error) {
+	var m cloud.Message
+	var mode string
+	var visit sql.NullString
+	var created int64
+	err := r.Scan(&m.ID, &m.Tenant.OrgID, &mode, &visit, &m.Channel, &m.To, &m.Subject, &m.Body, &m.Status, &created)
+	m.Tenant.Mode, m.VisitID, m.CreatedAt = cloud.Mode(mode), str(visit), fromMicros(created)
+	return m, err
+}
+
+// ListMessages implements cloud.Store.
+func (s *Store) ListMessages(ctx context.Context, t cloud.Tenant, f cloud.MessageFilter, p cloud.Page) ([]cloud.Message, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + messageCols + ` FROM messages WHERE org_id = ? AND mode = ?`)
+	args := []any{t.OrgID, string(t.Mode)}
+	if f.VisitID != "" {
+		q.WriteString(` AND visit_id = ?`)
+		args = append(args, f.VisitID)
+	}
+	args = keyset(&q, args, p, "")
+	out, more, err := list(ctx, s.r, scanMessage, p.Limit, q.String(), args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list messages: %w", err)
+	}
+	return out, more, nil
+}
+
+// CreatePassKey implements cloud.Store.
+func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
+	private := k.Private
+	if private == nil {
+		private = []byte{}
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		k.Tenant.OrgID, string(k.Tenant.Mode), k.ID, private, micros(k.CreatedAt), nullMicros(k.RetiredAt))
+	if err != nil {
+		return fmt.Errorf("insert pass key: %w", err)
+	}
+	return nil
+}
+
+// PassKeys implements cloud.Store.
+func (s *Store) PassKeys(ctx context.Context, t cloud.Tenant) ([]cloud.PassKey, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, private, created_at, retired_at FROM pass_keys WHERE org_id = ? AND mode = ?
+		ORDER BY created_at DESC, id DESC`, t.OrgID, string(t.Mode))
+	if err != nil {
+		return nil, fmt.Errorf("list pass keys: %w", err)
+	}
+	defer rows.Close()
+	out := []cloud.PassKey{}
+	for rows.Next() {
+		k := cloud.PassKey{Tenant: t}
+		var created int64
+		var retired sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.Private, &created, &retired); err != nil {
+			return nil, fmt.Errorf("list pass keys: %w", err)
+		}
+		k.CreatedAt, k.RetiredAt = fromMicros(created), fromNullMicros(retired)
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list pass keys: %w", err)
+	}
+	return out, nil
+}
