@@ -204,3 +204,43 @@ func HashKey(token string) []byte {
 	h := sha256.Sum256([]byte(token))
 	return h[:]
 }
+
+// Limits are what a plan allows in live mode; test mode allows what
+// Enterprise does (docs/decisions.md, "Plan limits").
+type Limits struct {
+	Hosts       int  // people a visit may be for
+	HistoryDays int  // how far back records stay visible; 0: no limit
+	PassRules   bool // whether visits may carry pass rules
+}
+
+var planLimits = map[Plan]Limits{
+	PlanFree:       {Hosts: 1, HistoryDays: 30, PassRules: false},
+	PlanGrowth:     {Hosts: 3, HistoryDays: 90, PassRules: true},
+	PlanPro:        {Hosts: 5, HistoryDays: 365, PassRules: true},
+	PlanEnterprise: {Hosts: 10, HistoryDays: 0, PassRules: true},
+}
+
+// Limits returns the plan's limits.
+func (p Plan) Limits() Limits { return planLimits[p] }
+
+// Actor is who asks the service to act: a key of a tenant on a plan.
+type Actor struct {
+	Tenant      Tenant
+	KeyID       string
+	Publishable bool
+	Plan        Plan
+}
+
+// ActorOf returns the actor a principal's requests act as.
+func ActorOf(p Principal) Actor {
+	return Actor{Tenant: p.Key.Tenant, KeyID: p.Key.ID, Publishable: p.Key.Kind == KindPublishable, Plan: p.Plan}
+}
+
+// Limits are the limits that bind the actor: its plan's in live mode,
+// Enterprise's in test mode.
+func (a Actor) Limits() Limits {
+	if a.Tenant.Mode == ModeTest {
+		return PlanEnterprise.Limits()
+	}
+	return a.Plan.Limits()
+}

@@ -81,3 +81,29 @@ func (e *StateError) Error() string {
 	return fmt.Sprintf("cannot %s a %s that is %s", e.Action, e.Object, e.State)
 }
 func (e *StateError) Unwrap() error { return ErrInvalidState }
+
+// ErrPlanRequired is returned (wrapped in *PlanError) when the
+// organisation's plan does not allow an action in live mode.
+var ErrPlanRequired = errors.New("plan required")
+
+// PlanError is returned when an action needs a higher plan: a feature the
+// plan lacks, a plan limit exceeded, or a record older than the plan's
+// history. It unwraps to ErrPlanRequired.
+type PlanError struct {
+	Detail string // a sentence for the caller
+}
+
+func (e *PlanError) Error() string { return "plan required: " + e.Detail }
+func (e *PlanError) Unwrap() error { return ErrPlanRequired }
+
+// PassRuleError is returned when a visit's pass rules refuse an entry.
+// Reason is one of passrule's reasons; Status the visit's status. It unwraps
+// to ErrInvalidState.
+type PassRuleError struct {
+	Reason string
+	Status VisitStatus
+	Detail string
+}
+
+func (e *PassRuleError) Error() string { return "pass rules refuse entry: " + e.Reason + ": " + e.Detail }
+func (e *PassRuleError) Unwrap() error { return ErrInvalidState }

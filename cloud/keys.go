@@ -84,5 +84,10 @@ func (s *Service) CreateOrganisation(ctx context.Context, name string, plan Plan
 	if err := s.store.CreateOrganisation(ctx, o); err != nil {
 		return Organisation{}, fmt.Errorf("create organisation: %w", err)
 	}
+	for _, m := range []Mode{ModeLive, ModeTest} {
+		if err := s.putBuiltinTypes(ctx, Tenant{OrgID: o.ID, Mode: m}); err != nil {
+			return Organisation{}, fmt.Errorf("create organisation: %w", err)
+		}
+	}
 	return o, nil
 }

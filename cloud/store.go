@@ -68,6 +68,47 @@ type Store interface {
 	// ListTeams returns a page of teams with their members.
 	ListTeams(ctx context.Context, t Tenant, f TeamFilter, p Page) ([]Team, bool, error)
 
+	// PutVisitType stores a visit type, replacing the tenant's type with the
+	// same key (keeping its CreatedAt).
+	PutVisitType(ctx context.Context, vt VisitType) error
+	// VisitType returns the tenant's type with this key or ErrNotFound.
+	VisitType(ctx context.Context, t Tenant, key string) (VisitType, error)
+	// ListVisitTypes returns a page of visit types.
+	ListVisitTypes(ctx context.Context, t Tenant, f VisitTypeFilter, p Page) ([]VisitType, bool, error)
+
+	// Visitor returns a visitor or ErrNotFound.
+	Visitor(ctx context.Context, t Tenant, id string) (Visitor, error)
+	// FindVisitor returns the newest visitor whose email (compared
+	// case-insensitively) or, when email is empty, phone matches; ErrNotFound
+	// when none does.
+	FindVisitor(ctx context.Context, t Tenant, email, phone string) (Visitor, error)
+	// UpdateVisitor is UpdateSite for visitors.
+	UpdateVisitor(ctx context.Context, t Tenant, id string, fn func(*Visitor) error) (Visitor, error)
+	// EraseVisitor deletes a visitor and, in the same transaction, applies
+	// fn to each of its visits and stores the result; ErrNotFound when there
+	// is no such visitor.
+	EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit)) error
+
+	// CreateVisit stores a new visit and w in one transaction.
+	CreateVisit(ctx context.Context, v Visit, w VisitWrites) error
+	// Visit returns a visit, its Visitor filled from the visitor record, or
+	// ErrNotFound.
+	Visit(ctx context.Context, t Tenant, id string) (Visit, error)
+	// UpdateVisit applies fn to the current visit inside one transaction and
+	// stores the result with what fn added to w; fn's error aborts and is
+	// returned as is.
+	UpdateVisit(ctx context.Context, t Tenant, id string, fn func(*Visit, *VisitWrites) error) (Visit, error)
+	// ListVisits returns a page of visits, newest first.
+	ListVisits(ctx context.Context, t Tenant, f VisitFilter, p Page) ([]Visit, bool, error)
+
+	// ListMessages returns a page of the tenant's outbox, newest first.
+	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)
+
+	// CreatePassKey stores a new pass-signing key.
+	CreatePassKey(ctx context.Context, k PassKey) error
+	// PassKeys returns the tenant's pass-signing keys, newest first.
+	PassKeys(ctx context.Context, t Tenant) ([]PassKey, error)
+
 	// ClaimIdempotencyKey records that rec's request has started. When no
 	// live record holds the key it stores rec (state in flight) and returns
 	// nil: the caller owns the key. Otherwise it returns the record that

@@ -174,7 +174,7 @@ func (h *harness) do(r req) response {
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(h.t, err)
 	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if len(raw) > 0 {
+	if len(raw) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		require.NoError(h.t, json.Unmarshal(raw, &out.Body), "body: %s", raw)
 	}
 	rid := resp.Header.Get("Svc-Request-Id")

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -292,4 +293,67 @@ func pathID(c echo.Context, name, prefix string) (string, error) {
 		return "", invalid("path."+name, "must be a %s ID (%s_ followed by 26 characters)", prefix, prefix)
 	}
 	return v, nil
+}
+
+// timestamp reads an RFC 3339 date-time; with nullable, null gives a set
+// nil value.
+func (b *body) timestamp(name string, nullable bool) cloud.Optional[*time.Time] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[*time.Time]{}
+	}
+	if isNull {
+		if !nullable {
+			b.errs.add(b.loc(name), "must be a date-time such as 2026-05-01T09:30:00Z")
+			return cloud.Optional[*time.Time]{}
+		}
+		return cloud.Some[*time.Time](nil)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		b.errs.add(b.loc(name), "must be a date-time such as 2026-05-01T09:30:00Z")
+		return cloud.Optional[*time.Time]{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.Year() < 2000 || t.Year() > 9999 {
+		b.errs.add(b.loc(name), "must be an RFC 3339 date-time with a zone, such as 2026-05-01T09:30:00Z")
+		return cloud.Optional[*time.Time]{}
+	}
+	return cloud.Some(&t)
+}
+
+// integer reads a whole number in [min, max].
+func (b *body) integer(name string, min, max int) cloud.Optional[int] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[int]{}
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if isNull || dec.Decode(&n) != nil {
+		b.errs.add(b.loc(name), "must be an integer from %d to %d", min, max)
+		return cloud.Optional[int]{}
+	}
+	v, err := strconv.Atoi(n.String())
+	if err != nil || v < min || v > max {
+		b.errs.add(b.loc(name), "must be an integer from %d to %d", min, max)
+		return cloud.Optional[int]{}
+	}
+	return cloud.Some(v)
+}
+
+// rawObject reads an object whose members the domain checks, kept as raw
+// JSON per key.
+func (b *body) rawObject(name string) cloud.Optional[map[string]json.RawMessage] {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return cloud.Optional[map[string]json.RawMessage]{}
+	}
+	var v map[string]json.RawMessage
+	if isNull || json.Unmarshal(raw, &v) != nil || v == nil {
+		b.errs.add(b.loc(name), "must be an object")
+		return cloud.Optional[map[string]json.RawMessage]{}
+	}
+	return cloud.Some(v)
 }

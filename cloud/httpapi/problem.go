@@ -68,6 +68,8 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 		ve  *cloud.ValidationError
 		ce  *cloud.ConflictError
 		se  *cloud.StateError
+		pe  *cloud.PlanError
+		re  *cloud.PassRuleError
 		he  *echo.HTTPError
 		out = &apiError{}
 	)
@@ -82,6 +84,11 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 	case errors.As(err, &ce):
 		out.code, out.detail = problem.Conflict, ce.Message+"."
 		out.errors = []problem.FieldError{{Location: "body." + ce.Field, Message: ce.Message}}
+	case errors.As(err, &re):
+		out.code, out.detail = problem.InvalidState, re.Detail
+		out.errors = []problem.FieldError{{Location: "pass_rule." + re.Reason, Message: re.Detail}}
+	case errors.As(err, &pe):
+		out.code, out.detail = problem.PlanRequired, pe.Detail
 	case errors.As(err, &se):
 		out.code, out.detail = problem.InvalidState, fmt.Sprintf("Cannot %s a %s whose status is %s.", se.Action, se.Object, se.State)
 	case errors.Is(err, cloud.ErrNotFound):

@@ -26,7 +26,6 @@ func tsPtr(t *time.Time) *string {
 	return &s
 }
 
-// nullable renders "" as null.
 // nullableAt is nullable without a copy: the result points at s itself.
 func nullableAt(s *string) *string {
 	if *s == "" {
@@ -35,6 +34,7 @@ func nullableAt(s *string) *string {
 	return s
 }
 
+// nullable renders "" as null.
 func nullable(s string) *string {
 	if s == "" {
 		return nil

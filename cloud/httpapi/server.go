@@ -185,6 +185,24 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodGet, "/teams/:team_id", route{scope: cloud.ScopePeopleRead}, s.getTeam)
 	op(http.MethodPatch, "/teams/:team_id", route{scope: cloud.ScopePeopleWrite}, s.updateTeam)
 
+	op(http.MethodGet, "/visit-types", route{scope: cloud.ScopeFormsRead, publishable: true, list: true}, s.listVisitTypes)
+	op(http.MethodGet, "/visit-types/:visit_type", route{scope: cloud.ScopeFormsRead, publishable: true}, s.getVisitType)
+	op(http.MethodGet, "/forms", route{scope: cloud.ScopeFormsRead, list: true}, s.listForms)
+
+	op(http.MethodGet, "/visits", route{scope: cloud.ScopeVisitsRead, list: true}, s.listVisits)
+	op(http.MethodPost, "/visits", route{scope: cloud.ScopeVisitsWrite, publishable: true}, s.createVisit)
+	op(http.MethodGet, "/visits/:visit_id", route{scope: cloud.ScopeVisitsRead}, s.getVisit)
+	op(http.MethodPatch, "/visits/:visit_id", route{scope: cloud.ScopeVisitsWrite}, s.updateVisit)
+	op(http.MethodPost, "/visits/:visit_id/check-in", route{scope: cloud.ScopeVisitsWrite}, s.checkIn)
+	op(http.MethodPost, "/visits/:visit_id/check-out", route{scope: cloud.ScopeVisitsWrite}, s.checkOut)
+	op(http.MethodPost, "/visits/:visit_id/approve", route{scope: cloud.ScopeVisitsWrite}, s.decideVisit(cloud.OutcomeApproved))
+	op(http.MethodPost, "/visits/:visit_id/deny", route{scope: cloud.ScopeVisitsWrite}, s.decideVisit(cloud.OutcomeDenied))
+	op(http.MethodPost, "/visits/:visit_id/cancel", route{scope: cloud.ScopeVisitsWrite}, s.cancelVisit)
+	op(http.MethodGet, "/visits/:visit_id/pass.png", route{scope: cloud.ScopeVisitsRead}, s.passPNG)
+	op(http.MethodPost, "/visits/:visit_id/resend-pass", route{scope: cloud.ScopeVisitsWrite}, s.resendPass)
+
+	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsRead, list: true}, s.listMessages)
+
 	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 	return e
 }

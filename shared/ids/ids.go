@@ -24,6 +24,7 @@ const (
 	Visitor         = "visitor"
 	Booking         = "booking"
 	TimesheetPeriod = "tsp"
+	Message         = "msg"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It
