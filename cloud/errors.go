@@ -105,5 +105,7 @@ type PassRuleError struct {
 	Detail string
 }
 
-func (e *PassRuleError) Error() string { return "pass rules refuse entry: " + e.Reason + ": " + e.Detail }
+func (e *PassRuleError) Error() string {
+	return "pass rules refuse entry: " + e.Reason + ": " + e.Detail
+}
 func (e *PassRuleError) Unwrap() error { return ErrInvalidState }

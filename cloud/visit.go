@@ -53,9 +53,9 @@ func (a Audience) Valid() bool {
 
 // Host roles, states and answers (docs/decisions.md, "Host entries").
 const (
-	HostRoleLead    = "lead"    // the person the visit is for, first in the list
-	HostRoleCoHost  = "co_host" // another person the visit is for
-	HostRoleAsked   = "asked"   // someone reception asked to see the visitor
+	HostRoleLead   = "lead"    // the person the visit is for, first in the list
+	HostRoleCoHost = "co_host" // another person the visit is for
+	HostRoleAsked  = "asked"   // someone reception asked to see the visitor
 
 	HostStateInvited  = "invited"  // told of the visit, not yet of an arrival
 	HostStateNotified = "notified" // told the visitor has arrived

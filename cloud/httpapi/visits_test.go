@@ -347,7 +347,7 @@ func TestVisits_TransitionTable(t *testing.T) {
 			v := createVisit(t, h, func(b map[string]any) { b["expected_at"] = "2026-11-22T12:00:00Z" })
 			r := action(h, v["id"].(string), "check-in", nil)
 			requireProblem(t, r, http.StatusConflict, "invalid_state", "pass_rule.not_yet")
-			require.Equal(t, "expected", h.get("/v1/visits/"+v["id"].(string)).Body["status"])
+			require.Equal(t, "expected", h.get("/v1/visits/" + v["id"].(string)).Body["status"])
 		})
 		t.Run("expected, check-in with override_pass_rules: checked_in", func(t *testing.T) {
 			v := createVisit(t, h, func(b map[string]any) { b["expected_at"] = "2026-11-22T12:00:00Z" })
@@ -379,7 +379,7 @@ func TestVisits_TransitionTable(t *testing.T) {
 			r := action(h, id, "check-in", map[string]any{"override_pass_rules": true})
 			requireProblem(t, r, http.StatusConflict, "invalid_state")
 			require.Contains(t, r.Body["detail"], "checked_out")
-			require.Equal(t, "checked_out", h.get("/v1/visits/"+id).Body["status"])
+			require.Equal(t, "checked_out", h.get("/v1/visits/" + id).Body["status"])
 		})
 		t.Run("any status other than awaiting_approval, approve: unchanged, invalid_state", func(t *testing.T) {
 			v := createVisit(t, h, nil)
@@ -614,7 +614,6 @@ func TestVisits_OtherTenantIsNotFound(t *testing.T) {
 		requireProblem(t, h.get("/v1/visits/visit_123"), http.StatusUnprocessableEntity, "validation_failed", "path.visit_id")
 	})
 }
-
 
 // zbarimg returns the text an independent decoder (Debian's zbar-tools)
 // reads from a PNG, skipping the test when it is not installed unless the
