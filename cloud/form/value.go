@@ -19,7 +19,7 @@ import (
 // MaxSafeInteger is the largest magnitude of an integer answer or bound:
 // 2^53−1, the largest every JSON reader (JavaScript's included) holds
 // exactly.
-const MaxSafeInteger = 1<<53 - 1
+const MaxSafeInteger int64 = 1<<53 - 1
 
 // maxEmailLen is the longest email address accepted, as everywhere in the
 // API (docs/decisions.md, "Timestamps and formats").
