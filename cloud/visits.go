@@ -712,6 +712,12 @@ func (s *Service) transition(ctx context.Context, a Actor, id string, fn func(*V
 	if _, err := s.Visit(ctx, a, id); err != nil {
 		return Visit{}, err
 	}
+	return s.apply(ctx, a, id, fn)
+}
+
+// apply is transition for callers that have already read the visit
+// through Visit (and so checked the plan's history).
+func (s *Service) apply(ctx context.Context, a Actor, id string, fn func(*Visit, *VisitWrites) error) (Visit, error) {
 	v, err := s.store.UpdateVisit(ctx, a.Tenant, id, func(v *Visit, w *VisitWrites) error {
 		if err := fn(v, w); err != nil {
 			return err
@@ -780,7 +786,7 @@ func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInp
 	if err := v.Err(); err != nil {
 		return Visit{}, err
 	}
-	return s.transition(ctx, a, id, func(vt *Visit, _ *VisitWrites) error {
+	return s.apply(ctx, a, id, func(vt *Visit, _ *VisitWrites) error {
 		now := s.Now()
 		reason := decide(vt, gate, loc, now)
 		switch {
@@ -852,7 +858,7 @@ func (s *Service) Decide(ctx context.Context, a Actor, id, outcome, reason strin
 	if outcome == OutcomeDenied {
 		action = "deny"
 	}
-	return s.transition(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
+	return s.apply(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
 		if vt.Status != VisitAwaitingApproval {
 			return &StateError{Object: "visit", State: string(vt.Status), Action: action}
 		}
@@ -899,7 +905,7 @@ func (s *Service) ResendPass(ctx context.Context, a Actor, id string, channels [
 	if err != nil {
 		return Visit{}, err
 	}
-	return s.transition(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
+	return s.apply(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
 		if vt.Status != VisitExpected && vt.Status != VisitCheckedIn && vt.Status != VisitCheckedOut || vt.Pass.Revoked {
 			return &StateError{Object: "visit", State: string(vt.Status), Action: "send the pass of"}
 		}
