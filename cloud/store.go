@@ -85,9 +85,9 @@ type Store interface {
 	// UpdateVisitor is UpdateSite for visitors.
 	UpdateVisitor(ctx context.Context, t Tenant, id string, fn func(*Visitor) error) (Visitor, error)
 	// EraseVisitor deletes a visitor and, in the same transaction, applies
-	// fn to each of its visits and stores the result; ErrNotFound when there
-	// is no such visitor.
-	EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit)) error
+	// fn to each of its visits and bfn to each of its bookings and stores
+	// the results; ErrNotFound when there is no such visitor.
+	EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit), bfn func(*Booking)) error
 
 	// CreateVisit stores a new visit and w in one transaction.
 	CreateVisit(ctx context.Context, v Visit, w VisitWrites) error
@@ -100,6 +100,36 @@ type Store interface {
 	UpdateVisit(ctx context.Context, t Tenant, id string, fn func(*Visit, *VisitWrites) error) (Visit, error)
 	// ListVisits returns a page of visits, newest first.
 	ListVisits(ctx context.Context, t Tenant, f VisitFilter, p Page) ([]Visit, bool, error)
+
+	// CreateBookingType stores a new booking type.
+	CreateBookingType(ctx context.Context, bt BookingType) error
+	// BookingType returns a booking type or ErrNotFound.
+	BookingType(ctx context.Context, t Tenant, id string) (BookingType, error)
+	// UpdateBookingType is UpdateSite for booking types.
+	UpdateBookingType(ctx context.Context, t Tenant, id string, fn func(*BookingType) error) (BookingType, error)
+	// ListBookingTypes returns a page of booking types.
+	ListBookingTypes(ctx context.Context, t Tenant, f BookingTypeFilter, p Page) ([]BookingType, bool, error)
+
+	// CreateBooking stores a new booking and w in one transaction. With
+	// w.Capacity above zero it first checks the slot, as of now, under a
+	// lock that keeps two bookings from taking its last place.
+	CreateBooking(ctx context.Context, b Booking, w BookingWrites, now time.Time) error
+	// Booking returns a booking, its Visitor filled from the visitor
+	// record, or ErrNotFound.
+	Booking(ctx context.Context, t Tenant, id string) (Booking, error)
+	// UpdateBooking applies fn to the current booking inside one
+	// transaction and stores the result with what fn added to w (checking
+	// the slot as CreateBooking does when fn set w.Capacity); fn's error
+	// aborts and is returned as is.
+	UpdateBooking(ctx context.Context, t Tenant, id string, now time.Time, fn func(*Booking, *BookingWrites) error) (Booking, error)
+	// ListBookings returns a page of bookings, newest first.
+	ListBookings(ctx context.Context, t Tenant, f BookingFilter, p Page) ([]Booking, bool, error)
+	// SlotUse counts, per starts_at in [from, to), the bookings of the type
+	// that hold their slot at now (Booking.HoldsSlot).
+	SlotUse(ctx context.Context, t Tenant, typeID string, from, to, now time.Time) (map[time.Time]int, error)
+	// ExpireBookings marks every pending booking, of any tenant, whose
+	// confirm_by is at or before now expired, and returns how many.
+	ExpireBookings(ctx context.Context, now time.Time) (int64, error)
 
 	// ListMessages returns a page of the tenant's outbox, newest first.
 	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)

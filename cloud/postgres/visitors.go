@@ -112,9 +112,10 @@ func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn
 }
 
 // EraseVisitor implements cloud.Store. The visitor's row is locked first,
-// then its visits, each rewritten after fn; the visits keep their
-// visitor_id and, read afterwards, have an empty Visitor.
-func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit)) error {
+// then its visits, each rewritten after fn, then its bookings, each
+// rewritten after bfn; the visits and bookings keep their visitor_id and,
+// read afterwards, have an empty Visitor.
+func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit), bfn func(*cloud.Booking)) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
@@ -135,6 +136,19 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 			vid, before := v.ID, hostIDs(v)
 			fn(&v)
 			if err := updateVisitRow(ctx, tx, t, vid, before, v); err != nil {
+				return fmt.Errorf("erase visitor: %w", err)
+			}
+		}
+		rows, _ = tx.Query(ctx, `SELECT `+bookingCols+` FROM `+bookingFrom+`
+			WHERE b.org_id = $1 AND b.mode = $2 AND b.visitor_id = $3 FOR UPDATE OF b`, t.OrgID, string(t.Mode), id)
+		bookings, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Booking, error) { return scanBooking(row, t) })
+		if err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
+		}
+		for _, b := range bookings {
+			bid := b.ID
+			bfn(&b)
+			if err := updateBookingRow(ctx, tx, t, bid, b); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
 		}

@@ -76,9 +76,9 @@ func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn
 	})
 }
 
-// EraseVisitor implements cloud.Store. The visits keep their visitor_id;
-// read afterwards, their Visitor is empty.
-func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit)) error {
+// EraseVisitor implements cloud.Store. The visits and bookings keep their
+// visitor_id; read afterwards, their Visitor is empty.
+func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit), bfn func(*cloud.Booking)) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM visitors WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)).Scan(&n)
@@ -96,6 +96,17 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 			vid, before := v.ID, hostIDs(v)
 			fn(&v)
 			if err := updateVisitRow(ctx, tx, t, vid, before, v); err != nil {
+				return fmt.Errorf("erase visitor: %w", err)
+			}
+		}
+		bookings, err := bookingsOf(ctx, tx, t, id)
+		if err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
+		}
+		for _, b := range bookings {
+			bid := b.ID
+			bfn(&b)
+			if err := updateBookingRow(ctx, tx, t, bid, b); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
 		}

@@ -1,12 +1,12 @@
 // Package storedoc is the JSON that cloud/sqlite and cloud/postgres store
-// for the parts of a visit no query looks inside, and for pass rules. Both
-// engines write the same bytes, so a database can move from one to the
-// other.
+// for the parts of a visit or a booking no query looks inside, for pass
+// rules and for a booking type's opening hours. Both engines write the
+// same bytes, so a database can move from one to the other.
 //
 // The structs here are the stored form, apart from the domain's: renaming
-// a field of cloud.Visit or passrule.Rules must not change what rows
-// already hold (STYLE D3). Add fields with omitempty; never rename or
-// retype a json tag.
+// a field of cloud.Visit, cloud.Booking, cloud.OpeningHours or
+// passrule.Rules must not change what rows already hold (STYLE D3). Add
+// fields with omitempty; never rename or retype a json tag.
 //
 // It may import cloud, shared/passrule and the standard library.
 package storedoc

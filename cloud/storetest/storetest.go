@@ -2,7 +2,8 @@
 // and cloud/postgres call Run from their tests, so both engines are held to
 // what the comments of the Store interface promise: tenant isolation,
 // round-tripped fields, newest-first keyset pagination, transactional
-// updates, visits written together with what goes with them, idempotency
+// updates, visits and bookings written together with what goes with them,
+// slots that never take more bookings than their capacity, idempotency
 // keys, request counters and server secrets.
 //
 // It may import cloud, shared/... and testify.
@@ -138,6 +139,34 @@ func groups() []group {
 			{"TenantIsolation", testVisitTenantIsolation},
 			{"VisitorOfTenant", testVisitVisitorOfTenant},
 		}, paginationTests(visitPager)...)},
+		{"BookingTypes", append([]test{
+			{"CreateAndGet", testBookingTypeCreateAndGet},
+			{"Update", testBookingTypeUpdate},
+			{"UpdateAborts", testBookingTypeUpdateAborts},
+			{"UpdateUnknown", testBookingTypeUpdateUnknown},
+			{"ListFilters", testBookingTypeListFilters},
+			{"TenantIsolation", testBookingTypeTenantIsolation},
+		}, paginationTests(bookingTypePager)...)},
+		{"Bookings", append([]test{
+			{"CreateAndGet", testBookingCreateAndGet},
+			{"CreateWrites", testBookingCreateWrites},
+			{"CreateAllOrNothing", testBookingCreateAllOrNothing},
+			{"Capacity", testBookingCapacity},
+			{"CapacityReleased", testBookingCapacityReleased},
+			{"CreateConcurrent", testBookingCreateConcurrent},
+			{"Update", testBookingUpdate},
+			{"UpdateAborts", testBookingUpdateAborts},
+			{"UpdateWrites", testBookingUpdateWrites},
+			{"UpdateCapacity", testBookingUpdateCapacity},
+			{"UpdateConcurrent", testBookingUpdateConcurrent},
+			{"UpdateConcurrentMoves", testBookingUpdateConcurrentMoves},
+			{"UpdateUnknown", testBookingUpdateUnknown},
+			{"ListFilters", testBookingListFilters},
+			{"TenantIsolation", testBookingTenantIsolation},
+			{"VisitorOfTenant", testBookingVisitorOfTenant},
+			{"SlotUse", testBookingSlotUse},
+			{"Expire", testBookingExpire},
+		}, paginationTests(bookingPager)...)},
 		{"Messages", append([]test{
 			{"ListAndFilter", testMessageListAndFilter},
 			{"TenantIsolation", testMessageTenantIsolation},

@@ -477,6 +477,8 @@ func testVisitorTenantIsolation(t *testing.T, e *env) {
 		requireNotFound(t, err, "update in %v", other)
 		err = e.s.EraseVisitor(t.Context(), other, vr.ID, func(x *cloud.Visit) {
 			t.Errorf("erase in %v: fn called", other)
+		}, func(*cloud.Booking) {
+			t.Errorf("erase in %v: bfn called", other)
 		})
 		requireNotFound(t, err, "erase in %v", other)
 	}
@@ -502,15 +504,31 @@ func testVisitorErase(t *testing.T, e *env) {
 	other := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name, vr.Email = "Bob", "bob@example.com" }),
 		func(v *cloud.Visit, _ *cloud.VisitWrites) { v.Purpose = "Delivery" })
 	theirs := e.newVisit(t, e.b, s.ID, visitOf(ada)) // the same visitor ID in another tenant's visit
+	bt := e.newBookingType(t, e.a)
+	booked := e.newBooking(t, e.a, bt, 0, bookingOf(ada), func(b *cloud.Booking, _ *cloud.BookingWrites) {
+		b.Purpose, b.DeclineReason = "Interview", "Sorry, Ada"
+		b.CustomFields = map[string]json.RawMessage{"nda": json.RawMessage(`true`)}
+	})
+	rebooked := e.newBooking(t, e.a, bt, 1, bookingOf(ada), status(cloud.BookingCancelled, nil))
+	otherBooking := e.newBooking(t, e.a, bt, 2, bookingOf(other.Visitor), func(b *cloud.Booking, _ *cloud.BookingWrites) {
+		b.Purpose = "Delivery"
+	})
+	theirBooking := e.newBooking(t, e.b, bt, 0, bookingOf(ada), func(b *cloud.Booking, _ *cloud.BookingWrites) {
+		b.Purpose, b.Visitor = "Test mode", cloud.Visitor{} // the visitor ID is another tenant's
+	})
 
 	erasedAt := e.tick()
-	var seen []string
+	var seen, seenBookings []string
 	err := e.s.EraseVisitor(t.Context(), e.a, ada.ID, func(v *cloud.Visit) {
 		seen = append(seen, v.ID)
 		v.Purpose, v.VehiclePlate, v.CustomFields, v.UpdatedAt = "", "", nil, erasedAt
+	}, func(b *cloud.Booking) {
+		seenBookings = append(seenBookings, b.ID)
+		b.Purpose, b.DeclineReason, b.CustomFields, b.UpdatedAt = "", "", nil, erasedAt
 	})
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{first.ID, second.ID}, seen, "fn sees each of the visitor's visits once")
+	require.ElementsMatch(t, []string{booked.ID, rebooked.ID}, seenBookings, "bfn sees each of the visitor's bookings once")
 
 	_, err = e.s.Visitor(t.Context(), e.a, ada.ID)
 	requireNotFound(t, err, "the visitor is deleted")
@@ -530,15 +548,25 @@ func testVisitorErase(t *testing.T, e *env) {
 	got, err = e.s.Visit(t.Context(), e.b, theirs.ID)
 	require.NoError(t, err)
 	require.Equal(t, theirs.Purpose, got.Purpose, "another tenant's visit is untouched")
+	for _, before := range []cloud.Booking{booked, rebooked} {
+		want := before
+		want.Visitor = cloud.Visitor{}
+		want.Purpose, want.DeclineReason, want.CustomFields, want.UpdatedAt = "", "", nil, erasedAt
+		e.requireStoredBooking(t, want, "booking %s after the erasure keeps its visitor ID", before.ID)
+	}
+	e.requireStoredBooking(t, otherBooking, "another visitor's booking is untouched")
+	e.requireStoredBooking(t, theirBooking, "another tenant's booking is untouched")
 
-	err = e.s.EraseVisitor(t.Context(), e.a, ada.ID, func(*cloud.Visit) { t.Error("fn called on a second erasure") })
+	err = e.s.EraseVisitor(t.Context(), e.a, ada.ID, func(*cloud.Visit) { t.Error("fn called on a second erasure") },
+		func(*cloud.Booking) { t.Error("bfn called on a second erasure") })
 	requireNotFound(t, err, "erasing twice")
 }
 
 func testVisitorEraseUnknown(t *testing.T, e *env) {
 	s := e.newSite(t, e.a)
 	v := e.newVisit(t, e.a, s.ID)
-	err := e.s.EraseVisitor(t.Context(), e.a, ids.New(ids.Visitor), func(*cloud.Visit) { t.Error("fn called") })
+	err := e.s.EraseVisitor(t.Context(), e.a, ids.New(ids.Visitor), func(*cloud.Visit) { t.Error("fn called") },
+		func(*cloud.Booking) { t.Error("bfn called") })
 	requireNotFound(t, err)
 	got, err := e.s.Visit(t.Context(), e.a, v.ID)
 	require.NoError(t, err)

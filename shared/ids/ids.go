@@ -23,6 +23,7 @@ const (
 	Visit           = "visit"
 	Visitor         = "visitor"
 	Booking         = "booking"
+	BookingType     = "booking_type"
 	TimesheetPeriod = "tsp"
 	Message         = "msg"
 )
