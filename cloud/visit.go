@@ -117,6 +117,7 @@ type Rescheduled struct {
 	VisitID   string
 	BookingID string
 	At        time.Time
+	Note      string // the reason given, for the record; not shown
 }
 
 // Pass is the visitor's QR pass for a visit.
@@ -159,6 +160,7 @@ type Visit struct {
 	Pass          Pass
 	CustomFields  map[string]json.RawMessage // normalised answers, sensitive ones included
 	Receiver      Receiver                   // who receives a visit nobody has taken
+	ReenteredAs   string                     // the re-entry visit made from this one; empty until then
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }

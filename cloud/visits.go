@@ -767,21 +767,9 @@ func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInp
 	if err != nil {
 		return Visit{}, err
 	}
-	var gate *Gate
-	if in.GateID != "" && checkID(&v, "gate_id", ids.Gate, in.GateID) {
-		g, err := s.store.Gate(ctx, a.Tenant, in.GateID)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			v.Add("gate_id", "no gate with this ID")
-		case err != nil:
-			return Visit{}, err
-		case g.SiteID != cur.SiteID:
-			v.Add("gate_id", "the gate is at another site than the visit")
-		case g.Direction == DirectionExit:
-			v.Add("gate_id", "the gate is an exit")
-		default:
-			gate = &g
-		}
+	gate, err := s.entryGate(ctx, &v, a.Tenant, in.GateID, cur.SiteID)
+	if err != nil {
+		return Visit{}, err
 	}
 	if err := v.Err(); err != nil {
 		return Visit{}, err
@@ -874,9 +862,10 @@ func (s *Service) Decide(ctx context.Context, a Actor, id, outcome, reason strin
 	})
 }
 
-// Cancel cancels a visit that has not started.
+// Cancel cancels a visit that has not started, and the booking it came
+// from.
 func (s *Service) Cancel(ctx context.Context, a Actor, id string) (Visit, error) {
-	return s.transition(ctx, a, id, func(vt *Visit, _ *VisitWrites) error {
+	v, err := s.transition(ctx, a, id, func(vt *Visit, _ *VisitWrites) error {
 		if vt.Status != VisitExpected && vt.Status != VisitAwaitingApproval {
 			return &StateError{Object: "visit", State: string(vt.Status), Action: "cancel"}
 		}
@@ -884,6 +873,10 @@ func (s *Service) Cancel(ctx context.Context, a Actor, id string) (Visit, error)
 		vt.Status, vt.CancelledAt = VisitCancelled, &now
 		return nil
 	})
+	if err != nil {
+		return Visit{}, err
+	}
+	return v, s.releaseBooking(ctx, v)
 }
 
 // ResendPass sends a visit's pass again, through channels or every channel

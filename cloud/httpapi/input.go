@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net/url"
@@ -356,4 +357,30 @@ func (b *body) rawObject(name string) cloud.Optional[map[string]json.RawMessage]
 		return cloud.Optional[map[string]json.RawMessage]{}
 	}
 	return cloud.Some(v)
+}
+
+// objects reads an array of objects, each with fn(i, nested body); it
+// returns how many there were and whether the field was present.
+func (b *body) objects(name string, fn func(i int, nb *body)) (n int, present bool) {
+	raw, ok, isNull := b.take(name)
+	if !ok {
+		return 0, false
+	}
+	var items []json.RawMessage
+	if isNull || json.Unmarshal(raw, &items) != nil {
+		b.errs.add(b.loc(name), "must be an array of objects")
+		return 0, true
+	}
+	for i, item := range items {
+		loc := fmt.Sprintf("%s[%d]", name, i)
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(item, &fields) != nil || fields == nil {
+			b.errs.add(b.loc(loc), "must be an object")
+			continue
+		}
+		nested := &body{fields: fields, prefix: b.prefix + loc + ".", errs: b.errs}
+		fn(i, nested)
+		nested.finish()
+	}
+	return len(items), true
 }

@@ -121,7 +121,8 @@ func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 }
 
 // Purge deletes idempotency records older than the replay window and
-// rate-limit counters of past minutes.
+// rate-limit counters of past minutes, and stores pending bookings whose
+// confirmation window has closed as expired.
 func (s *Server) Purge(ctx context.Context) error {
 	now := s.now()
 	store := s.svc.Store()
@@ -134,6 +135,11 @@ func (s *Server) Purge(ctx context.Context) error {
 	}
 	if _, err := store.PurgeRequestCounts(ctx, now.Add(-2*time.Minute)); err != nil {
 		return fmt.Errorf("purge request counts: %w", err)
+	}
+	if n, err := store.ExpireBookings(ctx, now); err != nil {
+		return fmt.Errorf("expire bookings: %w", err)
+	} else if n > 0 {
+		s.log.Info("expired bookings", "count", n)
 	}
 	return nil
 }
@@ -200,6 +206,26 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPost, "/visits/:visit_id/cancel", route{scope: cloud.ScopeVisitsWrite}, s.cancelVisit)
 	op(http.MethodGet, "/visits/:visit_id/pass.png", route{scope: cloud.ScopeVisitsRead}, s.passPNG)
 	op(http.MethodPost, "/visits/:visit_id/resend-pass", route{scope: cloud.ScopeVisitsWrite}, s.resendPass)
+	op(http.MethodPost, "/visits/:visit_id/reschedule", route{scope: cloud.ScopeVisitsWrite}, s.rescheduleVisit)
+	op(http.MethodPost, "/visits/:visit_id/hand-over", route{scope: cloud.ScopeVisitsWrite}, s.handOverVisit)
+	op(http.MethodPost, "/visits/:visit_id/re-enter", route{scope: cloud.ScopeVisitsWrite}, s.reEnterVisit)
+
+	op(http.MethodGet, "/visitors/:visitor_id", route{scope: cloud.ScopeVisitorsRead}, s.getVisitor)
+	op(http.MethodDelete, "/visitors/:visitor_id", route{scope: cloud.ScopeVisitorsWrite}, s.deleteVisitor)
+
+	op(http.MethodGet, "/booking-types", route{scope: cloud.ScopeBookingsRead, publishable: true, list: true}, s.listBookingTypes)
+	op(http.MethodPost, "/booking-types", route{scope: cloud.ScopeBookingsWrite}, s.createBookingType)
+	op(http.MethodGet, "/booking-types/:booking_type_id", route{scope: cloud.ScopeBookingsRead, publishable: true}, s.getBookingType)
+	op(http.MethodPatch, "/booking-types/:booking_type_id", route{scope: cloud.ScopeBookingsWrite}, s.updateBookingType)
+	op(http.MethodGet, "/booking-types/:booking_type_id/slots", route{scope: cloud.ScopeBookingsRead, publishable: true, list: true}, s.listSlots)
+
+	op(http.MethodGet, "/bookings", route{scope: cloud.ScopeBookingsRead, list: true}, s.listBookings)
+	op(http.MethodPost, "/bookings", route{scope: cloud.ScopeBookingsWrite, publishable: true}, s.createBooking)
+	op(http.MethodGet, "/bookings/:booking_id", route{scope: cloud.ScopeBookingsRead}, s.getBooking)
+	op(http.MethodPost, "/bookings/:booking_id/confirm", route{scope: cloud.ScopeBookingsWrite}, s.confirmBooking)
+	op(http.MethodPost, "/bookings/:booking_id/decline", route{scope: cloud.ScopeBookingsWrite}, s.declineBooking)
+	op(http.MethodPost, "/bookings/:booking_id/cancel", route{scope: cloud.ScopeBookingsWrite}, s.cancelBooking)
+	op(http.MethodPost, "/bookings/:booking_id/reschedule", route{scope: cloud.ScopeBookingsWrite}, s.rescheduleBooking)
 
 	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsRead, list: true}, s.listMessages)
 

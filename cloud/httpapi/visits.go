@@ -556,18 +556,18 @@ func (s *Server) passPNG(c echo.Context) error {
 // Outbox.
 
 type messageJSON struct {
-	ID        string `json:"id"`
-	VisitID   string `json:"visit_id"`
-	Channel   string `json:"channel"`
-	To        string `json:"to"`
-	Subject   string `json:"subject"`
-	Body      string `json:"body"`
-	Status    string `json:"status"`
-	CreatedAt string `json:"created_at"`
+	ID        string  `json:"id"`
+	VisitID   *string `json:"visit_id"`
+	Channel   string  `json:"channel"`
+	To        string  `json:"to"`
+	Subject   string  `json:"subject"`
+	Body      string  `json:"body"`
+	Status    string  `json:"status"`
+	CreatedAt string  `json:"created_at"`
 }
 
 func renderMessage(m cloud.Message) messageJSON {
-	return messageJSON{ID: m.ID, VisitID: m.VisitID, Channel: m.Channel, To: m.To, Subject: m.Subject, Body: m.Body,
+	return messageJSON{ID: m.ID, VisitID: nullable(m.VisitID), Channel: m.Channel, To: m.To, Subject: m.Subject, Body: m.Body,
 		Status: m.Status, CreatedAt: ts(m.CreatedAt)}
 }
 

@@ -42,6 +42,7 @@ type visit struct {
 	Pass          pass              `json:"pass"`
 	CustomFields  map[string]string `json:"custom_fields,omitempty"`
 	Receiver      receiver          `json:"receiver"`
+	ReenteredAs   string            `json:"reentered_as,omitempty"`
 }
 
 // Custom fields are kept as the text of each value, in a JSON string:
@@ -75,6 +76,7 @@ type rescheduled struct {
 	VisitID   string    `json:"visit_id,omitempty"`
 	BookingID string    `json:"booking_id,omitempty"`
 	At        time.Time `json:"at"`
+	Note      string    `json:"note,omitempty"`
 }
 
 type pass struct {
@@ -131,7 +133,8 @@ func EncodeVisit(v cloud.Visit) ([]byte, error) {
 			Uses:       v.Pass.Uses,
 			Revoked:    v.Pass.Revoked,
 		},
-		Receiver: receiver{Kind: v.Receiver.Kind, PersonID: v.Receiver.PersonID, TeamID: v.Receiver.TeamID},
+		Receiver:    receiver{Kind: v.Receiver.Kind, PersonID: v.Receiver.PersonID, TeamID: v.Receiver.TeamID},
+		ReenteredAs: v.ReenteredAs,
 	}
 	for _, h := range v.Hosts {
 		d.Hosts = append(d.Hosts, host{ID: h.ID, Name: h.Name, Role: h.Role, State: h.State, Answer: h.Answer,
@@ -141,7 +144,7 @@ func EncodeVisit(v cloud.Visit) ([]byte, error) {
 		d.Decision = &decision{Outcome: x.Outcome, DecidedAt: micro(x.DecidedAt), DecidedBy: x.DecidedBy, Reason: x.Reason}
 	}
 	if x := v.RescheduledTo; x != nil {
-		d.RescheduledTo = &rescheduled{VisitID: x.VisitID, BookingID: x.BookingID, At: micro(x.At)}
+		d.RescheduledTo = &rescheduled{VisitID: x.VisitID, BookingID: x.BookingID, At: micro(x.At), Note: x.Note}
 	}
 	if len(v.CustomFields) > 0 {
 		d.CustomFields = make(map[string]string, len(v.CustomFields))
@@ -178,7 +181,7 @@ func DecodeVisit(b []byte, v *cloud.Visit) error {
 	}
 	v.RescheduledTo = nil
 	if x := d.RescheduledTo; x != nil {
-		v.RescheduledTo = &cloud.Rescheduled{VisitID: x.VisitID, BookingID: x.BookingID, At: x.At}
+		v.RescheduledTo = &cloud.Rescheduled{VisitID: x.VisitID, BookingID: x.BookingID, At: x.At, Note: x.Note}
 	}
 	v.Pass = cloud.Pass{
 		Channels:   nonNil(d.Pass.Channels),
@@ -193,6 +196,7 @@ func DecodeVisit(b []byte, v *cloud.Visit) error {
 		v.CustomFields[k] = json.RawMessage(s)
 	}
 	v.Receiver = cloud.Receiver{Kind: d.Receiver.Kind, PersonID: d.Receiver.PersonID, TeamID: d.Receiver.TeamID}
+	v.ReenteredAs = d.ReenteredAs
 	return nil
 }
 
