@@ -86,7 +86,9 @@ type Store interface {
 	UpdateVisitor(ctx context.Context, t Tenant, id string, fn func(*Visitor) error) (Visitor, error)
 	// EraseVisitor deletes a visitor and, in the same transaction, applies
 	// fn to each of its visits and bfn to each of its bookings and stores
-	// the results; ErrNotFound when there is no such visitor.
+	// the results, and deletes the outbox messages about its visits or sent
+	// to its email address or phone number; ErrNotFound when there is no
+	// such visitor.
 	EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit), bfn func(*Booking)) error
 
 	// CreateVisit stores a new visit and w in one transaction.

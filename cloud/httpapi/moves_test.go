@@ -376,8 +376,10 @@ func TestVisitors_EraseRemovesPersonalData(t *testing.T) {
 		require.Equal(t, http.StatusOK, got.Status)
 		require.Equal(t, "Vera Visitor", got.Body["name"])
 
+		require.NotEmpty(t, messagesOf(t, h, v["id"].(string)))
 		r := h.do(req{method: http.MethodDelete, path: "/v1/visitors/" + vid, key: h.seed.Keys.SecretTest})
 		require.Equal(t, http.StatusNoContent, r.Status, "%s", r.Raw)
+		require.Empty(t, messagesOf(t, h, v["id"].(string)), "the outbox keeps nothing about the visitor")
 		require.Empty(t, r.Raw)
 		requireProblem(t, h.get("/v1/visitors/"+vid), http.StatusNotFound, "not_found")
 		requireProblem(t, h.do(req{method: http.MethodDelete, path: "/v1/visitors/" + vid, key: h.seed.Keys.SecretTest}),

@@ -117,9 +117,9 @@ func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn
 // read afterwards, have an empty Visitor.
 func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit), bfn func(*cloud.Booking)) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
-			t.OrgID, string(t.Mode), id).Scan(&one)
+		var email, phone *string
+		err := tx.QueryRow(ctx, `SELECT email, phone FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			t.OrgID, string(t.Mode), id).Scan(&email, &phone)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return cloud.ErrNotFound
 		}
@@ -151,6 +151,13 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 			if err := updateBookingRow(ctx, tx, t, bid, b); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
+		}
+		// The outbox goes too: messages about the visitor's visits, and
+		// those sent to the visitor's address or number.
+		if _, err := tx.Exec(ctx, `DELETE FROM messages WHERE org_id = $1 AND mode = $2 AND
+			(visit_id IN (SELECT id FROM visits WHERE org_id = $1 AND mode = $2 AND visitor_id = $3) OR to_addr = $4 OR to_addr = $5)`,
+			t.OrgID, string(t.Mode), id, email, phone); err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3`, t.OrgID, string(t.Mode), id); err != nil {
 			return fmt.Errorf("erase visitor: %w", err)

@@ -80,8 +80,8 @@ func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn
 // visitor_id; read afterwards, their Visitor is empty.
 func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit), bfn func(*cloud.Booking)) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM visitors WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)).Scan(&n)
+		var email, phone sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT email, phone FROM visitors WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)).Scan(&email, &phone)
 		if errors.Is(err, sql.ErrNoRows) {
 			return cloud.ErrNotFound
 		}
@@ -109,6 +109,13 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 			if err := updateBookingRow(ctx, tx, t, bid, b); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
+		}
+		// The outbox goes too: messages about the visitor's visits, and
+		// those sent to the visitor's address or number.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE org_id = ? AND mode = ? AND
+			(visit_id IN (SELECT id FROM visits WHERE org_id = ? AND mode = ? AND visitor_id = ?) OR to_addr = ? OR to_addr = ?)`,
+			t.OrgID, string(t.Mode), t.OrgID, string(t.Mode), id, email, phone); err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM visitors WHERE id = ?`, id); err != nil {
 			return fmt.Errorf("erase visitor: %w", err)

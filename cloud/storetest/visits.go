@@ -500,9 +500,19 @@ func testVisitorErase(t *testing.T, e *env) {
 		v.CustomFields = map[string]json.RawMessage{"nda": json.RawMessage(`true`)}
 	})
 	ada := first.Visitor
-	second := e.newVisit(t, e.a, s.ID, visitOf(ada), func(v *cloud.Visit, _ *cloud.VisitWrites) { v.Purpose = "Second round" })
+	second := e.newVisit(t, e.a, s.ID, visitOf(ada), func(v *cloud.Visit, w *cloud.VisitWrites) {
+		v.Purpose = "Second round"
+		host := e.newMessage(e.a, v.ID) // a notice to the host about Ada's visit
+		host.To = "host@example.com"
+		w.Messages = append(w.Messages, host)
+	})
 	other := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name, vr.Email = "Bob", "bob@example.com" }),
-		func(v *cloud.Visit, _ *cloud.VisitWrites) { v.Purpose = "Delivery" })
+		func(v *cloud.Visit, w *cloud.VisitWrites) {
+			v.Purpose = "Delivery"
+			m := e.newMessage(e.a, v.ID)
+			m.To = "bob@example.com"
+			w.Messages = append(w.Messages, m)
+		})
 	theirs := e.newVisit(t, e.b, s.ID, visitOf(ada)) // the same visitor ID in another tenant's visit
 	bt := e.newBookingType(t, e.a)
 	booked := e.newBooking(t, e.a, bt, 0, bookingOf(ada), func(b *cloud.Booking, _ *cloud.BookingWrites) {
@@ -517,9 +527,19 @@ func testVisitorErase(t *testing.T, e *env) {
 		b.Purpose, b.Visitor = "Test mode", cloud.Visitor{} // the visitor ID is another tenant's
 	})
 
+	// A message about no visit (a declined booking) sent to Ada's number.
+	sms := e.newMessage(e.a, "")
+	sms.Channel, sms.To = cloud.ChannelSMS, "+447700900001"
+	_, err := e.s.UpdateVisit(t.Context(), e.a, other.ID, func(_ *cloud.Visit, w *cloud.VisitWrites) error {
+		w.Messages = append(w.Messages, sms)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, e.listMessages(t, e.a, cloud.MessageFilter{}), 3)
+
 	erasedAt := e.tick()
 	var seen, seenBookings []string
-	err := e.s.EraseVisitor(t.Context(), e.a, ada.ID, func(v *cloud.Visit) {
+	err = e.s.EraseVisitor(t.Context(), e.a, ada.ID, func(v *cloud.Visit) {
 		seen = append(seen, v.ID)
 		v.Purpose, v.VehiclePlate, v.CustomFields, v.UpdatedAt = "", "", nil, erasedAt
 	}, func(b *cloud.Booking) {
@@ -555,6 +575,9 @@ func testVisitorErase(t *testing.T, e *env) {
 		e.requireStoredBooking(t, want, "booking %s after the erasure keeps its visitor ID", before.ID)
 	}
 	e.requireStoredBooking(t, otherBooking, "another visitor's booking is untouched")
+	msgs := e.listMessages(t, e.a, cloud.MessageFilter{})
+	require.Len(t, msgs, 1, "messages about the visitor's visits and to the visitor's address or number are deleted")
+	require.Equal(t, "bob@example.com", msgs[0].To)
 	e.requireStoredBooking(t, theirBooking, "another tenant's booking is untouched")
 
 	err = e.s.EraseVisitor(t.Context(), e.a, ada.ID, func(*cloud.Visit) { t.Error("fn called on a second erasure") },
