@@ -133,6 +133,11 @@ type Store interface {
 	// confirm_by is at or before now expired, and returns how many.
 	ExpireBookings(ctx context.Context, now time.Time) (int64, error)
 
+	// ListAuditEvents returns a page of the tenant's audit trail, newest
+	// first. Audit events are written with the changes they record
+	// (VisitWrites.Audit).
+	ListAuditEvents(ctx context.Context, t Tenant, f AuditFilter, p Page) ([]AuditEvent, bool, error)
+
 	// ListMessages returns a page of the tenant's outbox, newest first.
 	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)
 

@@ -254,7 +254,8 @@ type PassKey struct {
 // VisitWrites are records written in the same transaction as a visit
 // change: nothing half-done survives a crash.
 type VisitWrites struct {
-	Visitor  *Visitor  // a new visitor record
-	Visits   []Visit   // new visits (reschedule, re-enter)
-	Messages []Message // outbox
+	Visitor  *Visitor     // a new visitor record
+	Visits   []Visit      // new visits (reschedule, re-enter)
+	Messages []Message    // outbox
+	Audit    []AuditEvent // the audit trail
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -137,6 +138,14 @@ func writeAlong(ctx context.Context, q querier, t cloud.Tenant, w cloud.VisitWri
 			return translate("create message", err)
 		}
 	}
+	for _, a := range w.Audit {
+		if _, err := q.Exec(ctx, `INSERT INTO audit_events (org_id, mode, id, action, actor_kind, actor_id, object_type, object_id,
+				request_id, detail, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, t.OrgID, string(t.Mode), a.ID, a.Action, a.ActorKind,
+			null(a.ActorID), a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), a.CreatedAt); err != nil {
+			return translate("create audit event", err)
+		}
+	}
 	return nil
 }
 
@@ -157,7 +166,8 @@ func getVisit(ctx context.Context, q querier, t cloud.Tenant, id string, lock bo
 }
 
 // CreateVisit implements cloud.Store: the new visitor first, then the
-// visit, the other new visits and the messages, all in the visit's tenant.
+// visit, the other new visits, the messages and the audit events, all in
+// the visit's tenant.
 func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
 	t := v.Tenant
 	return s.inTx(ctx, func(tx pgx.Tx) error {
@@ -279,6 +289,50 @@ func (s *Store) ListMessages(ctx context.Context, t cloud.Tenant, f cloud.Messag
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list messages: %w", err)
+	}
+	return out, more, nil
+}
+
+const auditCols = `id, action, actor_kind, actor_id, object_type, object_id, request_id, detail, created_at`
+
+// auditDetail is the text stored for an event's detail: as written, or an
+// empty object when there is none.
+func auditDetail(d json.RawMessage) []byte {
+	if len(d) == 0 {
+		return []byte(`{}`)
+	}
+	return d
+}
+
+func scanAuditEvent(row scanner, t cloud.Tenant) (cloud.AuditEvent, error) {
+	a := cloud.AuditEvent{Tenant: t}
+	var actor, request pgtype.Text
+	var detail []byte
+	if err := row.Scan(&a.ID, &a.Action, &a.ActorKind, &actor, &a.ObjectType, &a.ObjectID, &request, &detail, &a.CreatedAt); err != nil {
+		return cloud.AuditEvent{}, err
+	}
+	a.ActorID, a.RequestID, a.Detail, a.CreatedAt = actor.String, request.String, detail, a.CreatedAt.UTC()
+	return a, nil
+}
+
+// ListAuditEvents implements cloud.Store.
+func (s *Store) ListAuditEvents(ctx context.Context, t cloud.Tenant, f cloud.AuditFilter, p cloud.Page) ([]cloud.AuditEvent, bool, error) {
+	l := newList(auditCols, "audit_events", t)
+	if f.Action != "" {
+		l.where("action = $%d", f.Action)
+	}
+	if f.ObjectID != "" {
+		l.where("object_id = $%d", f.ObjectID)
+	}
+	if f.CreatedAfter != nil {
+		l.where("created_at > $%d", *f.CreatedAfter)
+	}
+	l.page(p)
+	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.AuditEvent, error) {
+		return scanAuditEvent(row, t)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list audit events: %w", err)
 	}
 	return out, more, nil
 }

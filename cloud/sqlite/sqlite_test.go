@@ -2,12 +2,16 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/storetest"
+	"github.com/svc-vms/svc/shared/ids"
 )
 
 func newStore(t *testing.T) cloud.Store {
@@ -44,5 +48,56 @@ func TestReopen(t *testing.T) {
 	got, err := s.Organisation(ctx, o.ID)
 	if err != nil || got.Name != "Acme" {
 		t.Fatalf("after reopen: %+v, %v", got, err)
+	}
+}
+
+// TestAuditEvents_StoredAsWritten checks what the contract cannot see: an
+// event's detail is kept byte for byte, {} when there is none, and an
+// event without an actor or a request has NULL in their columns.
+func TestAuditEvents_StoredAsWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cloud.db")
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: ids.New(ids.Site),
+		CreatedAt: now, UpdatedAt: now}
+	const detail = "{\"b\": 1,  \"a\": [1, 2.50, \"caf\\u00e9\"],\n \"b\": {}}"
+	event := func(d json.RawMessage) cloud.AuditEvent {
+		return cloud.AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: tn, Action: cloud.AuditPassRulesOverridden,
+			ActorKind: cloud.ActorSystem, ObjectType: "visit", ObjectID: v.ID, Detail: d, CreatedAt: now}
+	}
+	with, without := event(json.RawMessage(detail)), event(nil)
+	if err := s.CreateVisit(ctx, v, cloud.VisitWrites{Audit: []cloud.AuditEvent{with, without}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.ListAuditEvents(ctx, tn, cloud.AuditFilter{ObjectID: v.ID}, cloud.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("listed %d events, want 2", len(got))
+	}
+	for _, g := range got {
+		if want := map[string]string{with.ID: detail, without.ID: `{}`}[g.ID]; string(g.Detail) != want {
+			t.Errorf("detail of %s = %q, want %q", g.ID, g.Detail, want)
+		}
+	}
+
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM audit_events WHERE actor_id IS NULL AND request_id IS NULL`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("%d events have NULL actor_id and request_id, want 2", n)
 	}
 }

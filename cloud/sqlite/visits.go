@@ -131,6 +131,14 @@ func writeAlong(ctx context.Context, tx *sql.Tx, t cloud.Tenant, w cloud.VisitWr
 			return fmt.Errorf("insert message: %w", err)
 		}
 	}
+	for _, a := range w.Audit {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (id, org_id, mode, action, actor_kind, actor_id, object_type,
+				object_id, request_id, detail, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, t.OrgID, string(t.Mode), a.Action, a.ActorKind, null(a.ActorID),
+			a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), micros(a.CreatedAt)); err != nil {
+			return fmt.Errorf("insert audit event: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -161,7 +169,8 @@ func visitsOf(ctx context.Context, db querier, t cloud.Tenant, visitorID string)
 }
 
 // CreateVisit implements cloud.Store: the new visitor first, then the
-// visit, the other new visits and the messages, all in the visit's tenant.
+// visit, the other new visits, the messages and the audit events, all in
+// the visit's tenant.
 func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
 	t := v.Tenant
 	err := s.tx(ctx, func(tx *sql.Tx) error {
@@ -287,6 +296,54 @@ func (s *Store) ListMessages(ctx context.Context, t cloud.Tenant, f cloud.Messag
 	out, more, err := list(ctx, s.r, scanMessage, p.Limit, q.String(), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list messages: %w", err)
+	}
+	return out, more, nil
+}
+
+const auditCols = `id, org_id, mode, action, actor_kind, actor_id, object_type, object_id, request_id, detail, created_at`
+
+// auditDetail is the text stored for an event's detail: as written, or an
+// empty object when there is none.
+func auditDetail(d json.RawMessage) string {
+	if len(d) == 0 {
+		return `{}`
+	}
+	return string(d)
+}
+
+func scanAuditEvent(r scanner) (cloud.AuditEvent, error) {
+	var a cloud.AuditEvent
+	var mode, detail string
+	var actor, request sql.NullString
+	var created int64
+	err := r.Scan(&a.ID, &a.Tenant.OrgID, &mode, &a.Action, &a.ActorKind, &actor, &a.ObjectType, &a.ObjectID, &request,
+		&detail, &created)
+	a.Tenant.Mode, a.ActorID, a.RequestID = cloud.Mode(mode), str(actor), str(request)
+	a.Detail, a.CreatedAt = json.RawMessage(detail), fromMicros(created)
+	return a, err
+}
+
+// ListAuditEvents implements cloud.Store.
+func (s *Store) ListAuditEvents(ctx context.Context, t cloud.Tenant, f cloud.AuditFilter, p cloud.Page) ([]cloud.AuditEvent, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + auditCols + ` FROM audit_events WHERE org_id = ? AND mode = ?`)
+	args := []any{t.OrgID, string(t.Mode)}
+	for _, c := range []struct {
+		cond, arg string
+	}{{` AND action = ?`, f.Action}, {` AND object_id = ?`, f.ObjectID}} {
+		if c.arg != "" {
+			q.WriteString(c.cond)
+			args = append(args, c.arg)
+		}
+	}
+	if f.CreatedAfter != nil {
+		q.WriteString(` AND created_at > ?`)
+		args = append(args, micros(*f.CreatedAfter))
+	}
+	args = keyset(&q, args, p, "")
+	out, more, err := list(ctx, s.r, scanAuditEvent, p.Limit, q.String(), args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list audit events: %w", err)
 	}
 	return out, more, nil
 }

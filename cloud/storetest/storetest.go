@@ -2,9 +2,9 @@
 // and cloud/postgres call Run from their tests, so both engines are held to
 // what the comments of the Store interface promise: tenant isolation,
 // round-tripped fields, newest-first keyset pagination, transactional
-// updates, visits and bookings written together with what goes with them,
-// slots that never take more bookings than their capacity, idempotency
-// keys, request counters and server secrets.
+// updates, visits and bookings written together with what goes with them
+// (the audit trail among it), slots that never take more bookings than
+// their capacity, idempotency keys, request counters and server secrets.
 //
 // It may import cloud, shared/... and testify.
 package storetest
@@ -167,6 +167,14 @@ func groups() []group {
 			{"SlotUse", testBookingSlotUse},
 			{"Expire", testBookingExpire},
 		}, paginationTests(bookingPager)...)},
+		{"AuditEvents", append([]test{
+			{"CreateWrites", testAuditCreateWrites},
+			{"UpdateWrites", testAuditUpdateWrites},
+			{"CreateAllOrNothing", testAuditCreateAllOrNothing},
+			{"UpdateAllOrNothing", testAuditUpdateAllOrNothing},
+			{"ListFilters", testAuditListFilters},
+			{"TenantIsolation", testAuditTenantIsolation},
+		}, paginationTests(auditPager)...)},
 		{"Messages", append([]test{
 			{"ListAndFilter", testMessageListAndFilter},
 			{"TenantIsolation", testMessageTenantIsolation},

@@ -26,6 +26,7 @@ const (
 	BookingType     = "booking_type"
 	TimesheetPeriod = "tsp"
 	Message         = "msg"
+	AuditEvent      = "audit"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It
