@@ -3,7 +3,12 @@ package cloud
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/svc-vms/svc/shared/passtoken"
@@ -54,13 +59,17 @@ func (s *Service) PassToken(ctx context.Context, a Actor, id string) (string, er
 	if err != nil {
 		return "", err
 	}
+	return s.passToken(ctx, v)
+}
+
+func (s *Service) passToken(ctx context.Context, v Visit) (string, error) {
 	switch {
 	case v.Pass.Revoked:
 		return "", &StateError{Object: "visit", State: string(v.Status) + " with a revoked pass", Action: "show the pass of"}
 	case v.Status != VisitExpected && v.Status != VisitCheckedIn && v.Status != VisitCheckedOut:
 		return "", &StateError{Object: "visit", State: string(v.Status), Action: "show the pass of"}
 	}
-	k, err := s.signingKey(ctx, a.Tenant)
+	k, err := s.signingKey(ctx, v.Tenant)
 	if err != nil {
 		return "", err
 	}
@@ -80,4 +89,66 @@ func (s *Service) PassToken(ctx context.Context, a Actor, id string) (string, er
 		return "", fmt.Errorf("sign pass of %s: %w", v.ID, err)
 	}
 	return tok, nil
+}
+
+// LoadSecrets reads (making them on first use) the server secrets the
+// service signs with: the key of visitor-facing pass links. A server calls
+// it once before serving.
+func (s *Service) LoadSecrets(ctx context.Context) error {
+	key, err := s.store.Secret(ctx, "pass-link-key", func() []byte {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		return b
+	})
+	if err != nil {
+		return fmt.Errorf("pass link key: %w", err)
+	}
+	s.linkKey = key
+	return nil
+}
+
+// passLinkMAC is the length of a pass link's MAC, in bytes.
+const passLinkMAC = 16
+
+// PassLink returns the path of the visitor-facing image of a visit's pass:
+// an unguessable link the visitor opens without a key, signed with the
+// server's pass-link key over the organisation, mode and visit. The image
+// shows the pass as it is when opened, so a changed pass needs no new link
+// and a revoked one stops showing.
+func (s *Service) PassLink(t Tenant, visitID string) string {
+	payload := t.OrgID + ":" + string(t.Mode) + ":" + visitID
+	m := hmac.New(sha256.New, s.linkKey)
+	m.Write([]byte(payload))
+	enc := base64.RawURLEncoding
+	return "/v1/passes/" + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(m.Sum(nil)[:passLinkMAC])
+}
+
+// PassByLink returns the token of the pass a link names; ErrNotFound when
+// the link is not one PassLink made or its visit is gone, *StateError when
+// the pass no longer works.
+func (s *Service) PassByLink(ctx context.Context, link string) (string, error) {
+	enc := base64.RawURLEncoding
+	body, sig, ok := strings.Cut(link, ".")
+	if !ok || len(link) > 256 || len(s.linkKey) == 0 {
+		return "", ErrNotFound
+	}
+	payload, err1 := enc.DecodeString(body)
+	mac, err2 := enc.DecodeString(sig)
+	if err1 != nil || err2 != nil {
+		return "", ErrNotFound
+	}
+	m := hmac.New(sha256.New, s.linkKey)
+	m.Write(payload)
+	if !hmac.Equal(mac, m.Sum(nil)[:passLinkMAC]) {
+		return "", ErrNotFound
+	}
+	parts := strings.Split(string(payload), ":")
+	if len(parts) != 3 {
+		return "", ErrNotFound
+	}
+	v, err := s.store.Visit(ctx, Tenant{OrgID: parts[0], Mode: Mode(parts[1])}, parts[2])
+	if err != nil {
+		return "", err
+	}
+	return s.passToken(ctx, v)
 }

@@ -37,8 +37,9 @@ func Some[T any](v T) Optional[T] { return Optional[T]{Set: true, Value: v} }
 // Service applies the domain's rules on top of a Store. Transports call it;
 // it never sees HTTP.
 type Service struct {
-	store Store
-	now   func() time.Time
+	store   Store
+	now     func() time.Time
+	linkKey []byte // signs pass links; LoadSecrets sets it
 }
 
 // NewService returns a Service on store; now is its clock.

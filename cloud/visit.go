@@ -238,7 +238,8 @@ const (
 
 // MessageFilter narrows ListMessages.
 type MessageFilter struct {
-	VisitID string
+	VisitID      string
+	CreatedAfter *time.Time // hides records older than the plan's history
 }
 
 // PassKey is a tenant's pass-signing key. The newest key not retired signs;

@@ -465,6 +465,9 @@ func (s *Service) ReEnter(ctx context.Context, a Actor, id string, in ReEnterInp
 		if gate != nil {
 			next.GateID = gate.ID
 		}
+		if reason != passrule.Admit {
+			w.Audit = append(w.Audit, overrideEvent(ctx, a, next.ID, holder, reason, gate, now))
+		}
 		w.Visits = append(w.Visits, next)
 		vt.ReenteredAs = next.ID
 		vt.UpdatedAt = now

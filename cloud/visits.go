@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -503,8 +504,8 @@ func (s *Service) sendPass(vt *Visit, w *VisitWrites, vis Visitor, channels []st
 	for _, c := range channels {
 		m := Message{ID: ids.New(ids.Message), Tenant: vt.Tenant, VisitID: vt.ID, Channel: c, Status: status, CreatedAt: now,
 			Subject: "Your visitor pass for " + site.Name,
-			Body: fmt.Sprintf("Hello %s, your pass for %s (%s) is ready. Show its QR code at the gate: /v1/visits/%s/pass.png",
-				vis.Name, site.Name, when, vt.Pass.ForVisitID)}
+			Body: fmt.Sprintf("Hello %s, your pass for %s (%s) is ready. Show its QR code at the gate: %s",
+				vis.Name, site.Name, when, s.PassLink(vt.Tenant, vt.Pass.ForVisitID))}
 		switch c {
 		case ChannelEmail:
 			m.To = vis.Email
@@ -652,15 +653,25 @@ func (s *Service) UpdateVisit(ctx context.Context, a Actor, id string, in VisitI
 	}
 	var fields map[string]json.RawMessage
 	if f != nil {
-		answers := in.CustomFields.Value
-		if !in.CustomFields.Set {
-			// A new type must accept the answers the visit holds; the
-			// stored ones include sensitive answers the caller cannot see.
-			full, err := s.store.Visit(ctx, a.Tenant, id)
-			if err != nil {
-				return Visit{}, err
+		// The stored answers include sensitive ones the caller cannot see.
+		full, err := s.store.Visit(ctx, a.Tenant, id)
+		if err != nil {
+			return Visit{}, err
+		}
+		answers := full.CustomFields
+		if in.CustomFields.Set {
+			// The answers given replace the ones the caller can see; hidden
+			// answers the form still asks for are kept unless given again.
+			answers = maps.Clone(in.CustomFields.Value)
+			shown := f.Redact(full.CustomFields)
+			for _, k := range f.Keys() {
+				raw, stored := full.CustomFields[k]
+				if _, given := answers[k]; stored && !given {
+					if _, visible := shown[k]; !visible {
+						answers[k] = raw
+					}
+				}
 			}
-			answers = full.CustomFields
 		}
 		if fields, err = s.checkFields(ctx, &v, a, f, answers, site.ID); err != nil {
 			return Visit{}, err
@@ -774,7 +785,7 @@ func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInp
 	if err := v.Err(); err != nil {
 		return Visit{}, err
 	}
-	return s.apply(ctx, a, id, func(vt *Visit, _ *VisitWrites) error {
+	return s.apply(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
 		now := s.Now()
 		reason := decide(vt, gate, loc, now)
 		switch {
@@ -789,6 +800,9 @@ func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInp
 		case reason != passrule.Admit && !in.Override:
 			return &PassRuleError{Reason: string(reason), Status: vt.Status, Detail: refusalDetail(reason)}
 		}
+		if reason != passrule.Admit {
+			w.Audit = append(w.Audit, overrideEvent(ctx, a, vt.ID, vt.ID, reason, gate, now))
+		}
 		vt.Status, vt.CheckedInAt, vt.NeedsSomeone = VisitCheckedIn, &now, len(vt.Hosts) == 0
 		vt.Pass.Uses++
 		if gate != nil {
@@ -796,6 +810,27 @@ func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInp
 		}
 		return nil
 	})
+}
+
+// overrideEvent records that actor a admitted a visitor despite the pass
+// rules' refusal: the visit admitted (objectID), the visit holding the
+// pass, the reason overridden and the gate.
+func overrideEvent(ctx context.Context, a Actor, objectID, passVisitID string, reason passrule.Reason, gate *Gate, now time.Time) AuditEvent {
+	detail := map[string]string{"reason": string(reason), "pass_visit_id": passVisitID}
+	if gate != nil {
+		detail["gate_id"] = gate.ID
+	}
+	raw, _ := json.Marshal(detail) // a map of strings always marshals
+	return AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: a.Tenant, Action: AuditPassRulesOverridden,
+		ActorKind: ActorKey, ActorID: a.KeyID, ObjectType: "visit", ObjectID: objectID,
+		RequestID: RequestID(ctx), Detail: raw, CreatedAt: now}
+}
+
+// AuditEvents returns a page of the audit trail, leaving out records
+// older than the plan's history.
+func (s *Service) AuditEvents(ctx context.Context, a Actor, f AuditFilter, p Page) ([]AuditEvent, bool, error) {
+	f.CreatedAfter = s.historyStart(a)
+	return s.store.ListAuditEvents(ctx, a.Tenant, f, p)
 }
 
 func refusalDetail(r passrule.Reason) string {
@@ -910,7 +945,9 @@ func (s *Service) ResendPass(ctx context.Context, a Actor, id string, channels [
 	})
 }
 
-// Messages returns a page of the tenant's outbox.
+// Messages returns a page of the tenant's outbox, leaving out records
+// older than the plan's history.
 func (s *Service) Messages(ctx context.Context, a Actor, f MessageFilter, p Page) ([]Message, bool, error) {
+	f.CreatedAfter = s.historyStart(a)
 	return s.store.ListMessages(ctx, a.Tenant, f, p)
 }

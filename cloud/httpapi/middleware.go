@@ -50,6 +50,7 @@ func withRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := ids.New(ids.Request)
 		c.Set(ctxRequestID, id)
+		c.SetRequest(c.Request().WithContext(cloud.WithRequestID(c.Request().Context(), id)))
 		c.Response().Header().Set(headerRequestID, id)
 		return next(c)
 	}

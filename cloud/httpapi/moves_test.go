@@ -401,3 +401,52 @@ func TestVisitors_EraseRemovesPersonalData(t *testing.T) {
 		requireProblem(t, r, http.StatusNotFound, "not_found")
 	})
 }
+
+func TestCheckIn_OverrideIsWrittenToTheAuditTrail(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		gate := h.seed.Test.Sites[0].Gates[0]
+		audit := func(visitID string) []map[string]any {
+			t.Helper()
+			return data(t, h.get("/v1/audit-events?action=visit.pass_rules_overridden&object_id="+visitID))
+		}
+
+		admitted := createVisit(t, h, func(b map[string]any) { b["expected_at"] = "2026-11-21T09:00:00Z" })["id"].(string)
+		require.Equal(t, http.StatusOK, action(h, admitted, "check-in", map[string]any{"override_pass_rules": true}).Status)
+		require.Empty(t, audit(admitted), "nothing was overridden when the rules admit")
+
+		early := createVisit(t, h, nil)["id"].(string) // tomorrow
+		r := action(h, early, "check-in", map[string]any{"gate_id": gate, "override_pass_rules": true})
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		events := audit(early)
+		require.Len(t, events, 1)
+		e := events[0]
+		require.Equal(t, "visit.pass_rules_overridden", e["action"])
+		require.Equal(t, "key", e["actor_kind"])
+		require.Regexp(t, `^key_`, e["actor_id"])
+		require.Equal(t, "visit", e["object_type"])
+		require.Equal(t, early, e["object_id"])
+		require.Equal(t, r.Header.Get("Svc-Request-Id"), e["request_id"], "the request that overrode")
+		require.Equal(t, map[string]any{"reason": "not_yet", "gate_id": gate, "pass_visit_id": early}, e["detail"])
+
+		refused := createVisit(t, h, nil)["id"].(string)
+		requireProblem(t, action(h, refused, "check-in", nil), http.StatusConflict, "invalid_state", "pass_rule.not_yet")
+		require.Empty(t, audit(refused), "a refusal is not an override")
+
+		// Re-entry on a single-use pass, overridden.
+		require.Equal(t, http.StatusOK, action(h, admitted, "check-out", nil).Status)
+		single := createVisit(t, h, func(b map[string]any) {
+			b["expected_at"] = "2026-11-21T09:00:00Z"
+			b["pass_rules"] = map[string]any{"single_use": true}
+		})["id"].(string)
+		require.Equal(t, http.StatusOK, action(h, single, "check-in", nil).Status)
+		require.Equal(t, http.StatusOK, action(h, single, "check-out", nil).Status)
+		r = action(h, single, "re-enter", map[string]any{"override_pass_rules": true})
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		events = audit(r.Body["id"].(string))
+		require.Len(t, events, 1)
+		require.Equal(t, map[string]any{"reason": "used", "pass_visit_id": single}, events[0]["detail"])
+
+		requireProblem(t, h.get("/v1/audit-events?action=DROP"), http.StatusUnprocessableEntity, "validation_failed", "query.action")
+	})
+}

@@ -167,7 +167,7 @@ func TestOpenAPI_DocumentIsValid(t *testing.T) {
 		for method, op := range item.Operations() {
 			name := method + " " + path
 			require.NotEmpty(t, op.OperationID, name)
-			if path == "/openapi.json" {
+			if path == "/openapi.json" || path == "/passes/{link}" {
 				require.NotNil(t, op.Security, "%s needs no authentication", name)
 				require.Empty(t, *op.Security, "%s needs no authentication", name)
 				continue

@@ -76,6 +76,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: cursor key: %w", err)
 	}
 	s.cursors = cursors{key: key}
+	if err := cfg.Service.LoadSecrets(ctx); err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
 	s.echo = s.routes()
 	return s, nil
 }
@@ -227,7 +230,11 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPost, "/bookings/:booking_id/cancel", route{scope: cloud.ScopeBookingsWrite}, s.cancelBooking)
 	op(http.MethodPost, "/bookings/:booking_id/reschedule", route{scope: cloud.ScopeBookingsWrite}, s.rescheduleBooking)
 
+	// The visitor's pass image: no key, the link is the credential.
+	v1.GET("/passes/:link", s.passByLink, noQuery)
+
 	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsRead, list: true}, s.listMessages)
+	op(http.MethodGet, "/audit-events", route{scope: cloud.ScopeAuditRead, list: true}, s.listAuditEvents)
 
 	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 	return e

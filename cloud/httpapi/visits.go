@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/shared/problem"
 )
 
 // Visit types and forms.
@@ -550,6 +552,25 @@ func (s *Server) passPNG(c echo.Context) error {
 		return fmt.Errorf("encode pass of %s: %w", id, err)
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return c.Blob(http.StatusOK, "image/png", png)
+}
+
+// passByLink serves a visit's pass to the visitor through the link in
+// their message: no key; a link that is not one of ours is not found.
+func (s *Server) passByLink(c echo.Context) error {
+	tok, err := s.svc.PassByLink(c.Request().Context(), c.Param("link"))
+	if errors.Is(err, cloud.ErrNotFound) {
+		return newError(problem.NotFound, "No pass is at this link.")
+	}
+	if err != nil {
+		return err
+	}
+	png, err := qrcode.Encode(tok, qrcode.Medium, 512)
+	if err != nil {
+		return fmt.Errorf("encode pass: %w", err)
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	c.Response().Header().Set("Referrer-Policy", "no-referrer")
 	return c.Blob(http.StatusOK, "image/png", png)
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -595,6 +596,7 @@ func TestVisits_PlanLimits(t *testing.T) {
 		r = live(http.MethodPost, "/v1/visits", body(func(b map[string]any) { delete(b, "host_id"); b["host_ids"] = active(5) }))
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 		old := r.Body["id"].(string)
+		require.NotEmpty(t, data(t, live(http.MethodGet, "/v1/messages?visit_id="+old, nil)))
 
 		// Pro keeps 365 days of history: older visits are plan_required
 		// and left out of lists, in live mode only.
@@ -603,6 +605,7 @@ func TestVisits_PlanLimits(t *testing.T) {
 		requireProblem(t, live(http.MethodGet, "/v1/visits/"+old, nil), http.StatusForbidden, "plan_required")
 		rows := data(t, live(http.MethodGet, "/v1/visits", nil))
 		require.NotContains(t, idsOf(rows), old)
+		require.Empty(t, data(t, live(http.MethodGet, "/v1/messages?visit_id="+old, nil)), "its messages are hidden too")
 		require.Equal(t, http.StatusOK, h.get("/v1/visits/"+testOld).Status, "test mode has no history limit")
 	})
 }
@@ -704,5 +707,60 @@ func TestVisits_PassRulesHoldAtMostTheGatesATokenCan(t *testing.T) {
 		requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.pass_rules.gate_ids")
 		r = h.post("/v1/visits", visitBody(h, func(b map[string]any) { b["pass_rules"] = map[string]any{"gate_ids": gates[:passtoken.MaxGates]} }))
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	})
+}
+
+func TestVisits_PatchKeepsHiddenAnswers(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		putTour(t, h, nil)
+		v := createVisit(t, h, func(b map[string]any) {
+			b["type"] = "site_tour"
+			b["custom_fields"] = map[string]any{"company": "Acme", "id_number": "X123", "nda": true}
+		})
+		id := v["id"].(string)
+		r := h.patch("/v1/visits/"+id, map[string]any{"custom_fields": map[string]any{"company": "Beta", "nda": true}})
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, map[string]any{"company": "Beta", "nda": true}, r.Body["custom_fields"])
+		stored, err := h.store.Visit(context.Background(), h.testTenant(), id)
+		require.NoError(t, err)
+		require.JSONEq(t, `"X123"`, string(stored.CustomFields["id_number"]), "a sensitive answer the caller cannot see is not lost")
+
+		r = h.patch("/v1/visits/"+id, map[string]any{"custom_fields": map[string]any{"id_number": "Y9"}})
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		stored, err = h.store.Visit(context.Background(), h.testTenant(), id)
+		require.NoError(t, err)
+		require.JSONEq(t, `"Y9"`, string(stored.CustomFields["id_number"]), "given again, it is replaced")
+		require.NotContains(t, stored.CustomFields, "company", "visible answers left out are removed")
+	})
+}
+
+func TestVisits_PassLinkShowsThePassWithoutAKey(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		v := createVisit(t, h, nil)
+		id := v["id"].(string)
+		var link string
+		for _, m := range data(t, h.get("/v1/messages?visit_id="+id)) {
+			found := regexp.MustCompile(`/v1/passes/[A-Za-z0-9_.-]+`).FindString(m["body"].(string))
+			require.NotEmpty(t, found, "the pass message carries the visitor's link: %s", m["body"])
+			require.True(t, link == "" || link == found, "every channel carries the same link")
+			link = found
+		}
+		r := h.do(req{method: http.MethodGet, path: link})
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, "image/png", r.Header.Get("Content-Type"))
+		keyed := h.do(req{method: http.MethodGet, path: "/v1/visits/" + id + "/pass.png", key: h.seed.Keys.SecretTest})
+		require.Equal(t, decodeQR(t, keyed.Raw), decodeQR(t, r.Raw), "the same pass as the keyed image")
+
+		tampered := link[:len(link)-2] + "AA"
+		if tampered == link {
+			tampered = link[:len(link)-2] + "BB"
+		}
+		requireProblem(t, h.do(req{method: http.MethodGet, path: tampered}), http.StatusNotFound, "not_found")
+		requireProblem(t, h.do(req{method: http.MethodGet, path: "/v1/passes/" + id}), http.StatusNotFound, "not_found")
+
+		require.Equal(t, http.StatusOK, action(h, id, "cancel", nil).Status)
+		requireProblem(t, h.do(req{method: http.MethodGet, path: link}), http.StatusConflict, "invalid_state")
 	})
 }

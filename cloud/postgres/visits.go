@@ -283,6 +283,9 @@ func (s *Store) ListMessages(ctx context.Context, t cloud.Tenant, f cloud.Messag
 	if f.VisitID != "" {
 		l.where("visit_id = $%d", f.VisitID)
 	}
+	if f.CreatedAfter != nil {
+		l.where("created_at > $%d", *f.CreatedAfter)
+	}
 	l.page(p)
 	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Message, error) {
 		return scanMessage(row, t)

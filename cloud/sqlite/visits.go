@@ -292,6 +292,10 @@ func (s *Store) ListMessages(ctx context.Context, t cloud.Tenant, f cloud.Messag
 		q.WriteString(` AND visit_id = ?`)
 		args = append(args, f.VisitID)
 	}
+	if f.CreatedAfter != nil {
+		q.WriteString(` AND created_at > ?`)
+		args = append(args, micros(*f.CreatedAfter))
+	}
 	args = keyset(&q, args, p, "")
 	out, more, err := list(ctx, s.r, scanMessage, p.Limit, q.String(), args...)
 	if err != nil {

@@ -1042,6 +1042,9 @@ func testMessageListAndFilter(t *testing.T, e *env) {
 	require.Equal(t, newestIDs(messageRow, m1, m2), idsOf(messageRow, e.listMessages(t, e.a, cloud.MessageFilter{VisitID: v2.ID})))
 	require.Empty(t, e.listMessages(t, e.a, cloud.MessageFilter{VisitID: v1.ID}))
 	require.Empty(t, e.listMessages(t, e.a, cloud.MessageFilter{VisitID: ids.New(ids.Visit)}))
+	after := m2.CreatedAt
+	require.Equal(t, []string{m3.ID}, idsOf(messageRow, e.listMessages(t, e.a, cloud.MessageFilter{CreatedAfter: &after})),
+		"CreatedAfter keeps only later messages")
 }
 
 func testMessageTenantIsolation(t *testing.T, e *env) {
