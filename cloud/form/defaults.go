@@ -6,13 +6,6 @@ import "embed"
 // spec's "Visit type").
 var BuiltinTypes = []string{"meeting", "interview", "delivery", "contractor", "event", "other"}
 
-// TemplateSite is the site ID default forms limit site-specific questions
-// to (x-svc-sites). It is no site of any organisation (a TypeID of the nil
-// UUID, which ids.New never makes): whoever copies a default into an
-// organisation puts that organisation's sites in its place, and until then
-// the question is asked nowhere rather than everywhere.
-const TemplateSite = "site_00000000000000000000000000"
-
 //go:embed defaults/*.json
 var defaults embed.FS
 

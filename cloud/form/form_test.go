@@ -151,10 +151,7 @@ func TestDefault_Contents(t *testing.T) {
 			_, errs := f.Validate(in, form.Options{SiteID: siteA})
 			assert.Equal(t, []form.FieldError{
 				{Field: "insurance_expiry", Message: "must be a date such as 2026-11-21"},
-				{Field: "safety_induction", Message: "is not asked at this site"},
-			}, errs)
-			_, errs = f.Validate(map[string]json.RawMessage{"safety_induction": raw(`true`)}, form.Options{SiteID: form.TemplateSite})
-			assert.Empty(t, errs)
+			}, errs, "the safety induction is asked at every site until an admin limits it")
 		},
 		"event": func(t *testing.T, f *form.Form) {
 			in := map[string]json.RawMessage{"event_name": raw(`"Launch"`), "dietary_requirements": raw(`"vegan"`)}
@@ -168,10 +165,6 @@ func TestDefault_Contents(t *testing.T) {
 	for vt, check := range cases {
 		t.Run(vt, func(t *testing.T) { check(t, mustParse(t, form.Default(vt))) })
 	}
-}
-
-func TestTemplateSite_IsWellFormed(t *testing.T) {
-	assert.True(t, ids.Valid(ids.Site, form.TemplateSite))
 }
 
 func TestPersonRefs(t *testing.T) {
