@@ -80,6 +80,18 @@ func (s *Service) passToken(ctx context.Context, v Visit) (string, error) {
 	}
 	if v.ExpectedUntil != nil {
 		c.NotAfter = v.ExpectedUntil.Add(time.Duration(r.Window.After) * time.Minute)
+	} else if v.CheckedInAt != nil {
+		// A walk-in has no expected times: the pass lasts the day of
+		// arrival at the site.
+		site, err := s.store.Site(ctx, v.Tenant, v.SiteID)
+		if err != nil {
+			return "", err
+		}
+		loc, err := time.LoadLocation(site.Timezone)
+		if err != nil {
+			return "", fmt.Errorf("site %s: %w", site.ID, err)
+		}
+		c.NotAfter = endOfDay(*v.CheckedInAt, loc).Add(time.Duration(r.Window.After) * time.Minute)
 	}
 	if r.Daily != nil {
 		c.Daily = &passtoken.Daily{From: int(r.Daily.From), Until: int(r.Daily.Until)}

@@ -55,6 +55,7 @@ type VisitInput struct {
 	PassRules     Optional[*passrule.Rules]
 	SendPass      Optional[bool]
 	PassChannels  Optional[[]string]
+	WalkIn        Optional[bool] // registered at the desk on arrival: checked in at once, no expected times
 }
 
 // visitPlan is what validating a VisitInput found: the objects it names.
@@ -380,9 +381,20 @@ func (s *Service) planVisit(ctx context.Context, a Actor, in VisitInput) (*visit
 	} else if p.vt, p.form, err = s.usableType(ctx, &v, a.Tenant, "type", in.Type.Value, a.Publishable); err != nil {
 		return nil, err
 	}
-	if !in.ExpectedAt.Set || in.ExpectedAt.Value == nil {
-		v.Add("expected_at", "is required")
-	} else {
+	switch {
+	case in.WalkIn.Value:
+		if a.Publishable {
+			v.Add("walk_in", "is not allowed with a publishable key: walk-ins are registered at the desk")
+		}
+		if in.ExpectedAt.Set {
+			v.Add("expected_at", "must be left out for a walk-in, who is here now")
+		}
+		if in.ExpectedUntil.Set {
+			v.Add("expected_until", "must be left out for a walk-in")
+		}
+	case !in.ExpectedAt.Set || in.ExpectedAt.Value == nil:
+		v.Add("expected_at", "is required unless walk_in is true")
+	default:
 		p.until = checkTimes(&v, in.ExpectedAt.Value, in.ExpectedUntil.Value, p.loc)
 	}
 	checkText(&v, "purpose", in.Purpose.Value, false, MaxPurposeLen)
@@ -464,13 +476,19 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 		vt.CustomFields = map[string]json.RawMessage{}
 	}
 	vt.Pass = Pass{Rules: p.rules, ForVisitID: vt.ID, Channels: []string{}}
-	if a.Publishable {
+	switch {
+	case a.Publishable:
 		vt.Source = SourcePreRegistration
 		if p.vt.NeedsApproval {
 			vt.Status = VisitAwaitingApproval
 		}
+	case in.WalkIn.Value:
+		// Here now: checked in at the desk, waiting for someone when
+		// nobody hosts the visit. The pass serves re-entry the same day.
+		vt.Source, vt.Status, vt.CheckedInAt, vt.NeedsSomeone = SourceWalkIn, VisitCheckedIn, &now, len(vt.Hosts) == 0
+		vt.Pass.Uses = 1
 	}
-	if vt.Status == VisitExpected && (!in.SendPass.Set || in.SendPass.Value) {
+	if vt.Status != VisitAwaitingApproval && (!in.SendPass.Set || in.SendPass.Value) {
 		s.sendPass(&vt, &w, vis, p.channels, p.site, now)
 	}
 	if err := s.store.CreateVisit(ctx, vt, w); err != nil {
@@ -762,6 +780,8 @@ func decide(v *Visit, g *Gate, loc *time.Location, now time.Time) passrule.Reaso
 	}
 	if v.ExpectedUntil != nil {
 		in.ExpectedUntil = *v.ExpectedUntil
+	} else if v.CheckedInAt != nil && loc != nil {
+		in.ExpectedUntil = endOfDay(*v.CheckedInAt, loc) // a walk-in's pass lasts their day
 	}
 	return passrule.Decide(in)
 }

@@ -337,6 +337,7 @@ func parseVisit(create bool) func(*body) cloud.VisitInput {
 			}
 			in.SendPass = b.boolean("send_pass")
 			in.PassChannels = b.strings("pass_channels")
+			in.WalkIn = b.boolean("walk_in")
 		}
 		in.Type = b.str("type")
 		in.ExpectedAt = b.timestamp("expected_at", false)

@@ -764,3 +764,32 @@ func TestVisits_PassLinkShowsThePassWithoutAKey(t *testing.T) {
 		requireProblem(t, h.do(req{method: http.MethodGet, path: link}), http.StatusConflict, "invalid_state")
 	})
 }
+
+func TestVisits_WalkInIsCheckedInWithoutExpectedTimes(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		v := createVisit(t, h, func(b map[string]any) { delete(b, "expected_at"); delete(b, "host_id"); b["walk_in"] = true })
+		require.Equal(t, "walk_in", v["source"])
+		require.Equal(t, "checked_in", v["status"])
+		require.Equal(t, "2026-11-21T09:00:00.000Z", v["checked_in_at"])
+		require.Nil(t, v["expected_at"])
+		require.Nil(t, v["expected_until"])
+		require.Equal(t, true, v["needs_someone"], "nobody hosts it yet")
+		id := v["id"].(string)
+
+		require.Equal(t, http.StatusOK, action(h, id, "check-out", nil).Status)
+		r := action(h, id, "re-enter", nil)
+		require.Equal(t, http.StatusCreated, r.Status, "the pass works for the rest of the day: %s", r.Raw)
+		require.Equal(t, http.StatusOK, action(h, r.Body["id"].(string), "check-out", nil).Status)
+		h.at(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+		requireProblem(t, action(h, r.Body["id"].(string), "re-enter", nil), http.StatusConflict, "invalid_state", "pass_rule.expired")
+
+		requireProblem(t, h.post("/v1/visits", visitBody(h, func(b map[string]any) { b["walk_in"] = true })),
+			http.StatusUnprocessableEntity, "validation_failed", "body.expected_at")
+		requireProblem(t, h.post("/v1/visits", visitBody(h, func(b map[string]any) { delete(b, "expected_at") })),
+			http.StatusUnprocessableEntity, "validation_failed", "body.expected_at")
+		r = h.do(req{method: http.MethodPost, path: "/v1/visits", key: h.seed.Keys.PublishableTest,
+			body: visitBody(h, func(b map[string]any) { delete(b, "expected_at"); b["walk_in"] = true })})
+		requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.walk_in")
+	})
+}
