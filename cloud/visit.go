@@ -190,6 +190,9 @@ type VisitFilter struct {
 	ExpectedFrom   *time.Time // expected_at at or after
 	ExpectedBefore *time.Time // expected_at before
 	CreatedAfter   *time.Time // hides records older than the plan's history
+	// WaitingWith keeps visits nobody has taken whose receiver is this:
+	// Reception, a person ID or a team ID.
+	WaitingWith string
 }
 
 // VisitType is one of an organisation's visit types: a key with its own

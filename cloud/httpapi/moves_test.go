@@ -229,9 +229,17 @@ func TestHandOver_ToEachReceiver(t *testing.T) {
 			return nil
 		}
 
+		waitingWith := func(who string) []string {
+			t.Helper()
+			return idsOf(data(t, h.get("/v1/visits?waiting_with="+who)))
+		}
+		require.Contains(t, waitingWith("reception"), id, "a desk visit waits with reception")
+
 		r := action(h, id, "hand-over", map[string]any{"to": "team", "team_id": teams[1]})
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 		require.Equal(t, "expected", r.Body["status"], "status unchanged")
+		require.Equal(t, []string{id}, waitingWith(teams[1]), "it joins the team's waiting list")
+		require.NotContains(t, waitingWith("reception"), id, "and leaves reception's")
 		require.Equal(t, teams[1], r.Body["team"].(map[string]any)["id"], "the team now receiving it")
 		require.Nil(t, r.Body["host_id"])
 		m := told()
@@ -240,6 +248,8 @@ func TestHandOver_ToEachReceiver(t *testing.T) {
 
 		r = action(h, id, "hand-over", map[string]any{"to": "person", "person_id": people[2]})
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, []string{id}, waitingWith(people[2]))
+		require.Empty(t, waitingWith(teams[1]))
 		require.Nil(t, r.Body["team"], "a desk visit is no longer with the team")
 		require.Empty(t, r.Body["hosts"], "the receiver has not taken it")
 		m = told()
@@ -251,6 +261,8 @@ func TestHandOver_ToEachReceiver(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 		require.Equal(t, "checked_in", r.Body["status"], "status unchanged")
 		require.Equal(t, true, r.Body["needs_someone"], "still waiting")
+		require.Contains(t, waitingWith("reception"), id)
+		requireProblem(t, h.get("/v1/visits?waiting_with=nobody"), http.StatusUnprocessableEntity, "validation_failed", "query.waiting_with")
 		m = told()
 		require.Equal(t, "console", m["channel"])
 		require.Equal(t, "reception", m["to"])

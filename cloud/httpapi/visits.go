@@ -372,7 +372,7 @@ func (q *query) timestamp(name string) *time.Time {
 }
 
 func (s *Server) listVisits(c echo.Context) error {
-	q, err := parseQuery(c, "limit", "cursor", "status", "type", "site_id", "host_id", "visitor_id", "expected_from", "expected_before")
+	q, err := parseQuery(c, "limit", "cursor", "status", "type", "site_id", "host_id", "visitor_id", "expected_from", "expected_before", "waiting_with")
 	if err != nil {
 		return err
 	}
@@ -397,12 +397,18 @@ func (s *Server) listVisits(c echo.Context) error {
 	if f.ExpectedFrom != nil && f.ExpectedBefore != nil && !f.ExpectedBefore.After(*f.ExpectedFrom) {
 		q.errs.add("query.expected_before", "must be after expected_from")
 	}
+	if v, ok := q.get("waiting_with"); ok {
+		if v != cloud.Reception && !ids.Valid(ids.Person, v) && !ids.Valid(ids.Team, v) {
+			q.errs.add("query.waiting_with", "must be reception, a person ID or a team ID")
+		}
+		f.WaitingWith = v
+	}
 	statuses := make([]string, len(f.Status))
 	for i, st := range f.Status {
 		statuses[i] = string(st)
 	}
 	scope := strings.Join([]string{"visits", t.OrgID, string(t.Mode), strings.Join(statuses, ","), f.Type, f.SiteID, f.HostID,
-		f.VisitorID, timeScope(f.ExpectedFrom), timeScope(f.ExpectedBefore)}, "\x00")
+		f.VisitorID, timeScope(f.ExpectedFrom), timeScope(f.ExpectedBefore), f.WaitingWith}, "\x00")
 	p := s.page(q, scope)
 	ctx := c.Request().Context()
 	if err := s.checkSiteFilter(ctx, q, t, f.SiteID); err != nil {

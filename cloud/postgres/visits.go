@@ -255,6 +255,11 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 	if f.CreatedAfter != nil {
 		l.where("v.created_at > $%d", *f.CreatedAfter)
 	}
+	if f.WaitingWith != "" {
+		l.where(`v.host_id IS NULL AND (CASE v.doc->'receiver'->>'kind'
+			WHEN 'person' THEN v.doc->'receiver'->>'person_id'
+			WHEN 'team' THEN v.doc->'receiver'->>'team_id' ELSE 'reception' END) = $%d`, f.WaitingWith)
+	}
 	l.page(p)
 	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Visit, error) {
 		return scanVisit(row, t)

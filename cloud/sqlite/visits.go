@@ -263,6 +263,12 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		q.WriteString(` AND v.created_at > ?`)
 		args = append(args, micros(*f.CreatedAfter))
 	}
+	if f.WaitingWith != "" {
+		q.WriteString(` AND v.host_id IS NULL AND (CASE json_extract(v.doc, '$.receiver.kind')
+			WHEN 'person' THEN json_extract(v.doc, '$.receiver.person_id')
+			WHEN 'team' THEN json_extract(v.doc, '$.receiver.team_id') ELSE 'reception' END) = ?`)
+		args = append(args, f.WaitingWith)
+	}
 	args = keyset(&q, args, p, "v.")
 	out, more, err := list(ctx, s.r, scanVisit, p.Limit, q.String(), args...)
 	if err != nil {

@@ -136,6 +136,7 @@ func groups() []group {
 			{"UpdateConcurrent", testVisitUpdateConcurrent},
 			{"ListFilters", testVisitListFilters},
 			{"ListHostFilter", testVisitListHostFilter},
+			{"ListWaitingWith", testVisitListWaitingWith},
 			{"TenantIsolation", testVisitTenantIsolation},
 			{"VisitorOfTenant", testVisitVisitorOfTenant},
 		}, paginationTests(visitPager)...)},

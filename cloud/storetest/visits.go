@@ -937,6 +937,35 @@ func testVisitListFilters(t *testing.T, e *env) {
 
 // The host filter finds a visit by any of its hosts, and follows updates
 // of the host list.
+func testVisitListWaitingWith(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	p := e.newPerson(t, e.a)
+	tm := ids.New(ids.Team)
+	desk := e.newVisit(t, e.a, s.ID) // newVisit's visits wait with reception
+	toPerson := e.newVisit(t, e.a, s.ID, func(v *cloud.Visit, _ *cloud.VisitWrites) {
+		v.Receiver = cloud.Receiver{Kind: cloud.ReceiverPerson, PersonID: p.ID}
+	})
+	toTeam := e.newVisit(t, e.a, s.ID, func(v *cloud.Visit, _ *cloud.VisitWrites) {
+		v.Receiver = cloud.Receiver{Kind: cloud.ReceiverTeam, TeamID: tm}
+	})
+	e.newVisit(t, e.a, s.ID, hostedBy(p)) // taken: waits with nobody
+	waiting := func(with string) []string {
+		return idsOf(visitRow, e.listVisits(t, e.a, cloud.VisitFilter{WaitingWith: with}))
+	}
+	require.Equal(t, []string{desk.ID}, waiting(cloud.Reception))
+	require.Equal(t, []string{toPerson.ID}, waiting(p.ID), "a visit handed to a person, not one the person hosts")
+	require.Equal(t, []string{toTeam.ID}, waiting(tm))
+	require.Empty(t, waiting(ids.New(ids.Team)))
+
+	_, err := e.s.UpdateVisit(t.Context(), e.a, desk.ID, func(v *cloud.Visit, _ *cloud.VisitWrites) error {
+		v.Receiver = cloud.Receiver{Kind: cloud.ReceiverTeam, TeamID: tm}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, waiting(cloud.Reception), "moved to the team")
+	require.ElementsMatch(t, []string{desk.ID, toTeam.ID}, waiting(tm))
+}
+
 func testVisitListHostFilter(t *testing.T, e *env) {
 	s := e.newSite(t, e.a)
 	p1, p2, p3 := e.newPerson(t, e.a), e.newPerson(t, e.a), e.newPerson(t, e.a)
