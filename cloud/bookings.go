@@ -461,13 +461,8 @@ func (s *Service) CreateBooking(ctx context.Context, a Actor, in BookingInput) (
 	}
 	now := s.Now()
 	var w BookingWrites
-	vin := in.Visitor.Value
-	vis, err := s.store.FindVisitor(ctx, a.Tenant, vin.Email.Value, vin.Phone.Value)
-	if errors.Is(err, ErrNotFound) {
-		vis = Visitor{ID: ids.New(ids.Visitor), Tenant: a.Tenant, Name: vin.Name.Value, Phone: vin.Phone.Value,
-			Email: vin.Email.Value, Company: vin.Company.Value, CreatedAt: now, UpdatedAt: now}
-		w.Visitor = &vis
-	} else if err != nil {
+	vis, err := s.visitorFor(ctx, a.Tenant, in.Visitor.Value, now, &w.Visitor)
+	if err != nil {
 		return Booking{}, fmt.Errorf("create booking: %w", err)
 	}
 	start := in.StartsAt.Value.UTC().Truncate(time.Microsecond)

@@ -446,13 +446,8 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 	}
 	now := s.Now()
 	var w VisitWrites
-	vin := in.Visitor.Value
-	vis, err := s.store.FindVisitor(ctx, a.Tenant, vin.Email.Value, vin.Phone.Value)
-	if errors.Is(err, ErrNotFound) {
-		vis = Visitor{ID: ids.New(ids.Visitor), Tenant: a.Tenant, Name: vin.Name.Value, Phone: vin.Phone.Value,
-			Email: vin.Email.Value, Company: vin.Company.Value, CreatedAt: now, UpdatedAt: now}
-		w.Visitor = &vis
-	} else if err != nil {
+	vis, err := s.visitorFor(ctx, a.Tenant, in.Visitor.Value, now, &w.Visitor)
+	if err != nil {
 		return Visit{}, fmt.Errorf("create visit: %w", err)
 	}
 	vt := Visit{
@@ -495,6 +490,20 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 		return Visit{}, fmt.Errorf("create visit: %w", err)
 	}
 	return s.Visit(ctx, a, vt.ID)
+}
+
+// visitorFor returns the visitor record a new visit or booking uses: the
+// one matching the contact details given, or a new one, which it also
+// puts in *created for the write that stores it.
+func (s *Service) visitorFor(ctx context.Context, t Tenant, vin *VisitorInput, now time.Time, created **Visitor) (Visitor, error) {
+	vis, err := s.store.FindVisitor(ctx, t, vin.Email.Value, vin.Phone.Value)
+	if errors.Is(err, ErrNotFound) {
+		vis = Visitor{ID: ids.New(ids.Visitor), Tenant: t, Name: vin.Name.Value, Phone: vin.Phone.Value,
+			Email: vin.Email.Value, Company: vin.Company.Value, CreatedAt: now, UpdatedAt: now}
+		*created = &vis
+		return vis, nil
+	}
+	return vis, err
 }
 
 func utcPtr(t *time.Time) *time.Time {

@@ -492,27 +492,7 @@ func (s *Server) listBookings(c echo.Context) error {
 
 // bookingAction is a POST on one booking whose optional body parse reads.
 func (s *Server) bookingAction(parse func(*body), act func(ctx context.Context, a cloud.Actor, id string) (cloud.Booking, error)) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		id, err := pathID(c, "booking_id", ids.Booking)
-		if err != nil {
-			return err
-		}
-		b, err := readBody(c, true)
-		if err != nil {
-			return err
-		}
-		if parse != nil {
-			parse(b)
-		}
-		if err := b.done(); err != nil {
-			return err
-		}
-		v, err := act(c.Request().Context(), cloud.ActorOf(principal(c)), id)
-		if err != nil {
-			return notFoundAs(err, "booking", id)
-		}
-		return c.JSON(http.StatusOK, renderBooking(v))
-	}
+	return objectAction("booking_id", ids.Booking, "booking", parse, act, renderBooking)
 }
 
 func (s *Server) confirmBooking(c echo.Context) error {

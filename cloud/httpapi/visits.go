@@ -477,8 +477,16 @@ func (s *Server) updateVisit(c echo.Context) error {
 
 // visitAction is a POST on one visit whose optional body parse reads.
 func (s *Server) visitAction(parse func(*body), act func(ctx context.Context, a cloud.Actor, id string) (cloud.Visit, error)) echo.HandlerFunc {
+	return objectAction("visit_id", ids.Visit, "visit", parse, act, renderVisit)
+}
+
+// objectAction is a POST on one object, named by the path parameter
+// param, whose optional body parse reads; act does it and render shows
+// the object as it is after.
+func objectAction[O, J any](param, prefix, kind string, parse func(*body),
+	act func(ctx context.Context, a cloud.Actor, id string) (O, error), render func(O) J) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id, err := pathID(c, "visit_id", ids.Visit)
+		id, err := pathID(c, param, prefix)
 		if err != nil {
 			return err
 		}
@@ -492,11 +500,11 @@ func (s *Server) visitAction(parse func(*body), act func(ctx context.Context, a 
 		if err := b.done(); err != nil {
 			return err
 		}
-		v, err := act(c.Request().Context(), cloud.ActorOf(principal(c)), id)
+		o, err := act(c.Request().Context(), cloud.ActorOf(principal(c)), id)
 		if err != nil {
-			return notFoundAs(err, "visit", id)
+			return notFoundAs(err, kind, id)
 		}
-		return c.JSON(http.StatusOK, renderVisit(v))
+		return c.JSON(http.StatusOK, render(o))
 	}
 }
 
