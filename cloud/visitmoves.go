@@ -394,33 +394,14 @@ func (s *Service) HandOver(ctx context.Context, a Actor, id string, in HandOverI
 	})
 }
 
-// ReEnterInput is a new entry on the pass of a visit whose visitor has
-// left.
-type ReEnterInput struct {
-	GateID   string
-	Override bool // admit despite pass rules, except ended
-}
-
 // ReEnter lets a visitor who checked out come in again on the same pass,
 // as a new checked-in visit whose pass names the visit holding it. The
 // pass rules decide as at check-in (a single-use pass is used; a pass
 // past expected_until has expired). Each visit can be re-entered from
 // once: the next entry is made from the newest visit.
-func (s *Service) ReEnter(ctx context.Context, a Actor, id string, in ReEnterInput) (Visit, error) {
-	cur, err := s.Visit(ctx, a, id)
+func (s *Service) ReEnter(ctx context.Context, a Actor, id string, in CheckInInput) (Visit, error) {
+	loc, gate, err := s.entry(ctx, a, id, in.GateID)
 	if err != nil {
-		return Visit{}, err
-	}
-	var v ValidationError
-	_, loc, err := s.siteZone(ctx, &v, a.Tenant, "site_id", cur.SiteID)
-	if err != nil {
-		return Visit{}, err
-	}
-	gate, err := s.entryGate(ctx, &v, a.Tenant, in.GateID, cur.SiteID)
-	if err != nil {
-		return Visit{}, err
-	}
-	if err := v.Err(); err != nil {
 		return Visit{}, err
 	}
 	var next Visit
@@ -477,6 +458,25 @@ func (s *Service) ReEnter(ctx context.Context, a Actor, id string, in ReEnterInp
 		return Visit{}, err
 	}
 	return s.Visit(ctx, a, next.ID)
+}
+
+// entry reads what an entry to visit id is judged with: the site's zone
+// and the gate (nil at the desk), checked as the actor may see them.
+func (s *Service) entry(ctx context.Context, a Actor, id, gateID string) (*time.Location, *Gate, error) {
+	cur, err := s.Visit(ctx, a, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var v ValidationError
+	_, loc, err := s.siteZone(ctx, &v, a.Tenant, "site_id", cur.SiteID)
+	if err != nil {
+		return nil, nil, err
+	}
+	gate, err := s.entryGate(ctx, &v, a.Tenant, gateID, cur.SiteID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return loc, gate, v.Err()
 }
 
 // entryGate checks a gate a visitor comes in through at site; an empty id

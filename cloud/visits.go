@@ -798,20 +798,8 @@ func decide(v *Visit, g *Gate, loc *time.Location, now time.Time) passrule.Reaso
 // CheckIn admits a visitor: an expected visit whose pass rules allow it
 // (or override them, except ended) becomes checked_in.
 func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInput) (Visit, error) {
-	cur, err := s.Visit(ctx, a, id)
+	loc, gate, err := s.entry(ctx, a, id, in.GateID)
 	if err != nil {
-		return Visit{}, err
-	}
-	var v ValidationError
-	_, loc, err := s.siteZone(ctx, &v, a.Tenant, "site_id", cur.SiteID)
-	if err != nil {
-		return Visit{}, err
-	}
-	gate, err := s.entryGate(ctx, &v, a.Tenant, in.GateID, cur.SiteID)
-	if err != nil {
-		return Visit{}, err
-	}
-	if err := v.Err(); err != nil {
 		return Visit{}, err
 	}
 	return s.apply(ctx, a, id, func(vt *Visit, w *VisitWrites) error {

@@ -57,13 +57,8 @@ func (s *Server) reEnterVisit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var in cloud.ReEnterInput
-	if g := b.str("gate_id"); g.Set && g.Value == "" {
-		b.errs.add(b.loc("gate_id"), "must be a gate ID; leave it out for an entry at the desk")
-	} else {
-		in.GateID = g.Value
-	}
-	in.Override = b.boolean("override_pass_rules").Value
+	var in cloud.CheckInInput
+	parseEntry(b, &in)
 	if err := b.done(); err != nil {
 		return err
 	}

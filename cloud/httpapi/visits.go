@@ -508,16 +508,19 @@ func objectAction[O, J any](param, prefix, kind string, parse func(*body),
 	}
 }
 
+// parseEntry reads the body of a check-in or re-entry.
+func parseEntry(b *body, in *cloud.CheckInInput) {
+	if g := b.str("gate_id"); g.Set && g.Value == "" {
+		b.errs.add(b.loc("gate_id"), "must be a gate ID; leave it out for an entry at the desk")
+	} else {
+		in.GateID = g.Value
+	}
+	in.Override = b.boolean("override_pass_rules").Value
+}
+
 func (s *Server) checkIn(c echo.Context) error {
 	var in cloud.CheckInInput
-	return s.visitAction(func(b *body) {
-		if g := b.str("gate_id"); g.Set && g.Value == "" {
-			b.errs.add(b.loc("gate_id"), "must be a gate ID; leave it out for a check-in at the desk")
-		} else {
-			in.GateID = g.Value
-		}
-		in.Override = b.boolean("override_pass_rules").Value
-	}, func(ctx context.Context, a cloud.Actor, id string) (cloud.Visit, error) {
+	return s.visitAction(func(b *body) { parseEntry(b, &in) }, func(ctx context.Context, a cloud.Actor, id string) (cloud.Visit, error) {
 		return s.svc.CheckIn(ctx, a, id, in)
 	})(c)
 }
