@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,8 +104,10 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 			out.code, out.detail = problem.InternalError, "The request could not be handled."
 			s.log.Error("unexpected framework error", "err", err, "request_id", requestID(c))
 		}
-	case errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil:
-		// The client went away; nobody reads this response.
+	case c.Request().Context().Err() != nil:
+		// The client went away; nobody reads this response. The error may
+		// not wrap context.Canceled (database/sql answers sql.ErrTxDone
+		// when a cancelled context rolled its transaction back).
 		out.code, out.detail = problem.InternalError, "The request was cancelled by the client."
 		s.log.Debug("request cancelled by the client", "request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path)
 	default:
