@@ -27,6 +27,9 @@ const (
 	TimesheetPeriod = "tsp"
 	Message         = "msg"
 	AuditEvent      = "audit"
+	Edge            = "edge"
+	Fact            = "fact"
+	Change          = "chg"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It

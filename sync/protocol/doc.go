@@ -1,0 +1,43 @@
+// Package protocol is the wire format between a site's edge appliance and
+// the cloud over MQTT: topics, messages and their strict decoding. Both
+// halves (sync/mqttsync's edge and cloud sides) use it, so they cannot
+// disagree on a field.
+//
+// It may import shared/ packages and the standard library only: no MQTT
+// client, no storage.
+//
+// # Topics
+//
+// Every topic of a site sits under
+//
+//	svc/v1/{mode}/{org_id}/sites/{site_id}/
+//
+// and the broker lets an edge touch its own site's topics only.
+//
+//	changes                  cloud → edge  Batch: the site's change feed, in sequence order (QoS 1)
+//	facts                    edge → cloud  Fact: something that happened at a gate (QoS 1)
+//	edges/{edge_id}/resync   edge → cloud  ResyncRequest: send me what follows sequence N
+//	edges/{edge_id}/replies  cloud → edge  Reply: fact acknowledgements, resync answers (QoS 1)
+//	edges/{edge_id}/status   edge → cloud  Status: retained; the last will says offline
+//
+// Cloud processes share the inbound topics with MQTT shared subscriptions
+// (SharedFacts, SharedResync, SharedStatus), so each fact reaches one of
+// them.
+//
+// # Messages
+//
+// Messages are JSON objects with "v": 1. Decoding is strict: a message
+// larger than MaxMessage, of another version, with unknown fields, or
+// failing validation is an error, and the receiver logs and drops it.
+// Times are RFC 3339 in UTC with microseconds at most.
+//
+// # Guarantees
+//
+// The change feed has one monotonic sequence per site, written by the cloud
+// in the same transaction as the change. An edge applies changes in order,
+// and on a gap (or at start) asks for everything after the last sequence it
+// applied; the cloud answers with the changes or, when that is cheaper, a
+// snapshot in chunks. Facts carry a TypeID and a per-edge counter; the edge
+// deletes one from its outbox only when a Reply acknowledges it, and the
+// cloud applies each fact ID once.
+package protocol

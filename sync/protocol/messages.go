@@ -1,0 +1,518 @@
+package protocol
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passrule"
+)
+
+// Version is the "v" every message carries.
+const Version = 1
+
+// Bounds on messages. A batch or reply larger than these is split by the
+// sender; a receiver refuses anything larger.
+const (
+	MaxMessage     = 512 << 10 // bytes
+	MaxChanges     = 500       // changes in a Batch or Reply
+	MaxAcks        = 1000      // fact IDs in one Reply
+	MaxSnapshot    = 1000      // visits in one snapshot part
+	maxText        = 200       // names
+	maxRequestID   = 64
+	maxSoftwareVer = 64
+)
+
+// ErrInvalid wraps every decoding and validation failure.
+var ErrInvalid = errors.New("protocol: invalid message")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Window and Daily are pass rules' parts as the API spells them.
+type Window struct {
+	Before int `json:"before"`
+	After  int `json:"after"`
+}
+
+// Daily is the daily hours of a pass, as HH:MM at the site.
+type Daily struct {
+	From  passrule.Clock `json:"from"`
+	Until passrule.Clock `json:"until"`
+}
+
+// Rules are a pass's rules on the wire, shaped as the API's pass_rules.
+type Rules struct {
+	Daily     *Daily   `json:"daily"`
+	Window    Window   `json:"window"`
+	SingleUse bool     `json:"single_use"`
+	GateIDs   []string `json:"gate_ids"`
+}
+
+// FromRules is the wire form of r.
+func FromRules(r passrule.Rules) Rules {
+	out := Rules{Window: Window{Before: r.Window.Before, After: r.Window.After}, SingleUse: r.SingleUse, GateIDs: r.GateIDs}
+	if r.Daily != nil {
+		out.Daily = &Daily{From: r.Daily.From, Until: r.Daily.Until}
+	}
+	if out.GateIDs == nil {
+		out.GateIDs = []string{}
+	}
+	return out
+}
+
+// Rules returns the decision's form of r.
+func (r Rules) Rules() passrule.Rules {
+	out := passrule.Rules{Window: passrule.Window{Before: r.Window.Before, After: r.Window.After}, SingleUse: r.SingleUse, GateIDs: r.GateIDs}
+	if r.Daily != nil {
+		out.Daily = &passrule.Daily{From: r.Daily.From, Until: r.Daily.Until}
+	}
+	return out
+}
+
+func (r Rules) validate(where string) error {
+	if errs := r.Rules().Validate(); len(errs) > 0 {
+		return invalid("%s.rules.%s", where, errs[0].Error())
+	}
+	for i, g := range r.GateIDs {
+		if !ids.Valid(ids.Gate, g) {
+			return invalid("%s.rules.gate_ids[%d] is not a gate ID", where, i)
+		}
+	}
+	return nil
+}
+
+// Visit is what an edge keeps of a visit at its site: enough to decide at
+// a gate and show the visitor's name.
+type Visit struct {
+	ID            string     `json:"id"`
+	Status        string     `json:"status"`
+	ExpectedAt    *time.Time `json:"expected_at"`
+	ExpectedUntil *time.Time `json:"expected_until"`
+	CheckedInAt   *time.Time `json:"checked_in_at"`
+	CheckedOutAt  *time.Time `json:"checked_out_at"`
+	Rules         Rules      `json:"rules"`
+	Uses          int        `json:"uses"`
+	Revoked       bool       `json:"revoked"`
+	ForVisitID    string     `json:"for_visit_id"`
+	ReenteredAs   string     `json:"reentered_as,omitempty"`
+	VisitorName   string     `json:"visitor_name,omitempty"` // empty after erasure
+	HostName      string     `json:"host_name,omitempty"`
+}
+
+func (v *Visit) validate(where string) error {
+	switch {
+	case !ids.Valid(ids.Visit, v.ID):
+		return invalid("%s.id is not a visit ID", where)
+	case !passrule.Status(v.Status).Valid():
+		return invalid("%s.status %q is not a visit status", where, v.Status)
+	case !ids.Valid(ids.Visit, v.ForVisitID):
+		return invalid("%s.for_visit_id is not a visit ID", where)
+	case v.ReenteredAs != "" && !ids.Valid(ids.Visit, v.ReenteredAs):
+		return invalid("%s.reentered_as is not a visit ID", where)
+	case v.Uses < 0:
+		return invalid("%s.uses is negative", where)
+	case len(v.VisitorName) > maxText || len(v.HostName) > maxText:
+		return invalid("%s: a name is longer than %d bytes", where, maxText)
+	case v.ExpectedAt != nil && v.ExpectedUntil != nil && !v.ExpectedUntil.After(*v.ExpectedAt):
+		return invalid("%s.expected_until is not after expected_at", where)
+	}
+	return v.Rules.validate(where)
+}
+
+// Gate is one of the site's gates; Removed takes it out of the cache.
+type Gate struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Direction string `json:"direction"` // entry, exit or both
+	Removed   bool   `json:"removed,omitempty"`
+}
+
+func (g *Gate) validate(where string) error {
+	switch {
+	case !ids.Valid(ids.Gate, g.ID):
+		return invalid("%s.id is not a gate ID", where)
+	case len(g.Name) > maxText:
+		return invalid("%s.name is longer than %d bytes", where, maxText)
+	case g.Direction != "entry" && g.Direction != "exit" && g.Direction != "both":
+		return invalid("%s.direction %q is not entry, exit or both", where, g.Direction)
+	}
+	return nil
+}
+
+// Settings are the site's settings an edge needs.
+type Settings struct {
+	Timezone            string `json:"timezone"`              // IANA name
+	OfflineLimitMinutes int    `json:"offline_limit_minutes"` // how old the cache may grow before gates fail as configured
+}
+
+func (s *Settings) validate(where string) error {
+	if s.Timezone == "" || len(s.Timezone) > maxText {
+		return invalid("%s.timezone is missing", where)
+	}
+	if _, err := time.LoadLocation(s.Timezone); err != nil {
+		return invalid("%s.timezone %q is not an IANA time zone", where, s.Timezone)
+	}
+	if s.OfflineLimitMinutes < 0 {
+		return invalid("%s.offline_limit_minutes is negative", where)
+	}
+	return nil
+}
+
+// Key is one of the organisation's pass-verification keys.
+type Key struct {
+	ID      string `json:"id"`     // 8 lower-case hex digits, as shared/passtoken names keys
+	Public  []byte `json:"public"` // Ed25519 public key, base64 in JSON
+	Retired bool   `json:"retired,omitempty"`
+}
+
+func (k *Key) validate(where string) error {
+	if len(k.ID) != 8 || !isHex(k.ID) {
+		return invalid("%s.id is not 8 hex digits", where)
+	}
+	if len(k.Public) != ed25519.PublicKeySize {
+		return invalid("%s.public is not a %d-byte Ed25519 key", where, ed25519.PublicKeySize)
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Change is one entry of a site's change feed: exactly one object, as it
+// now is.
+type Change struct {
+	Seq      uint64    `json:"seq"` // from 1, one per change, no gaps
+	At       time.Time `json:"at"`
+	Visit    *Visit    `json:"visit,omitempty"`
+	Gate     *Gate     `json:"gate,omitempty"`
+	Settings *Settings `json:"settings,omitempty"`
+	Key      *Key      `json:"key,omitempty"`
+}
+
+func (c *Change) validate(where string) error {
+	if c.Seq == 0 {
+		return invalid("%s.seq is 0", where)
+	}
+	n := 0
+	var err error
+	if c.Visit != nil {
+		n, err = n+1, c.Visit.validate(where+".visit")
+	}
+	if err == nil && c.Gate != nil {
+		n, err = n+1, c.Gate.validate(where+".gate")
+	}
+	if err == nil && c.Settings != nil {
+		n, err = n+1, c.Settings.validate(where+".settings")
+	}
+	if err == nil && c.Key != nil {
+		n, err = n+1, c.Key.validate(where+".key")
+	}
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return invalid("%s holds %d objects; a change holds exactly one", where, n)
+	}
+	return nil
+}
+
+func validateChanges(cs []Change, where string) error {
+	if len(cs) > MaxChanges {
+		return invalid("%s holds more than %d changes", where, MaxChanges)
+	}
+	for i := range cs {
+		if err := cs[i].validate(fmt.Sprintf("%s[%d]", where, i)); err != nil {
+			return err
+		}
+		if i > 0 && cs[i].Seq != cs[i-1].Seq+1 {
+			return invalid("%s[%d].seq %d does not follow %d", where, i, cs[i].Seq, cs[i-1].Seq)
+		}
+	}
+	return nil
+}
+
+// Batch is a message of the change feed: consecutive changes in order.
+type Batch struct {
+	V       int      `json:"v"`
+	Changes []Change `json:"changes"`
+}
+
+func (b *Batch) validate() error {
+	if len(b.Changes) == 0 {
+		return invalid("a batch holds no changes")
+	}
+	return validateChanges(b.Changes, "changes")
+}
+
+// FactKind says what happened at a gate.
+type FactKind string
+
+// The fact kinds.
+const (
+	FactCheckIn  FactKind = "check_in"  // an expected visit admitted
+	FactCheckOut FactKind = "check_out" // a visitor left through an exit gate
+	FactReEntry  FactKind = "re_entry"  // a new visit admitted on a checked-out visit's pass
+	FactRefused  FactKind = "refused"   // a scan refused, with its reason
+)
+
+// ReasonInvalidToken is a refused fact's reason when the scanned text was
+// no pass of this organisation (malformed, unknown key, bad signature).
+const ReasonInvalidToken = "invalid_token"
+
+// Fact is something that happened at a gate, as the edge saw it. The cloud
+// applies each ID once.
+type Fact struct {
+	V           int       `json:"v"`
+	ID          string    `json:"id"`      // fact_...
+	Kind        FactKind  `json:"kind"`    //
+	EdgeID      string    `json:"edge_id"` //
+	Counter     uint64    `json:"counter"` // per edge, from 1, in the order facts happened
+	At          time.Time `json:"at"`      // the scan time at the gate
+	GateID      string    `json:"gate_id"`
+	VisitID     string    `json:"visit_id,omitempty"`      // the visit checked in or out; the new visit of a re-entry; empty for a refusal of no known visit
+	PassVisitID string    `json:"pass_visit_id,omitempty"` // the visit holding the pass
+	Reason      string    `json:"reason,omitempty"`        // a refusal's passrule.Reason or ReasonInvalidToken
+}
+
+func (f *Fact) validate() error {
+	switch {
+	case !ids.Valid(ids.Fact, f.ID):
+		return invalid("id is not a fact ID")
+	case !ids.Valid(ids.Edge, f.EdgeID):
+		return invalid("edge_id is not an edge ID")
+	case f.Counter == 0:
+		return invalid("counter is 0")
+	case f.At.IsZero():
+		return invalid("at is missing")
+	case !ids.Valid(ids.Gate, f.GateID):
+		return invalid("gate_id is not a gate ID")
+	case f.VisitID != "" && !ids.Valid(ids.Visit, f.VisitID):
+		return invalid("visit_id is not a visit ID")
+	case f.PassVisitID != "" && !ids.Valid(ids.Visit, f.PassVisitID):
+		return invalid("pass_visit_id is not a visit ID")
+	}
+	switch f.Kind {
+	case FactCheckIn, FactCheckOut:
+		if f.VisitID == "" || f.Reason != "" {
+			return invalid("a %s names its visit and no reason", f.Kind)
+		}
+	case FactReEntry:
+		if f.VisitID == "" || f.PassVisitID == "" || f.Reason != "" {
+			return invalid("a re_entry names its new visit and the pass's visit, and no reason")
+		}
+	case FactRefused:
+		if f.Reason != ReasonInvalidToken && !validReason(f.Reason) {
+			return invalid("reason %q is not a refusal reason", f.Reason)
+		}
+	default:
+		return invalid("kind %q is not a fact kind", f.Kind)
+	}
+	return nil
+}
+
+func validReason(r string) bool {
+	for _, x := range passrule.Reasons() {
+		if string(x) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// ResyncRequest asks for the site's changes after sequence After.
+type ResyncRequest struct {
+	V         int    `json:"v"`
+	RequestID string `json:"request_id"`
+	After     uint64 `json:"after"`
+}
+
+func (r *ResyncRequest) validate() error {
+	if r.RequestID == "" || len(r.RequestID) > maxRequestID {
+		return invalid("request_id must hold 1 to %d bytes", maxRequestID)
+	}
+	return nil
+}
+
+// ReplyKind says what a Reply carries.
+type ReplyKind string
+
+// The reply kinds.
+const (
+	ReplyAck      ReplyKind = "ack"      // Acks: facts applied (or applied before)
+	ReplyChanges  ReplyKind = "changes"  // Changes answering a ResyncRequest; More when more follow
+	ReplySnapshot ReplyKind = "snapshot" // one part of a snapshot answering a ResyncRequest
+)
+
+// Snapshot is one part of the site's whole state as of sequence Seq: an
+// edge replaces its cache with the parts' union once it holds all Parts
+// of one RequestID, and continues the feed after Seq.
+type Snapshot struct {
+	Seq      uint64    `json:"seq"`
+	Part     int       `json:"part"`  // from 1
+	Parts    int       `json:"parts"` // how many make the whole
+	Settings *Settings `json:"settings,omitempty"`
+	Gates    []Gate    `json:"gates"`
+	Keys     []Key     `json:"keys"`
+	Visits   []Visit   `json:"visits"`
+}
+
+func (s *Snapshot) validate() error {
+	switch {
+	case s.Parts < 1 || s.Part < 1 || s.Part > s.Parts:
+		return invalid("snapshot part %d of %d", s.Part, s.Parts)
+	case len(s.Visits) > MaxSnapshot || len(s.Gates) > MaxSnapshot || len(s.Keys) > MaxSnapshot:
+		return invalid("a snapshot part holds more than %d objects of a kind", MaxSnapshot)
+	}
+	if s.Settings != nil {
+		if err := s.Settings.validate("snapshot.settings"); err != nil {
+			return err
+		}
+	}
+	for i := range s.Gates {
+		if err := s.Gates[i].validate(fmt.Sprintf("snapshot.gates[%d]", i)); err != nil {
+			return err
+		}
+	}
+	for i := range s.Keys {
+		if err := s.Keys[i].validate(fmt.Sprintf("snapshot.keys[%d]", i)); err != nil {
+			return err
+		}
+	}
+	for i := range s.Visits {
+		if err := s.Visits[i].validate(fmt.Sprintf("snapshot.visits[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Reply is the cloud's message to one edge.
+type Reply struct {
+	V         int       `json:"v"`
+	Kind      ReplyKind `json:"kind"`
+	RequestID string    `json:"request_id,omitempty"` // the ResyncRequest answered
+	Acks      []string  `json:"acks,omitempty"`
+	Changes   []Change  `json:"changes,omitempty"`
+	More      bool      `json:"more,omitempty"`
+	Snapshot  *Snapshot `json:"snapshot,omitempty"`
+}
+
+func (r *Reply) validate() error {
+	switch r.Kind {
+	case ReplyAck:
+		if len(r.Acks) == 0 || len(r.Acks) > MaxAcks || r.Changes != nil || r.Snapshot != nil {
+			return invalid("an ack holds 1 to %d fact IDs and nothing else", MaxAcks)
+		}
+		for i, id := range r.Acks {
+			if !ids.Valid(ids.Fact, id) {
+				return invalid("acks[%d] is not a fact ID", i)
+			}
+		}
+		return nil
+	case ReplyChanges:
+		if r.RequestID == "" || r.Acks != nil || r.Snapshot != nil {
+			return invalid("a changes reply names its request and holds only changes")
+		}
+		return validateChanges(r.Changes, "changes")
+	case ReplySnapshot:
+		if r.RequestID == "" || r.Snapshot == nil || r.Acks != nil || r.Changes != nil {
+			return invalid("a snapshot reply names its request and holds only a snapshot part")
+		}
+		return r.Snapshot.validate()
+	}
+	return invalid("kind %q is not a reply kind", r.Kind)
+}
+
+// Status is an edge's retained presence.
+type Status struct {
+	V        int       `json:"v"`
+	EdgeID   string    `json:"edge_id"`
+	State    string    `json:"state"` // online or offline (the last will)
+	At       time.Time `json:"at"`
+	Seq      uint64    `json:"seq"`    // last change applied
+	Outbox   int       `json:"outbox"` // facts not yet acknowledged
+	Software string    `json:"software,omitempty"`
+}
+
+func (s *Status) validate() error {
+	switch {
+	case !ids.Valid(ids.Edge, s.EdgeID):
+		return invalid("edge_id is not an edge ID")
+	case s.State != "online" && s.State != "offline":
+		return invalid("state %q is not online or offline", s.State)
+	case s.Outbox < 0:
+		return invalid("outbox is negative")
+	case len(s.Software) > maxSoftwareVer:
+		return invalid("software is longer than %d bytes", maxSoftwareVer)
+	}
+	return nil
+}
+
+// Message is any of the protocol's messages.
+type Message interface {
+	*Batch | *Fact | *ResyncRequest | *Reply | *Status
+	validate() error
+	version() int
+	setVersion()
+}
+
+func (b *Batch) version() int         { return b.V }
+func (f *Fact) version() int          { return f.V }
+func (r *ResyncRequest) version() int { return r.V }
+func (r *Reply) version() int         { return r.V }
+func (s *Status) version() int        { return s.V }
+func (b *Batch) setVersion()          { b.V = Version }
+func (f *Fact) setVersion()           { f.V = Version }
+func (r *ResyncRequest) setVersion()  { r.V = Version }
+func (r *Reply) setVersion()          { r.V = Version }
+func (s *Status) setVersion()         { s.V = Version }
+
+// Encode validates m, sets its version and returns its JSON.
+func Encode[M Message](m M) ([]byte, error) {
+	m.setVersion()
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: encode: %w", err)
+	}
+	if len(b) > MaxMessage {
+		return nil, invalid("the message is %d bytes, more than %d", len(b), MaxMessage)
+	}
+	return b, nil
+}
+
+// Decode reads one message strictly into m: at most MaxMessage bytes, one
+// JSON object of this version with no unknown fields, valid. Every failure
+// wraps ErrInvalid.
+func Decode[M Message](b []byte, m M) error {
+	if len(b) > MaxMessage {
+		return invalid("the message is %d bytes, more than %d", len(b), MaxMessage)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return invalid("%v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("data after the message")
+	}
+	if v := m.version(); v != Version {
+		return invalid("version %d, not %d", v, Version)
+	}
+	return m.validate()
+}

@@ -1,0 +1,215 @@
+package protocol_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+var (
+	site   = protocol.Site{Mode: "test", OrgID: ids.New(ids.Organisation), SiteID: ids.New(ids.Site)}
+	edgeID = ids.New(ids.Edge)
+	gateID = ids.New(ids.Gate)
+	at     = time.Date(2026, 11, 21, 9, 30, 0, 123000, time.UTC)
+)
+
+func visit() protocol.Visit {
+	id := ids.New(ids.Visit)
+	until := at.Add(8 * time.Hour)
+	return protocol.Visit{ID: id, Status: "expected", ExpectedAt: &at, ExpectedUntil: &until, ForVisitID: id,
+		Rules: protocol.FromRules(passrule.Rules{Daily: &passrule.Daily{From: 8 * 60, Until: 18 * 60},
+			Window: passrule.Window{Before: 30, After: 15}, SingleUse: true, GateIDs: []string{gateID}}),
+		VisitorName: "Vera Visitor", HostName: "Ada Lovelace"}
+}
+
+func key() protocol.Key {
+	pub, _, _ := ed25519.GenerateKey(nil)
+	return protocol.Key{ID: "5eed0001", Public: pub}
+}
+
+func TestTopics_RoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		topic string
+		kind  protocol.Kind
+		edge  string
+	}{
+		{site.Changes(), protocol.KindChanges, ""},
+		{site.Facts(), protocol.KindFacts, ""},
+		{site.Resync(edgeID), protocol.KindResync, edgeID},
+		{site.Replies(edgeID), protocol.KindReplies, edgeID},
+		{site.Status(edgeID), protocol.KindStatus, edgeID},
+	} {
+		s, kind, edge, err := protocol.ParseTopic(tc.topic)
+		require.NoError(t, err, tc.topic)
+		require.Equal(t, site, s)
+		require.Equal(t, tc.kind, kind)
+		require.Equal(t, tc.edge, edge)
+		require.True(t, strings.HasPrefix(tc.topic, "svc/v1/test/"+site.OrgID+"/sites/"+site.SiteID+"/"))
+	}
+	require.Equal(t, site.Prefix()+"/#", site.EdgeFilter())
+}
+
+func TestTopics_ForeignTopicsAreRefused(t *testing.T) {
+	for _, topic := range []string{
+		"", "svc", "svc/v1", "other/v1/test/x/sites/y/changes",
+		"svc/v2/test/" + site.OrgID + "/sites/" + site.SiteID + "/changes",
+		"svc/v1/prod/" + site.OrgID + "/sites/" + site.SiteID + "/changes",
+		"svc/v1/test/org_123/sites/" + site.SiteID + "/changes",
+		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/gossip",
+		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/changes/extra",
+		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/edges/edge_123/status",
+		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/edges/" + edgeID + "/facts",
+		"svc/v1/test/" + site.OrgID + "/gates/" + site.SiteID + "/changes",
+	} {
+		_, _, _, err := protocol.ParseTopic(topic)
+		require.ErrorIs(t, err, protocol.ErrTopic, topic)
+	}
+}
+
+// roundTrip encodes m and decodes it into fresh, requiring equality.
+func roundTrip[M protocol.Message](t *testing.T, m M, fresh M) {
+	t.Helper()
+	b, err := protocol.Encode(m)
+	require.NoError(t, err)
+	require.NoError(t, protocol.Decode(b, fresh))
+	require.Equal(t, m, fresh)
+}
+
+func TestMessages_RoundTrip(t *testing.T) {
+	v, k := visit(), key()
+	changes := []protocol.Change{
+		{Seq: 41, At: at, Visit: &v},
+		{Seq: 42, At: at, Gate: &protocol.Gate{ID: gateID, Name: "Main entrance", Direction: "entry"}},
+		{Seq: 43, At: at, Settings: &protocol.Settings{Timezone: "Europe/London", OfflineLimitMinutes: 1440}},
+		{Seq: 44, At: at, Key: &k},
+	}
+	roundTrip(t, &protocol.Batch{Changes: changes}, &protocol.Batch{})
+	roundTrip(t, &protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactCheckIn, EdgeID: edgeID, Counter: 7, At: at,
+		GateID: gateID, VisitID: v.ID, PassVisitID: v.ID}, &protocol.Fact{})
+	roundTrip(t, &protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactRefused, EdgeID: edgeID, Counter: 8, At: at,
+		GateID: gateID, Reason: protocol.ReasonInvalidToken}, &protocol.Fact{})
+	roundTrip(t, &protocol.ResyncRequest{RequestID: "r-1", After: 40}, &protocol.ResyncRequest{})
+	roundTrip(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: []string{ids.New(ids.Fact), ids.New(ids.Fact)}}, &protocol.Reply{})
+	roundTrip(t, &protocol.Reply{Kind: protocol.ReplyChanges, RequestID: "r-1", Changes: changes, More: true}, &protocol.Reply{})
+	roundTrip(t, &protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: "r-1", Snapshot: &protocol.Snapshot{Seq: 44, Part: 1, Parts: 2,
+		Settings: changes[2].Settings, Gates: []protocol.Gate{*changes[1].Gate}, Keys: []protocol.Key{k}, Visits: []protocol.Visit{v}}}, &protocol.Reply{})
+	roundTrip(t, &protocol.Status{EdgeID: edgeID, State: "online", At: at, Seq: 44, Outbox: 3, Software: "svc-edge 0.1"}, &protocol.Status{})
+
+	got := changes[0].Visit.Rules.Rules()
+	require.Equal(t, passrule.Clock(8*60), got.Daily.From)
+	require.Equal(t, []string{gateID}, got.GateIDs)
+}
+
+func TestDecode_RefusesWhatIsNotAValidMessage(t *testing.T) {
+	good, err := protocol.Encode(&protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactCheckIn, EdgeID: edgeID, Counter: 1,
+		At: at, GateID: gateID, VisitID: ids.New(ids.Visit)})
+	require.NoError(t, err)
+	var f protocol.Fact
+	require.NoError(t, protocol.Decode(good, &f))
+
+	fact := func(edit func(string) string) []byte { return []byte(edit(string(good))) }
+	for name, b := range map[string][]byte{
+		"empty":            nil,
+		"not JSON":         []byte("check in please"),
+		"an array":         []byte(`[1,2]`),
+		"unknown field":    fact(func(s string) string { return strings.Replace(s, `{`, `{"admin":true,`, 1) }),
+		"another version":  fact(func(s string) string { return strings.Replace(s, `"v":1`, `"v":2`, 1) }),
+		"no version":       fact(func(s string) string { return strings.Replace(s, `"v":1,`, ``, 1) }),
+		"trailing data":    append(append([]byte{}, good...), []byte(`{}`)...),
+		"bad kind":         fact(func(s string) string { return strings.Replace(s, `"check_in"`, `"teleport"`, 1) }),
+		"counter zero":     fact(func(s string) string { return strings.Replace(s, `"counter":1`, `"counter":0`, 1) }),
+		"negative counter": fact(func(s string) string { return strings.Replace(s, `"counter":1`, `"counter":-1`, 1) }),
+		"bad gate":         fact(func(s string) string { return strings.Replace(s, gateID, "gate_123", 1) }),
+		"too big":          bytes.Repeat([]byte(" "), protocol.MaxMessage+1),
+	} {
+		err := protocol.Decode(b, &protocol.Fact{})
+		require.ErrorIs(t, err, protocol.ErrInvalid, name)
+	}
+
+	v := visit()
+	for name, m := range map[string]*protocol.Batch{
+		"no changes":       {},
+		"a gap":            {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v}, {Seq: 3, At: at, Visit: &v}}},
+		"two objects":      {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v, Gate: &protocol.Gate{ID: gateID, Direction: "entry"}}}},
+		"no object":        {Changes: []protocol.Change{{Seq: 1, At: at}}},
+		"sequence 0":       {Changes: []protocol.Change{{Seq: 0, At: at, Visit: &v}}},
+		"bad zone":         {Changes: []protocol.Change{{Seq: 1, At: at, Settings: &protocol.Settings{Timezone: "Mars/Olympus"}}}},
+		"short key":        {Changes: []protocol.Change{{Seq: 1, At: at, Key: &protocol.Key{ID: "5eed0001", Public: []byte("short")}}}},
+		"bad visit status": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &protocol.Visit{ID: v.ID, ForVisitID: v.ID, Status: "lost"}}}},
+		"bad rules": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &protocol.Visit{ID: v.ID, ForVisitID: v.ID, Status: "expected",
+			Rules: protocol.Rules{Window: protocol.Window{Before: -5}}}}}},
+	} {
+		_, err := protocol.Encode(m)
+		require.ErrorIs(t, err, protocol.ErrInvalid, name)
+	}
+}
+
+func TestDecode_RefusalReasons(t *testing.T) {
+	base := protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactRefused, EdgeID: edgeID, Counter: 1, At: at, GateID: gateID}
+	for _, r := range passrule.Reasons() {
+		f := base
+		f.Reason = string(r)
+		_, err := protocol.Encode(&f)
+		require.NoError(t, err, r)
+	}
+	f := base
+	f.Reason = "admit"
+	_, err := protocol.Encode(&f)
+	require.True(t, errors.Is(err, protocol.ErrInvalid), "admit is no refusal")
+}
+
+// FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and
+// whatever one accepts encodes again to a message it accepts equally.
+func FuzzDecode(f *testing.F) {
+	v, k := visit(), key()
+	for _, m := range []any{
+		&protocol.Batch{Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v}, {Seq: 2, At: at, Key: &k}}},
+		&protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactReEntry, EdgeID: edgeID, Counter: 3, At: at, GateID: gateID, VisitID: v.ID, PassVisitID: v.ID},
+		&protocol.ResyncRequest{RequestID: "x", After: 9},
+		&protocol.Reply{Kind: protocol.ReplyAck, Acks: []string{ids.New(ids.Fact)}},
+		&protocol.Status{EdgeID: edgeID, State: "offline", At: at},
+	} {
+		var b []byte
+		var err error
+		switch m := m.(type) {
+		case *protocol.Batch:
+			b, err = protocol.Encode(m)
+		case *protocol.Fact:
+			b, err = protocol.Encode(m)
+		case *protocol.ResyncRequest:
+			b, err = protocol.Encode(m)
+		case *protocol.Reply:
+			b, err = protocol.Encode(m)
+		case *protocol.Status:
+			b, err = protocol.Encode(m)
+		}
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzOne(t, b, &protocol.Batch{}, &protocol.Batch{})
+		fuzzOne(t, b, &protocol.Fact{}, &protocol.Fact{})
+		fuzzOne(t, b, &protocol.ResyncRequest{}, &protocol.ResyncRequest{})
+		fuzzOne(t, b, &protocol.Reply{}, &protocol.Reply{})
+		fuzzOne(t, b, &protocol.Status{}, &protocol.Status{})
+	})
+}
+
+func fuzzOne[M protocol.Message](t *testing.T, b []byte, m, again M) {
+	if protocol.Decode(b, m) != nil {
+		return
+	}
+	out, err := protocol.Encode(m)
+	require.NoError(t, err, "an accepted message encodes")
+	require.NoError(t, protocol.Decode(out, again), "and decodes again")
+	require.Equal(t, m, again)
+}
