@@ -1,0 +1,816 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// lockTimeout bounds how long Open waits for another process holding the
+// file, so a second svc-edge fails with a reason instead of hanging.
+const lockTimeout = 2 * time.Second
+
+// Options configure Open.
+type Options struct {
+	// EdgeID is the appliance's edge_ ID, which Record stamps on every
+	// fact. A new file takes it; a file of another edge is refused with
+	// ErrEdgeMismatch. Empty means the file's own.
+	EdgeID string
+}
+
+// Cache is the appliance's durable state in one bbolt file, and the View
+// of it the gate path reads. Its methods are safe for concurrent use;
+// writes are serialised.
+type Cache struct {
+	db     *bolt.DB
+	edgeID string
+	view   atomic.Pointer[View]
+
+	// mu serialises writers, so Views are swapped in the order their
+	// transactions committed, and guards the fields below.
+	mu      sync.Mutex
+	counter uint64      // last fact counter assigned
+	pending map[uid]int // visit → facts in the outbox that changed it
+	in      *interner
+}
+
+// LocalChange is the state a gate's action leaves behind, stored in the
+// same transaction as the action's fact.
+type LocalChange struct {
+	// Visits are the visits the action changed, each whole as it now is:
+	// the visit checked in with uses+1; a re-entry's new visit and the
+	// pass's visit naming it; the visit checked out. None for a refused
+	// scan.
+	Visits []protocol.Visit
+}
+
+// Open opens or creates the cache file at path and builds the View from
+// it. It returns an error wrapping ErrEdgeMismatch when the file belongs to
+// another edge, a *CorruptError naming the bucket and key of a value that
+// does not decode or validate, and bbolt's errors (ErrTimeout while another
+// process holds the file).
+func Open(path string, opts Options) (*Cache, error) {
+	if opts.EdgeID != "" && !ids.Valid(ids.Edge, opts.EdgeID) {
+		return nil, fmt.Errorf("open cache: %q is not an edge ID", opts.EdgeID)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         lockTimeout,
+		NoFreelistSync:  true, // as etcd runs it: shorter commits; the freelist is rebuilt at open
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 256 << 20, // address space, not memory: a big write never remaps mid-transaction, which copies every node
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	c := &Cache{db: db, pending: map[uid]int{}, in: newInterner()}
+	if err := c.init(opts.EdgeID); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	if err := c.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// init creates the buckets and checks the schema and the edge.
+func (c *Cache) init(edgeID string) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		switch s := meta.Get(metaSchema); {
+		case s == nil:
+			if err := meta.Put(metaSchema, []byte(schemaVersion)); err != nil {
+				return err
+			}
+		case string(s) != schemaVersion:
+			return fmt.Errorf("schema %q; this build reads schema %s", s, schemaVersion)
+		}
+		stored := string(meta.Get(metaEdgeID))
+		switch {
+		case stored != "" && !ids.Valid(ids.Edge, stored):
+			return corrupt(bucketMeta, metaEdgeID, fmt.Errorf("%q is not an edge ID", stored))
+		case edgeID == "" || edgeID == stored:
+			c.edgeID = stored
+		case stored == "":
+			c.edgeID = edgeID
+			return meta.Put(metaEdgeID, []byte(edgeID))
+		default:
+			return fmt.Errorf("%w: the file is %s's, not %s's", ErrEdgeMismatch, stored, edgeID)
+		}
+		return nil
+	})
+}
+
+// load reads the whole file, checking every value, and publishes the View.
+func (c *Cache) load() error {
+	return c.db.View(func(tx *bolt.Tx) error {
+		e := newFullEdit(c.in)
+		meta := tx.Bucket(bucketMeta)
+		var err error
+		if b := meta.Get(metaSeq); b != nil {
+			if e.v.seq, err = readU64(b); err != nil {
+				return corrupt(bucketMeta, metaSeq, err)
+			}
+		}
+		if b := meta.Get(metaCounter); b != nil {
+			if c.counter, err = readU64(b); err != nil {
+				return corrupt(bucketMeta, metaCounter, err)
+			}
+		}
+		if b := meta.Get(metaSyncedAt); b != nil {
+			if e.v.syncedAt, err = time.Parse(time.RFC3339Nano, string(b)); err != nil {
+				return corrupt(bucketMeta, metaSyncedAt, err)
+			}
+		}
+		if b := meta.Get(metaSettings); b != nil {
+			s, err := decodeSettings(b)
+			if err == nil {
+				err = e.setSettings(s)
+			}
+			if err != nil {
+				return corrupt(bucketMeta, metaSettings, err)
+			}
+		}
+		err = tx.Bucket(bucketGates).ForEach(func(k, b []byte) error {
+			g, err := decodeGate(b)
+			if err == nil && (g.ID != string(k) || g.Removed) {
+				err = fmt.Errorf("holds gate %s (removed %t)", g.ID, g.Removed)
+			}
+			if err != nil {
+				return corrupt(bucketGates, k, err)
+			}
+			e.putGate(g)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketKeys).ForEach(func(k, b []byte) error {
+			key, err := decodeKey(b)
+			if err == nil && key.ID != string(k) {
+				err = fmt.Errorf("holds key %s", key.ID)
+			}
+			if err != nil {
+				return corrupt(bucketKeys, k, err)
+			}
+			e.putKey(key)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.loadVisits(tx, e); err != nil {
+			return err
+		}
+		if err := c.loadOutbox(tx, e); err != nil {
+			return err
+		}
+		v, err := e.done()
+		if err != nil {
+			return corrupt(bucketKeys, nil, err)
+		}
+		c.view.Store(v)
+		return nil
+	})
+}
+
+// loadVisits decodes the visits on every core: JSON decoding is most of
+// the time Open takes. The cursor's values point into bbolt's map, valid
+// until the transaction ends, which is after every worker has finished.
+// One goroutine packs the decoded visits, since the interner and the edit
+// are not shared.
+func (c *Cache) loadVisits(tx *bolt.Tx, e *edit) error {
+	type item struct {
+		key, raw []byte
+		v        protocol.Visit
+		err      error
+	}
+	const chunk = 512
+	workers := runtime.GOMAXPROCS(0)
+	jobs, results := make(chan []item, workers), make(chan []item, workers)
+	var decoders sync.WaitGroup
+	for range workers {
+		decoders.Go(func() {
+			for items := range jobs {
+				for i := range items {
+					it := &items[i]
+					it.v, it.err = decodeVisit(it.raw)
+					if it.err == nil && it.v.ID != string(it.key) {
+						it.err = fmt.Errorf("holds visit %s", it.v.ID)
+					}
+				}
+				results <- items
+			}
+		})
+	}
+	var failed atomic.Bool
+	packed := make(chan error, 1)
+	go func() {
+		var first error
+		for items := range results {
+			for i := range items {
+				it := &items[i]
+				var u uid
+				var x visitEntry
+				if it.err == nil {
+					u, x, it.err = e.in.entry(&it.v)
+				}
+				if it.err != nil {
+					if first == nil {
+						first = corrupt(bucketVisits, it.key, it.err)
+						failed.Store(true)
+					}
+					continue
+				}
+				e.putVisit(u, x)
+			}
+		}
+		packed <- first
+	}()
+
+	cur := tx.Bucket(bucketVisits).Cursor()
+	items := make([]item, 0, chunk)
+	for k, v := cur.First(); k != nil && !failed.Load(); k, v = cur.Next() {
+		items = append(items, item{key: k, raw: v})
+		if len(items) == chunk {
+			jobs <- items
+			items = make([]item, 0, chunk)
+		}
+	}
+	jobs <- items
+	close(jobs)
+	decoders.Wait()
+	close(results)
+	return <-packed
+}
+
+// loadOutbox checks every waiting fact and its index entry, and counts
+// the visits each one protects.
+func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
+	facts := tx.Bucket(bucketFacts)
+	err := tx.Bucket(bucketOutbox).ForEach(func(k, b []byte) error {
+		row, f, err := decodeRow(b)
+		switch {
+		case err != nil:
+		case len(k) != 8 || readCounter(k) != f.Counter:
+			err = fmt.Errorf("holds fact counter %d", f.Counter)
+		case f.Counter > c.counter:
+			err = fmt.Errorf("counter %d is past the last assigned, %d", f.Counter, c.counter)
+		case f.EdgeID != c.edgeID:
+			err = fmt.Errorf("fact of edge %s in the file of %s", f.EdgeID, c.edgeID)
+		case string(facts.Get([]byte(f.ID))) != string(k):
+			err = fmt.Errorf("fact %s is missing from the facts index", f.ID)
+		}
+		var us []uid
+		for _, id := range row.Visits {
+			u, ok := visitUID(id)
+			if !ok && err == nil {
+				err = fmt.Errorf("visits: %q is not a visit ID", id)
+			}
+			us = append(us, u)
+		}
+		if err != nil {
+			return corrupt(bucketOutbox, k, err)
+		}
+		for _, u := range us {
+			c.pending[u]++
+		}
+		e.v.outbox++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n := facts.Stats().KeyN; n != e.v.outbox {
+		return corrupt(bucketFacts, nil, fmt.Errorf("indexes %d facts; the outbox holds %d", n, e.v.outbox))
+	}
+	return nil
+}
+
+func readCounter(k []byte) uint64 { n, _ := readU64(k); return n }
+
+// Close closes the file. The last View stays readable; writes fail.
+func (c *Cache) Close() error {
+	if err := c.db.Close(); err != nil {
+		return fmt.Errorf("close cache: %w", err)
+	}
+	return nil
+}
+
+// View returns the state as of the last committed write. It is never nil
+// and never changes; call View again to see later writes.
+func (c *Cache) View() *View { return c.view.Load() }
+
+// Apply applies a run of the site's change feed in one transaction and
+// returns how many changes it applied. Changes at or below View().Seq()
+// were applied before (a redelivery) and are skipped. It returns an error
+// wrapping ErrGap when the first change is past View().Seq()+1, and one
+// wrapping protocol.ErrInvalid when a change fails the protocol's checks
+// or the run is not consecutive; either way it applies nothing. A visit
+// with a fact still in the outbox is merged by the conflict rule (doc.go).
+func (c *Cache) Apply(changes []protocol.Change) (applied int, err error) {
+	if len(changes) == 0 {
+		return 0, nil
+	}
+	for i := range changes {
+		if err := check(changes[i]); err != nil {
+			return 0, fmt.Errorf("apply changes: changes[%d]: %w", i, err)
+		}
+		if i > 0 && changes[i].Seq != changes[i-1].Seq+1 {
+			return 0, fmt.Errorf("apply changes: changes[%d].seq %d does not follow %d: %w",
+				i, changes[i].Seq, changes[i-1].Seq, protocol.ErrInvalid)
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.view.Load()
+	if first := changes[0].Seq; first > cur.seq+1 {
+		return 0, fmt.Errorf("apply changes: the batch starts at %d and the cache is at %d: %w", first, cur.seq, ErrGap)
+	}
+	skip := cur.seq + 1 - changes[0].Seq // changes applied before
+	if skip >= uint64(len(changes)) {
+		return 0, nil
+	}
+	todo := changes[skip:]
+	e := newEdit(cur, c.in)
+	var next *View
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		for i := range todo {
+			if err := c.applyOne(tx, e, &todo[i]); err != nil {
+				return fmt.Errorf("seq %d: %w", todo[i].Seq, err)
+			}
+		}
+		e.v.seq = todo[len(todo)-1].Seq
+		if err := tx.Bucket(bucketMeta).Put(metaSeq, u64(e.v.seq)); err != nil {
+			return err
+		}
+		var err error
+		next, err = e.done()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("apply changes: %w", err)
+	}
+	c.view.Store(next)
+	return len(todo), nil
+}
+
+func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
+	switch {
+	case ch.Visit != nil:
+		v := normalize(*ch.Visit)
+		if u, ok := visitUID(v.ID); ok && c.pending[u] > 0 {
+			if x, ok := e.visit(u); ok {
+				v = merge(x.visit(v.ID, u), v)
+			}
+		}
+		return c.putVisit(tx, e, v)
+	case ch.Gate != nil:
+		g := *ch.Gate
+		e.putGate(g)
+		if g.Removed {
+			return tx.Bucket(bucketGates).Delete([]byte(g.ID))
+		}
+		return putJSON(tx.Bucket(bucketGates), []byte(g.ID), g)
+	case ch.Key != nil:
+		e.putKey(*ch.Key)
+		return putJSON(tx.Bucket(bucketKeys), []byte(ch.Key.ID), ch.Key)
+	case ch.Settings != nil:
+		if err := e.setSettings(*ch.Settings); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketMeta), metaSettings, ch.Settings)
+	}
+	return fmt.Errorf("a change without an object: %w", protocol.ErrInvalid)
+}
+
+// merge is the conflict rule (doc.go): while the edge's own facts about a
+// visit are unacknowledged, the cloud's visit is taken with the local
+// status, uses and checked-in/out times, unless the cloud ended the visit.
+func merge(local, cloud protocol.Visit) protocol.Visit {
+	out := cloud
+	if !ended(cloud.Status) {
+		out.Status = local.Status
+	}
+	out.Uses = max(local.Uses, cloud.Uses)
+	out.CheckedInAt, out.CheckedOutAt = local.CheckedInAt, local.CheckedOutAt
+	if local.ReenteredAs != "" {
+		out.ReenteredAs = local.ReenteredAs
+	}
+	return out
+}
+
+// ended reports whether the cloud's status closes the visit for good, so
+// it overrides what the gate did.
+func ended(s string) bool {
+	switch passrule.Status(s) {
+	case passrule.Cancelled, passrule.Denied, passrule.NoShow:
+		return true
+	}
+	return false
+}
+
+// putVisit stores a normalized, valid visit and puts it in the edit.
+func (c *Cache) putVisit(tx *bolt.Tx, e *edit, v protocol.Visit) error {
+	u, x, err := e.in.entry(&v)
+	if err != nil {
+		return fmt.Errorf("visit %s: %w", v.ID, err)
+	}
+	if err := putJSON(tx.Bucket(bucketVisits), []byte(v.ID), v); err != nil {
+		return err
+	}
+	e.putVisit(u, x)
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put(key, raw)
+}
+
+// ReplaceSnapshot replaces the visits, gates, keys and settings with the
+// union of all parts of one snapshot, and sets the sequence to its Seq, in
+// one transaction. The fact counter, outbox and sync time stay. Visits
+// with facts still in the outbox are merged by the conflict rule, and kept
+// as they are when the snapshot lacks them (a visit made here offline). A
+// snapshot without settings leaves the cache without settings. It returns
+// an error wrapping protocol.ErrInvalid, and changes nothing, when a part
+// fails the protocol's checks, the parts are not exactly parts 1 to Parts
+// of one Seq, more than one part carries settings, or an object appears
+// twice.
+func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
+	if err := checkParts(parts); err != nil {
+		return fmt.Errorf("replace snapshot: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.view.Load()
+	in := newInterner()
+	e := newFullEdit(in)
+	e.v.seq, e.v.syncedAt, e.v.outbox = parts[0].Seq, cur.syncedAt, cur.outbox
+	var next *View
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return fmt.Errorf("empty bucket %s: %w", name, err)
+			}
+			if _, err := tx.CreateBucket(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Delete(metaSettings); err != nil {
+			return err
+		}
+		if err := meta.Put(metaSeq, u64(e.v.seq)); err != nil {
+			return err
+		}
+		var visits []*protocol.Visit
+		for i := range parts {
+			if err := c.putPart(tx, e, &parts[i]); err != nil {
+				return fmt.Errorf("part %d: %w", parts[i].Part, err)
+			}
+			for j := range parts[i].Visits {
+				visits = append(visits, &parts[i].Visits[j])
+			}
+		}
+		// In key order into full pages: the file of a bulk load stays
+		// about half the size bbolt's default split would leave.
+		slices.SortFunc(visits, func(a, b *protocol.Visit) int { return strings.Compare(a.ID, b.ID) })
+		tx.Bucket(bucketVisits).FillPercent = 0.9
+		for i, p := range visits {
+			if i > 0 && p.ID == visits[i-1].ID {
+				return fmt.Errorf("visit %s appears twice: %w", p.ID, protocol.ErrInvalid)
+			}
+			v := normalize(*p)
+			if u, _ := visitUID(v.ID); c.pending[u] > 0 {
+				if x, ok := cur.visits[u.shard()][u]; ok {
+					v = merge(x.visit(v.ID, u), v)
+				}
+			}
+			if err := c.putVisit(tx, e, v); err != nil {
+				return err
+			}
+		}
+		for u := range c.pending {
+			if _, ok := e.visit(u); ok {
+				continue
+			}
+			if x, ok := cur.visits[u.shard()][u]; ok {
+				if err := c.putVisit(tx, e, x.visit(visitID(u), u)); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		next, err = e.done()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("replace snapshot: %w", err)
+	}
+	c.in = in
+	c.view.Store(next)
+	return nil
+}
+
+// putPart stores a snapshot part's settings, gates and keys.
+func (c *Cache) putPart(tx *bolt.Tx, e *edit, p *protocol.Snapshot) error {
+	if p.Settings != nil {
+		if err := e.setSettings(*p.Settings); err != nil {
+			return err
+		}
+		if err := putJSON(tx.Bucket(bucketMeta), metaSettings, p.Settings); err != nil {
+			return err
+		}
+	}
+	for _, g := range p.Gates {
+		if g.Removed {
+			continue
+		}
+		if _, ok := e.v.gates[g.ID]; ok {
+			return fmt.Errorf("gate %s appears twice: %w", g.ID, protocol.ErrInvalid)
+		}
+		e.putGate(g)
+		if err := putJSON(tx.Bucket(bucketGates), []byte(g.ID), g); err != nil {
+			return err
+		}
+	}
+	for _, k := range p.Keys {
+		if _, ok := e.v.keys[k.ID]; ok {
+			return fmt.Errorf("key %s appears twice: %w", k.ID, protocol.ErrInvalid)
+		}
+		e.putKey(k)
+		if err := putJSON(tx.Bucket(bucketKeys), []byte(k.ID), k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkParts checks that parts are one whole snapshot of valid objects.
+func checkParts(parts []protocol.Snapshot) error {
+	if len(parts) == 0 {
+		return fmt.Errorf("no parts: %w", protocol.ErrInvalid)
+	}
+	seen := make([]bool, len(parts)+1)
+	settings := 0
+	for i := range parts {
+		p := &parts[i]
+		if p.Seq != parts[0].Seq || p.Parts != len(parts) || p.Part < 1 || p.Part > len(parts) || seen[p.Part] {
+			return fmt.Errorf("parts[%d] is part %d of %d at seq %d; want each of %d parts once, all at seq %d: %w",
+				i, p.Part, p.Parts, p.Seq, len(parts), parts[0].Seq, protocol.ErrInvalid)
+		}
+		seen[p.Part] = true
+		if p.Settings != nil {
+			settings++
+			if err := check(protocol.Change{Settings: p.Settings}); err != nil {
+				return fmt.Errorf("part %d settings: %w", p.Part, err)
+			}
+		}
+		for j := range p.Gates {
+			if err := check(protocol.Change{Gate: &p.Gates[j]}); err != nil {
+				return fmt.Errorf("part %d gates[%d]: %w", p.Part, j, err)
+			}
+		}
+		for j := range p.Keys {
+			if err := check(protocol.Change{Key: &p.Keys[j]}); err != nil {
+				return fmt.Errorf("part %d keys[%d]: %w", p.Part, j, err)
+			}
+		}
+		for j := range p.Visits {
+			if err := check(protocol.Change{Visit: &p.Visits[j]}); err != nil {
+				return fmt.Errorf("part %d visits[%d]: %w", p.Part, j, err)
+			}
+		}
+	}
+	if settings > 1 {
+		return fmt.Errorf("%d parts carry settings: %w", settings, protocol.ErrInvalid)
+	}
+	return nil
+}
+
+// Record stores what a gate did, in one transaction: the visits of
+// change, and fact appended to the outbox with the next counter of this
+// edge. It returns the fact as stored (counter, edge and version set); an
+// empty fact.EdgeID is the cache's. Nothing is stored when it fails: with
+// an error wrapping protocol.ErrInvalid for an invalid fact or visit,
+// ErrEdgeMismatch for a fact of another edge, ErrNoEdge when the cache
+// knows no edge, ErrDuplicateFact when the fact's ID is already waiting,
+// or bbolt's error.
+func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.edgeID == "":
+		return protocol.Fact{}, fmt.Errorf("record fact: %w", ErrNoEdge)
+	case fact.EdgeID == "":
+		fact.EdgeID = c.edgeID
+	case fact.EdgeID != c.edgeID:
+		return protocol.Fact{}, fmt.Errorf("record fact: the fact is %s's, this is %s: %w", fact.EdgeID, c.edgeID, ErrEdgeMismatch)
+	}
+	fact.Counter = c.counter + 1
+	fact.At = fact.At.UTC().Truncate(time.Microsecond) // the protocol's precision: what is returned is what is stored
+	raw, err := protocol.Encode(&fact)
+	if err != nil {
+		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+	}
+	visits := make([]protocol.Visit, len(change.Visits))
+	row := outboxRow{Fact: raw}
+	var us []uid
+	for i, v := range change.Visits {
+		v = normalize(v)
+		if err := check(protocol.Change{Visit: &v}); err != nil {
+			return protocol.Fact{}, fmt.Errorf("record fact: visits[%d]: %w", i, err)
+		}
+		visits[i] = v
+		u, _ := visitUID(v.ID)
+		if !slices.Contains(us, u) {
+			us = append(us, u)
+			row.Visits = append(row.Visits, v.ID)
+		}
+	}
+	rowJSON, err := json.Marshal(row)
+	if err != nil {
+		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+	}
+
+	e := newEdit(c.view.Load(), c.in)
+	var next *View
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		for _, v := range visits {
+			if err := c.putVisit(tx, e, v); err != nil {
+				return err
+			}
+		}
+		facts := tx.Bucket(bucketFacts)
+		if facts.Get([]byte(fact.ID)) != nil {
+			return fmt.Errorf("fact %s: %w", fact.ID, ErrDuplicateFact)
+		}
+		key := u64(fact.Counter)
+		if err := tx.Bucket(bucketOutbox).Put(key, rowJSON); err != nil {
+			return err
+		}
+		if err := facts.Put([]byte(fact.ID), key); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketMeta).Put(metaCounter, key); err != nil {
+			return err
+		}
+		e.v.outbox++
+		var err error
+		next, err = e.done()
+		return err
+	})
+	if err != nil {
+		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+	}
+	c.counter = fact.Counter
+	for _, u := range us {
+		c.pending[u]++
+	}
+	c.view.Store(next)
+	return fact, nil
+}
+
+// Outbox returns up to limit facts waiting for acknowledgement, oldest
+// (lowest counter) first; limit ≤ 0 means all. It returns bbolt's errors
+// and a *CorruptError for a row that no longer decodes.
+func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) {
+	var out []protocol.Fact
+	err := c.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketOutbox).Cursor()
+		for k, b := cur.First(); k != nil && (limit <= 0 || len(out) < limit); k, b = cur.Next() {
+			_, f, err := decodeRow(b)
+			if err != nil {
+				return corrupt(bucketOutbox, k, err)
+			}
+			out = append(out, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return out, nil
+}
+
+// OutboxStats returns how many facts wait for acknowledgement and when
+// the oldest of them happened (zero when none wait). It returns bbolt's
+// errors and a *CorruptError for a row that no longer decodes.
+func (c *Cache) OutboxStats() (depth int, oldest time.Time, err error) {
+	c.mu.Lock() // the depth and the oldest row of one state
+	defer c.mu.Unlock()
+	err = c.db.View(func(tx *bolt.Tx) error {
+		depth = c.view.Load().outbox
+		k, b := tx.Bucket(bucketOutbox).Cursor().First()
+		if k == nil {
+			depth = 0
+			return nil
+		}
+		_, f, err := decodeRow(b)
+		if err != nil {
+			return corrupt(bucketOutbox, k, err)
+		}
+		oldest = f.At
+		return nil
+	})
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("outbox stats: %w", err)
+	}
+	return depth, oldest, nil
+}
+
+// Ack removes the facts the cloud acknowledged, in one transaction, and
+// returns how many it removed. IDs not in the outbox (acknowledged before,
+// or never recorded here) are ignored. Once no waiting fact names a visit,
+// the cloud's next change of it is taken whole. It returns bbolt's errors
+// and a *CorruptError for a row that no longer decodes.
+func (c *Cache) Ack(ids []string) (removed int, err error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var freed []uid
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		facts, outbox := tx.Bucket(bucketFacts), tx.Bucket(bucketOutbox)
+		for _, id := range ids {
+			key := facts.Get([]byte(id))
+			if key == nil {
+				continue
+			}
+			key = slices.Clone(key) // bbolt's bytes go stale after Delete
+			row, _, err := decodeRow(outbox.Get(key))
+			if err != nil {
+				return corrupt(bucketOutbox, key, err)
+			}
+			for _, v := range row.Visits {
+				u, _ := visitUID(v)
+				freed = append(freed, u)
+			}
+			if err := outbox.Delete(key); err != nil {
+				return err
+			}
+			if err := facts.Delete([]byte(id)); err != nil {
+				return err
+			}
+			removed++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ack facts: %w", err)
+	}
+	for _, u := range freed {
+		if c.pending[u]--; c.pending[u] <= 0 {
+			delete(c.pending, u)
+		}
+	}
+	if removed > 0 {
+		next := *c.view.Load()
+		next.outbox -= removed
+		c.view.Store(&next)
+	}
+	return removed, nil
+}
+
+// MarkSynced records t as the last contact with the cloud, for the
+// offline limit and status reports. Each call is a durable write: call it
+// on a timer, not per message. It returns bbolt's errors.
+func (c *Cache) MarkSynced(t time.Time) error {
+	t = t.UTC()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(metaSyncedAt, []byte(t.Format(time.RFC3339Nano)))
+	})
+	if err != nil {
+		return fmt.Errorf("mark synced: %w", err)
+	}
+	next := *c.view.Load()
+	next.syncedAt = t
+	c.view.Store(&next)
+	return nil
+}

@@ -1,0 +1,67 @@
+// Package cache is the site appliance's durable state, in one bbolt file,
+// and the in-memory View of it that gates decide from.
+//
+// It may import the standard library, go.etcd.io/bbolt, sync/protocol and
+// shared/ packages.
+//
+// # What the file holds
+//
+// The site snapshot the cloud sends (visits, gates, settings and the
+// organisation's pass-verification keys), the last change sequence applied,
+// the per-edge fact counter, and the outbox: facts not yet acknowledged, in
+// counter order. Values are the protocol's JSON, decoded as strictly as a
+// message off the wire; the outbox is keyed by the counter, 8 bytes
+// big-endian, so a cursor walks it in order. Open reads every value back and
+// refuses the file with a *CorruptError naming the bucket and key of a
+// value that does not decode, validate or agree with the rest: a
+// damaged file is a reason to stop, not to drop data silently.
+//
+// # Durability
+//
+// Each write is one bbolt transaction, committed with fsync before it
+// returns: Apply for a run of the change feed, ReplaceSnapshot for a whole
+// snapshot, Record for what a gate did (the visits it changed and its fact
+// together: a crash leaves both or neither), Ack, MarkSynced.
+//
+// # The View
+//
+// The gate path never reads bbolt. It reads a *View: immutable, built from
+// the file at Open and rebuilt after every committed write, published with
+// an atomic pointer swap, so a decision reads one consistent state without
+// locks. Writers are serialised, so Views appear in commit order.
+//
+// Visits are packed (a 120-byte entry keyed by the visit's 16-byte UUID,
+// times as Unix microseconds, host names and gate lists shared) and split
+// into 256 shards by a hash of the UUID. A write copies only the shards it
+// touches, about n/256 entries each, and the array of shard pointers. That
+// keeps a scan's Record at a few hundred entries copied for 100,000
+// visits, with no background merging and no pauses, where copying one map
+// would cost all n; a lookup is one hash and one map probe. A full Apply
+// batch (500 changes) touches most shards, so it copies about n entries:
+// n/500 a change. A two-level base-and-overlay scheme would copy less per
+// write but needs a periodic O(n) merge; a persistent trie costs more
+// pointers per lookup and per entry. 100,000 visits take about 21 MB of
+// heap.
+//
+// # Conflicts between the cloud and the gate
+//
+// A visit that a Record changed is pending until the cloud acknowledges
+// every outbox fact recorded with it. While it is pending, a change of the
+// visit from the cloud (in Apply or in a snapshot) is taken with four local
+// exceptions:
+//
+//   - status stays local, unless the cloud's is cancelled, denied or
+//     no_show: an ending from the cloud always wins for future decisions;
+//   - uses is the larger of the two, so a single-use pass stays used;
+//   - checked_in_at and checked_out_at stay local;
+//   - reentered_as stays local when set.
+//
+// Everything else (expected times, pass rules, revoked, names) is the
+// cloud's. So the cloud's "expected" sent before it saw a local check-in
+// cannot undo the check-in, and a cancellation or revocation applies at
+// once. A pending visit that a snapshot lacks (a re-entry made here while
+// offline) is kept. Once the facts are acknowledged the cloud's next change
+// of the visit is taken whole. Convergence relies on the cloud emitting a
+// change of the visit whenever it applies a fact about it, flagged ones
+// included.
+package cache

@@ -1,0 +1,55 @@
+package cache
+
+import "github.com/svc-vms/svc/shared/ids"
+
+// uid is the 128-bit UUID inside a visit's TypeID. The View keys visits by
+// it rather than by the 32-byte ID text: 16 bytes inline in the map slot
+// instead of a string header and a separate 32-byte allocation per visit.
+type uid struct{ hi, lo uint64 }
+
+// crockford is the lower-case Crockford base32 alphabet of TypeID suffixes.
+const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
+
+var crockfordValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i := 0; i < len(crockford); i++ {
+		t[crockford[i]] = byte(i)
+	}
+	return t
+}()
+
+// visitUID parses a visit ID. The suffix is 26 base32 digits of a 130-bit
+// number whose top two bits ids.Valid guarantees are zero, so the mapping
+// to 128 bits is one to one and visitID gives the same text back.
+func visitUID(id string) (uid, bool) {
+	if !ids.Valid(ids.Visit, id) {
+		return uid{}, false
+	}
+	var u uid
+	for i := len(ids.Visit) + 1; i < len(id); i++ {
+		u.hi = u.hi<<5 | u.lo>>59
+		u.lo = u.lo<<5 | uint64(crockfordValue[id[i]])
+	}
+	return u, true
+}
+
+// visitID is the TypeID text of u.
+func visitID(u uid) string {
+	const n = len(ids.Visit) + 1
+	var b [n + 26]byte
+	copy(b[:], ids.Visit+"_")
+	for i := len(b) - 1; i >= n; i-- {
+		b[i] = crockford[u.lo&31]
+		u.lo = u.lo>>5 | u.hi<<59
+		u.hi >>= 5
+	}
+	return string(b[:])
+}
+
+// shard picks one of the View's visit shards. UUIDv7 puts the time in the
+// high bits; mixing both halves spreads IDs made by anything else too.
+func (u uid) shard() int {
+	return int((u.hi ^ u.lo) * 0x9e3779b97f4a7c15 >> (64 - shardBits))
+}
