@@ -694,12 +694,38 @@ func TestView_ConcurrentReadersWhileRecording(t *testing.T) {
 	c, _ := newCache(t)
 	a, b := newVisit(), newVisit()
 	apply(t, c, 1, a, b)
-	const perWriter = 30
+	const perWriter, readers, minReads = 30, 4, 100
 	done := make(chan struct{})
-	var writers, readers sync.WaitGroup
-	errs := make(chan error, 16)
+	var started, writing, reading sync.WaitGroup
+	errs := make(chan error, 2+readers)
+	var states [readers]map[int]bool
+	started.Add(readers)
+	for r := range readers {
+		states[r] = map[int]bool{}
+		reading.Go(func() {
+			started.Done()
+			for n := 0; ; n++ {
+				if n >= minReads {
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+				view := c.View()
+				va, okA := view.Visit(a.ID)
+				vb, okB := view.Visit(b.ID)
+				if !okA || !okB || va.Uses+vb.Uses != view.Counts().Outbox {
+					errs <- fmt.Errorf("inconsistent view: uses %d+%d, outbox %d", va.Uses, vb.Uses, view.Counts().Outbox)
+					return
+				}
+				states[r][view.Counts().Outbox] = true
+			}
+		})
+	}
+	started.Wait() // the readers run before the first write
 	for _, v := range []protocol.Visit{a, b} {
-		writers.Go(func() {
+		writing.Go(func() {
 			for range perWriter {
 				cur, _ := c.View().Visit(v.ID)
 				cur.Uses++
@@ -710,36 +736,17 @@ func TestView_ConcurrentReadersWhileRecording(t *testing.T) {
 			}
 		})
 	}
-	var reads [4]int
-	for i := range reads {
-		readers.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				view := c.View()
-				va, okA := view.Visit(a.ID)
-				vb, okB := view.Visit(b.ID)
-				if !okA || !okB || va.Uses+vb.Uses != view.Counts().Outbox {
-					errs <- fmt.Errorf("inconsistent view: uses %d+%d, outbox %d", va.Uses, vb.Uses, view.Counts().Outbox)
-					return
-				}
-				reads[i]++
-			}
-		})
-	}
-	writers.Wait()
+	writing.Wait()
 	close(done)
-	readers.Wait()
+	reading.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
 	require.Equal(t, 2*perWriter, c.View().Counts().Outbox)
 	require.Equal(t, perWriter, visitOf(t, c, a.ID).Uses)
-	for i, n := range reads {
-		require.Positive(t, n, "reader %d never read", i)
+	require.Equal(t, perWriter, visitOf(t, c, b.ID).Uses)
+	for r := range states {
+		t.Logf("reader %d saw %d of the %d states", r, len(states[r]), 2*perWriter+1)
 	}
 }
