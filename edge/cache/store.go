@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -52,82 +50,44 @@ func readU64(b []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// epoch stands in for a change's time where the cache wraps an object in
-// a one-change batch; the protocol only checks that seq is not 0.
-var epoch = time.Unix(0, 0).UTC()
-
-// check validates one object the way the wire does. The protocol exports
-// its checks only through Encode, so the object travels as a one-change
-// batch.
+// check validates the one object a change holds the way the wire does.
 func check(c protocol.Change) error {
-	c.Seq, c.At = 1, epoch
-	_, err := protocol.Encode(&protocol.Batch{Changes: []protocol.Change{c}})
-	return err
+	n := 0
+	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("%w: a change holds %d objects; it holds exactly one", protocol.ErrInvalid, n)
+	}
+	switch {
+	case c.Visit != nil:
+		return protocol.Validate(c.Visit)
+	case c.Gate != nil:
+		return protocol.Validate(c.Gate)
+	case c.Settings != nil:
+		return protocol.Validate(c.Settings)
+	case c.Key != nil:
+		return protocol.Validate(c.Key)
+	}
+	return fmt.Errorf("%w: a change holds no object", protocol.ErrInvalid)
 }
 
-// decodeObject reads one stored object strictly and validates it, by
-// decoding it inside a one-change batch: one pass of the protocol's own
-// decoder, unknown fields refused.
-func decodeObject(field string, raw []byte) (*protocol.Change, error) {
-	const head = `{"v":1,"changes":[{"seq":1,"at":"1970-01-01T00:00:00Z","`
-	b := make([]byte, 0, len(head)+len(field)+len(raw)+8)
-	b = append(b, head...)
-	b = append(b, field...)
-	b = append(b, `":`...)
-	b = append(b, raw...)
-	b = append(b, "}]}"...)
-	var batch protocol.Batch
-	if err := protocol.Decode(b, &batch); err != nil {
-		return nil, err
-	}
-	if len(batch.Changes) != 1 {
-		return nil, errors.New("not one object")
-	}
-	return &batch.Changes[0], nil
+func decodeVisit(raw []byte) (v protocol.Visit, err error) {
+	return v, protocol.DecodeObject(raw, &v)
 }
 
-func decodeVisit(raw []byte) (protocol.Visit, error) {
-	c, err := decodeObject("visit", raw)
-	if err != nil {
-		return protocol.Visit{}, err
-	}
-	if c.Visit == nil {
-		return protocol.Visit{}, errors.New("not a visit")
-	}
-	return *c.Visit, nil
+func decodeGate(raw []byte) (g protocol.Gate, err error) {
+	return g, protocol.DecodeObject(raw, &g)
 }
 
-func decodeGate(raw []byte) (protocol.Gate, error) {
-	c, err := decodeObject("gate", raw)
-	if err != nil {
-		return protocol.Gate{}, err
-	}
-	if c.Gate == nil {
-		return protocol.Gate{}, errors.New("not a gate")
-	}
-	return *c.Gate, nil
+func decodeKey(raw []byte) (k protocol.Key, err error) {
+	return k, protocol.DecodeObject(raw, &k)
 }
 
-func decodeKey(raw []byte) (protocol.Key, error) {
-	c, err := decodeObject("key", raw)
-	if err != nil {
-		return protocol.Key{}, err
-	}
-	if c.Key == nil {
-		return protocol.Key{}, errors.New("not a key")
-	}
-	return *c.Key, nil
-}
-
-func decodeSettings(raw []byte) (protocol.Settings, error) {
-	c, err := decodeObject("settings", raw)
-	if err != nil {
-		return protocol.Settings{}, err
-	}
-	if c.Settings == nil {
-		return protocol.Settings{}, errors.New("not settings")
-	}
-	return *c.Settings, nil
+func decodeSettings(raw []byte) (s protocol.Settings, err error) {
+	return s, protocol.DecodeObject(raw, &s)
 }
 
 // decodeRow reads an outbox row and its fact strictly.

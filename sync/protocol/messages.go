@@ -516,3 +516,42 @@ func Decode[M Message](b []byte, m M) error {
 	}
 	return m.validate()
 }
+
+// Object is one of the objects a change carries, validated on its own
+// when it is stored rather than sent (the edge's cache keeps them).
+type Object interface {
+	*Visit | *Gate | *Settings | *Key
+	validate(where string) error
+}
+
+// Validate checks one object as a message carrying it would be checked.
+func Validate[O Object](o O) error { return o.validate(objectName(o)) }
+
+// DecodeObject reads one object strictly into o, as Decode reads a
+// message: at most MaxMessage bytes, no unknown fields, valid.
+func DecodeObject[O Object](b []byte, o O) error {
+	if len(b) > MaxMessage {
+		return invalid("the object is %d bytes, more than %d", len(b), MaxMessage)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(o); err != nil {
+		return invalid("%v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("data after the object")
+	}
+	return Validate(o)
+}
+
+func objectName(o any) string {
+	switch o.(type) {
+	case *Visit:
+		return "visit"
+	case *Gate:
+		return "gate"
+	case *Settings:
+		return "settings"
+	}
+	return "key"
+}

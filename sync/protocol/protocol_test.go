@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -212,4 +213,23 @@ func fuzzOne[M protocol.Message](t *testing.T, b []byte, m, again M) {
 	require.NoError(t, err, "an accepted message encodes")
 	require.NoError(t, protocol.Decode(out, again), "and decodes again")
 	require.Equal(t, m, again)
+}
+
+func TestDecodeObject_StrictLikeAMessage(t *testing.T) {
+	v := visit()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	var got protocol.Visit
+	require.NoError(t, protocol.DecodeObject(b, &got))
+	require.Equal(t, v, got)
+
+	for name, raw := range map[string]string{
+		"unknown field": strings.Replace(string(b), `{`, `{"pin":"1234",`, 1),
+		"trailing data": string(b) + `{}`,
+		"bad status":    strings.Replace(string(b), `"expected"`, `"lost"`, 1),
+	} {
+		require.ErrorIs(t, protocol.DecodeObject([]byte(raw), &protocol.Visit{}), protocol.ErrInvalid, name)
+	}
+	require.ErrorIs(t, protocol.Validate(&protocol.Gate{ID: gateID, Direction: "sideways"}), protocol.ErrInvalid)
+	require.NoError(t, protocol.Validate(&protocol.Gate{ID: gateID, Direction: "exit"}))
 }
