@@ -52,7 +52,7 @@ cross:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build ./...
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build ./...
 
-## bench: load-test GET and POST /teams on SQLite and PostgreSQL beside a bare echo handler (needs wrk)
+## bench: load-test GET and POST /teams, POST /visits and check-in on SQLite and PostgreSQL beside a bare echo handler (needs wrk)
 bench:
 	cloud/bench/bench.sh
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Load test of the cloud API through its full middleware stack, on SQLite
 # and (when SVC_TEST_POSTGRES_URL or SVC_BENCH_POSTGRES_URL is set) on
-# PostgreSQL, beside a bare echo handler measured in the same run.
+# PostgreSQL, beside a bare echo handler measured in the same run: GET and
+# POST /teams, POST /visits (each with its own visitor, then all with one),
+# and check-in, each request on a visit the POST /visits runs made.
 # Prints one line per measurement; docs/performance.md records them.
 #
 #   DURATION=15s CONNS=32 cloud/bench/bench.sh
@@ -36,12 +38,63 @@ wait_port() {
   exit 1
 }
 
+# settle runs between a warm-up and the measured run: on PostgreSQL it
+# analyzes the bench schema (see analyze_schema below).
+settle() { :; }
+
 measure() { # label url script
   local label=$1 url=$2 script=$3
   wrk -t"$THREADS" -c"$CONNS" -d2s -s "cloud/bench/$script" "$url" >/dev/null # warm-up
+  settle
   local out
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "cloud/bench/$script" "$url" | grep '^RESULT')
-  printf '%-34s %s\n' "$label" "${out#RESULT }"
+  printf '%-40s %s\n' "$label" "${out#RESULT }"
+}
+
+seconds() { # a wrk duration (15, 15s, 2m) in seconds
+  case $1 in
+    *m) echo $((${1%m} * 60)) ;;
+    *s) echo "${1%s}" ;;
+    *) echo "$1" ;;
+  esac
+}
+
+# make_visits url ids-dir seconds: POST /visits for that long, unmeasured,
+# appending the new visits' IDs to ids-dir.
+make_visits() {
+  IDS_DIR=$2 wrk -t"$THREADS" -c"$CONNS" -d"$3s" -s cloud/bench/visits.lua "$1" >/dev/null
+}
+
+# measure_checkin label url ids-dir: like measure, for check-in. A visit
+# checks in once, so each run (the warm-up, then the measured one) walks its
+# own slice of the IDs made so far, and every ID is handed out at most once.
+# checkin.lua stops a thread that runs out and says ran_out=1, which would
+# understate the rate: then more visits are made and the measurement is
+# repeated.
+measure_checkin() {
+  local label=$1 url=$2 ids=$3 dur total n warm out attempt
+  dur=$(seconds "$DURATION")
+  total=$((dur + 2))
+  # The POST /visits runs made as many visits as a check-in run of the same
+  # length needs if check-in is no faster; as many again leaves room for a
+  # check-in up to twice as fast.
+  make_visits "$url" "$ids" "$total"
+  for attempt in 1 2 3; do
+    cat "$ids"/*.ids >"$tmp/pool"
+    rm -f "$ids"/*.ids
+    n=$(wc -l <"$tmp/pool")
+    warm=$((n * 2 / total)) # the warm-up's share of the time
+    head -n "$warm" "$tmp/pool" >"$tmp/pool.warm"
+    tail -n +"$((warm + 1))" "$tmp/pool" >"$tmp/pool.run"
+    IDS=$tmp/pool.warm THREADS=$THREADS wrk -t"$THREADS" -c"$CONNS" -d2s -s cloud/bench/checkin.lua "$url" >/dev/null
+    settle
+    out=$(IDS=$tmp/pool.run THREADS=$THREADS wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s cloud/bench/checkin.lua "$url" | grep '^RESULT')
+    case $out in *ran_out=0*) break ;; esac
+    [ "$attempt" = 3 ] && break
+    echo "bench: $label ran out of its $((n - warm)) visits; making more" >&2
+    make_visits "$url" "$ids" $((total * 3 * attempt))
+  done
+  printf '%-40s %s\n' "$label" "${out#RESULT }"
 }
 
 # The yardstick: a bare echo handler with a fixed body.
@@ -72,6 +125,17 @@ bench_store() { # name port store-flags...
   done
   KEY=$key BENCH_PATH="/v1/teams?limit=25" measure "$name GET /v1/teams (25 + members)" "http://127.0.0.1:$port" get.lua
   KEY=$key measure "$name POST /v1/teams" "http://127.0.0.1:$port" post.lua
+
+  # Visits: meetings at the first test-mode site, hosted by the first person
+  # (the seed's seventh, and every seventh after, is inactive).
+  local site ids=$tmp/ids.$name
+  site=$(echo "$seed" | sed -n 's/.*"test":{"sites":\[{"id":"\([^"]*\)".*/\1/p')
+  mkdir -p "$ids"
+  export KEY=$key SITE=$site HOST=$1
+  IDS_DIR=$ids measure "$name POST /v1/visits" "http://127.0.0.1:$port" visits.lua
+  measure_checkin "$name POST /v1/visits/{id}/check-in" "http://127.0.0.1:$port" "$ids"
+  EMAIL=fixed measure "$name POST /v1/visits (one visitor)" "http://127.0.0.1:$port" visits.lua
+  unset KEY SITE HOST
 }
 
 store_flags=(--data "$tmp/sqlite")
@@ -80,9 +144,24 @@ bench_store sqlite 18100 --data "$tmp/sqlite"
 if [ -n "$PG_URL" ]; then
   schema="bench_$$"
   psql -q "$PG_URL" -c "CREATE SCHEMA $schema" >/dev/null
-  trap 'psql -q "$PG_URL" -c "DROP SCHEMA IF EXISTS '"$schema"' CASCADE" >/dev/null 2>&1; cleanup' EXIT
+  # The servers stop first: requests still in flight would find the schema gone.
+  trap 'cleanup; psql -q "$PG_URL" -c "DROP SCHEMA IF EXISTS '"$schema"' CASCADE" >/dev/null 2>&1' EXIT
   sep='?'; case "$PG_URL" in *\?*) sep='&';; esac
   url="$PG_URL${sep}search_path=$schema"
+  # The tables start empty and grow by thousands of rows a run. Where
+  # autovacuum is off (as on the development machine) nothing would ever
+  # analyze them, and the planner, still believing them empty, reads the
+  # visit's visitor by scanning the tenant's whole visitors index: about
+  # 4 ms per read at 8,500 visitors, and slower as the run adds more.
+  # Analyzing after each warm-up stands in for autovacuum; it touches only
+  # this schema. SVC_BENCH_ANALYZE=0 leaves it out.
+  analyze_schema() {
+    psql -q "$PG_URL" -c "DO \$\$DECLARE t text; BEGIN
+      FOR t IN SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = '$schema' LOOP
+        EXECUTE 'ANALYZE ' || t;
+      END LOOP; END\$\$" >/dev/null
+  }
+  if [ "${SVC_BENCH_ANALYZE:-1}" != 0 ]; then settle() { analyze_schema; }; fi
   store_flags=(--database-url "$url")
   bench_store postgres 18101 --database-url "$url"
 else

@@ -1,6 +1,9 @@
--- Shared by get.lua and post.lua: prints the one RESULT line bench.sh reads.
-function report(summary, latency)
-  io.write(string.format("RESULT rps=%.0f p50_ms=%.2f p99_ms=%.2f errors=%d non2xx=%d\n",
+-- Shared by the wrk scripts: prints the one RESULT line bench.sh reads.
+-- non2xx counts responses outside 200-399 (wrk's status errors); extra, if
+-- given, is appended as it is.
+function report(summary, latency, extra)
+  io.write(string.format("RESULT rps=%.0f p50_ms=%.2f p99_ms=%.2f errors=%d non2xx=%d%s\n",
     summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000, latency:percentile(99) / 1000,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.errors.status))
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.errors.status,
+    extra or ""))
 end
