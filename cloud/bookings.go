@@ -250,7 +250,7 @@ func (s *Service) bookingTypeView(ctx context.Context, bt BookingType) (BookingT
 	if err != nil {
 		return out, err
 	}
-	f, err := form.Parse(vt.Form)
+	f, err := parseForm(vt.Form)
 	if err != nil {
 		return out, fmt.Errorf("visit type %s: stored form: %w", vt.Key, err)
 	}
@@ -633,7 +633,7 @@ func (s *Service) bookingSite(ctx context.Context, a Actor, b Booking) (BookingT
 	if err != nil {
 		return BookingType{}, Site{}, nil, err
 	}
-	loc, err := time.LoadLocation(site.Timezone)
+	loc, err := loadLocation(site.Timezone)
 	if err != nil {
 		return BookingType{}, Site{}, nil, fmt.Errorf("site %s: %w", site.ID, err)
 	}

@@ -87,7 +87,7 @@ func (s *Service) passToken(ctx context.Context, v Visit) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		loc, err := time.LoadLocation(site.Timezone)
+		loc, err := loadLocation(site.Timezone)
 		if err != nil {
 			return "", fmt.Errorf("site %s: %w", site.ID, err)
 		}

@@ -92,7 +92,7 @@ func (s *Service) siteZone(ctx context.Context, v *ValidationError, t Tenant, fi
 	if err != nil {
 		return Site{}, nil, err
 	}
-	loc, err := time.LoadLocation(site.Timezone)
+	loc, err := loadLocation(site.Timezone)
 	if err != nil {
 		return Site{}, nil, fmt.Errorf("site %s: time zone %q: %w", site.ID, site.Timezone, err)
 	}
@@ -568,6 +568,10 @@ func (s *Service) checkHistory(a Actor, created time.Time) error {
 // redact leaves out answers to sensitive and masked questions: no API
 // response carries them.
 func (s *Service) redact(ctx context.Context, t Tenant, forms map[string]*form.Form, v *Visit) error {
+	if len(v.CustomFields) == 0 {
+		v.CustomFields = map[string]json.RawMessage{} // nothing to leave out: no need to read the form
+		return nil
+	}
 	f, ok := forms[v.Type]
 	if !ok {
 		vt, err := s.store.VisitType(ctx, t, v.Type)
@@ -575,7 +579,7 @@ func (s *Service) redact(ctx context.Context, t Tenant, forms map[string]*form.F
 			return err
 		}
 		if err == nil {
-			if f, err = form.Parse(vt.Form); err != nil {
+			if f, err = parseForm(vt.Form); err != nil {
 				return fmt.Errorf("visit type %s: stored form: %w", vt.Key, err)
 			}
 		}

@@ -59,7 +59,7 @@ func (s *Service) PutVisitType(ctx context.Context, vt VisitType) error {
 		v.Add("key", "must match ^[a-z][a-z0-9_]{0,39}$")
 	}
 	checkText(&v, "name", vt.Name, true, MaxNameLen)
-	if _, err := form.Parse(vt.Form); err != nil {
+	if _, err := parseForm(vt.Form); err != nil {
 		v.Add("form", "%v", err)
 	}
 	for _, fe := range vt.PassRules.Validate() {
@@ -95,7 +95,7 @@ func view(vt VisitType) (VisitTypeView, error) {
 	if !vt.PreRegistration {
 		return out, nil
 	}
-	f, err := form.Parse(vt.Form)
+	f, err := parseForm(vt.Form)
 	if err != nil {
 		return out, fmt.Errorf("visit type %s: stored form: %w", vt.Key, err)
 	}
@@ -156,7 +156,7 @@ func (s *Service) usableType(ctx context.Context, v *ValidationError, t Tenant, 
 		v.Add(field, "visit type %q is not open for pre-registration", key)
 		return nil, nil, nil
 	}
-	f, err := form.Parse(vt.Form)
+	f, err := parseForm(vt.Form)
 	if err != nil {
 		return nil, nil, fmt.Errorf("visit type %s: stored form: %w", key, err)
 	}
