@@ -24,7 +24,9 @@ vet:
 # The QR tests read passes back with zbarimg (Debian's zbar-tools), an
 # independent decoder, found on PATH unless SVC_TEST_ZBARIMG names it.
 unit:
-	SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" $(GO) test -count=1 -timeout 15m ./...
+	SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" \
+	SVC_TESTDATA="$${SVC_TESTDATA:-$(firstword $(wildcard $(CURDIR)/../shared/testdata /work/shared/testdata))}" \
+	$(GO) test -count=1 -timeout 15m ./...
 
 ## lint-openapi: lint the OpenAPI document with Spectral (spectral:oas), installed from npm into ./.tools
 lint-openapi: $(SPECTRAL)
