@@ -1,0 +1,258 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/svc-vms/svc/gate/relay"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// Defaults for values the file may leave out.
+const (
+	DefaultDataDir   = "/var/lib/svc-edge"
+	DefaultListen    = "127.0.0.1:8081"
+	DefaultBaud      = 9600
+	DefaultCacheName = "cache.db" // in the data directory
+)
+
+const (
+	// MaxSize bounds the file: a larger one is refused unread.
+	MaxSize = 1 << 20
+	// maxPasswordFile bounds a password file.
+	maxPasswordFile = 4 << 10
+)
+
+// Config is the resolved configuration of one appliance: the file, then
+// the SVC_* variables, then the defaults, validated.
+type Config struct {
+	Site   protocol.Site
+	EdgeID string
+	Broker Broker
+	// DataDir is the appliance's directory.
+	DataDir string
+	// CachePath is the bbolt file.
+	CachePath string
+	// Listen is the local HTTP server's host:port.
+	Listen string
+	Gates  []Gate
+}
+
+// Broker is how the edge reaches the MQTT broker.
+type Broker struct {
+	URL      string
+	Username string
+	// Password is the secret, read from PasswordFile when that is set.
+	Password string
+	// PasswordFile is where Password came from, or "".
+	PasswordFile string
+}
+
+// Gate is one gate at the site.
+type Gate struct {
+	ID      string
+	Readers []Reader
+	Relay   relay.Config
+	// Door is nil when the gate has no door sensor.
+	Door      *relay.DoorConfig
+	WhenStale WhenStale
+}
+
+// Reader kinds.
+const (
+	Serial = "serial" // text lines from a (USB-)serial QR reader
+	TCP    = "tcp"    // text lines on a TCP port
+	Camera = "camera" // JPEG or PNG frames posted to the local HTTP server
+)
+
+// Reader is one input of scans at a gate. Device and Baud are set for
+// Serial readers only, Listen for TCP readers only.
+type Reader struct {
+	Kind   string
+	Device string
+	Baud   int
+	Listen string
+}
+
+// WhenStale is what a gate does when the cache is older than the site's
+// offline limit.
+type WhenStale string
+
+const (
+	// FailSecure refuses every scan until the cache is fresh again.
+	FailSecure WhenStale = "fail_secure"
+	// FailOpen goes on deciding from the stale cache.
+	FailOpen WhenStale = "fail_open"
+)
+
+// Options are what Parse needs from its surroundings.
+type Options struct {
+	// Dir is the directory relative paths in the document are taken from;
+	// "" means the working directory.
+	Dir string
+	// LookupEnv reads a variable, as os.LookupEnv does; nil reads none.
+	LookupEnv func(string) (string, bool)
+}
+
+// Load reads the file at path and resolves it with the process's
+// environment. Relative paths in it are taken from the file's directory.
+// The error is an *Error listing every problem, or the error of reading
+// the file.
+func Load(path string) (*Config, error) {
+	data, err := readFile(path, MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	cfg, err := Parse(data, Options{Dir: filepath.Dir(path), LookupEnv: os.LookupEnv})
+	var cerr *Error
+	if errors.As(err, &cerr) {
+		cerr.File = path
+	}
+	return cfg, err
+}
+
+// Parse decodes a document, applies the variables and defaults, reads the
+// password file and validates the result. Its error is an *Error listing
+// every problem.
+func Parse(data []byte, opts Options) (*Config, error) {
+	d := &decoder{}
+	if len(data) > MaxSize {
+		d.add("", "larger than %d bytes", MaxSize)
+		return nil, d.err()
+	}
+	cfg := d.document(data)
+	if cfg == nil {
+		return nil, d.err()
+	}
+	d.resolve(cfg, opts)
+	d.validate(cfg)
+	if len(d.problems) > 0 {
+		return nil, d.err()
+	}
+	return cfg, nil
+}
+
+// resolve applies the variables, the defaults, the file's directory to
+// relative paths, and reads the password file.
+func (d *decoder) resolve(c *Config, opts Options) {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || opts.Dir == "" {
+			return p
+		}
+		return filepath.Join(opts.Dir, p)
+	}
+	c.DataDir, c.CachePath, c.Broker.PasswordFile = abs(c.DataDir), abs(c.CachePath), abs(c.Broker.PasswordFile)
+
+	d.env = map[string]string{}
+	lookup := func(name, path string, dst *string) bool {
+		if opts.LookupEnv == nil {
+			return false
+		}
+		v, ok := opts.LookupEnv(name)
+		if !ok || v == "" {
+			return false
+		}
+		*dst = v
+		d.env[path] = name
+		return true
+	}
+	lookup("SVC_EDGE_ID", "edge_id", &c.EdgeID)
+	lookup("SVC_EDGE_BROKER_URL", "broker.url", &c.Broker.URL)
+	lookup("SVC_EDGE_BROKER_USERNAME", "broker.username", &c.Broker.Username)
+	var pw, pwFile string
+	gotPW := lookup("SVC_EDGE_BROKER_PASSWORD", "broker.password", &pw)
+	gotFile := lookup("SVC_EDGE_BROKER_PASSWORD_FILE", "broker.password_file", &pwFile)
+	switch {
+	case gotPW && gotFile:
+		d.add("broker.password", "set SVC_EDGE_BROKER_PASSWORD or SVC_EDGE_BROKER_PASSWORD_FILE, not both")
+	case gotPW:
+		c.Broker.Password, c.Broker.PasswordFile = pw, ""
+	case gotFile:
+		c.Broker.Password, c.Broker.PasswordFile = "", pwFile
+	}
+	lookup("SVC_EDGE_DATA_DIR", "data_dir", &c.DataDir)
+	lookup("SVC_EDGE_CACHE_PATH", "cache_path", &c.CachePath)
+	lookup("SVC_EDGE_LISTEN", "listen", &c.Listen)
+
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.CachePath == "" {
+		c.CachePath = filepath.Join(c.DataDir, DefaultCacheName)
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	for i := range c.Gates {
+		g := &c.Gates[i]
+		if g.WhenStale == "" {
+			g.WhenStale = FailSecure
+		}
+		if g.Relay.Pulse == 0 {
+			g.Relay.Pulse = relay.DefaultPulse
+		}
+		if g.Door != nil && g.Door.Poll == 0 {
+			g.Door.Poll = relay.DefaultPoll
+		}
+		for j := range g.Readers {
+			if r := &g.Readers[j]; r.Kind == Serial && r.Baud == 0 {
+				r.Baud = DefaultBaud
+			}
+		}
+	}
+
+	if c.Broker.PasswordFile != "" {
+		if c.Broker.Password != "" {
+			d.add("broker.password_file", "set password or password_file, not both")
+			return
+		}
+		data, err := readFile(c.Broker.PasswordFile, maxPasswordFile)
+		if err != nil {
+			d.add("broker.password_file", "%v", err)
+			return
+		}
+		c.Broker.Password = strings.TrimRight(string(data), "\r\n")
+	}
+}
+
+// readFile reads a regular file of at most limit bytes. It refuses
+// anything else (a FIFO, a device) before opening it, so a path cannot
+// make the appliance block or read without end.
+func readFile(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
+	}
+	return data, nil
+}
+
+// duration formats d as the file writes it.
+func duration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}

@@ -1,0 +1,112 @@
+// Package config is the site appliance's configuration file: which site
+// the edge serves, who it is to the broker, where it keeps its state, and
+// each gate's readers, relay and door sensor.
+//
+// It may import the standard library, gate/relay (for its Config and
+// DoorConfig), sync/protocol (for Site) and shared/ids.
+//
+// # The file
+//
+// The file is JSON, decoded strictly: an unknown field, a value of the
+// wrong type, trailing data or a failed check is an error. [Load] reports
+// every problem it finds at once, each with its JSON path
+// ("gates[1].readers[0].listen"), in an [*Error], so an installer fixes a
+// file in one pass. This is testdata/example.json, the template (its
+// password_file is taken from the file's directory, as /etc/svc-edge/broker-password
+// for /etc/svc-edge/config.json):
+//
+//	{
+//	  "site": {
+//	    "mode": "live",
+//	    "org_id": "org_01m7ym407qfqmvbd6h4v1aa11v",
+//	    "site_id": "site_01m7ym407qfqn967a2vb4tyzgj"
+//	  },
+//	  "edge_id": "edge_01m7ym407qfqnvr6tca7k4z2y5",
+//	  "broker": {
+//	    "url": "ssl://broker.example.com:8883",
+//	    "username": "edge_01m7ym407qfqnvr6tca7k4z2y5",
+//	    "password_file": "broker-password"
+//	  },
+//	  "data_dir": "/var/lib/svc-edge",
+//	  "cache_path": "/var/lib/svc-edge/cache.db",
+//	  "listen": "0.0.0.0:8081",
+//	  "gates": [
+//	    {
+//	      "gate_id": "gate_01m7ym407qfqpbgybweqvx4fga",
+//	      "readers": [
+//	        {"kind": "serial", "device": "/dev/ttyACM0", "baud": 9600},
+//	        {"kind": "tcp", "listen": "0.0.0.0:9001"},
+//	        {"kind": "camera"}
+//	      ],
+//	      "relay": {"pin": "GPIO17", "active_low": true, "pulse": "500ms"},
+//	      "door": {"pin": "GPIO27", "active_low": false, "pull": "up", "poll": "100ms"},
+//	      "when_stale": "fail_secure"
+//	    },
+//	    {
+//	      "gate_id": "gate_01m7ym407qfqptfsbz8t3m6nw2",
+//	      "readers": [
+//	        {"kind": "tcp", "listen": "0.0.0.0:9002"}
+//	      ],
+//	      "relay": {"pin": "GPIO22", "active_low": true, "pulse": "1s"},
+//	      "when_stale": "fail_open"
+//	    }
+//	  ]
+//	}
+//
+// Fields:
+//
+//   - site: the mode ("live" or "test"), org_... and site_... IDs the edge
+//     serves; they name its MQTT topics.
+//   - edge_id: the edge's own edge_... ID.
+//   - broker.url: tcp://, ssl://, ws:// or wss://, with a host; tcp and ssl
+//     need a port. Credentials go in username and password, never in the
+//     URL.
+//   - broker.username, and either broker.password or broker.password_file
+//     (a regular file of at most 4 KiB whose content, less trailing line
+//     breaks, is the password). One of the two, not both.
+//   - data_dir: the appliance's directory; default /var/lib/svc-edge.
+//   - cache_path: the bbolt file; default data_dir/cache.db.
+//   - listen: host:port of the local HTTP server (/healthz, /metrics and
+//     camera frames); default 127.0.0.1:8081, which cameras on the LAN
+//     cannot reach: a site with cameras sets an address they can.
+//   - gates: at least one. Each has a gate_... gate_id (unique), at least
+//     one reader, a relay and, optionally, a door sensor.
+//   - readers: {"kind": "serial", "device": PATH, "baud": N} (baud default
+//     9600, a standard rate), {"kind": "tcp", "listen": "host:port"} (text
+//     lines from IP readers; the port may not be shared with another reader
+//     or with listen), or {"kind": "camera"} (frames posted to listen).
+//     A serial device belongs to one reader.
+//   - relay: pin (a GPIO line name), active_low, pulse (a Go duration such
+//     as "500ms"; default and bounds are gate/relay's).
+//   - door: pin, active_low, pull ("up", "down", "float" or empty), poll
+//     (a Go duration). Every GPIO pin, relay or door, is used once.
+//   - when_stale: what the gate does when the cache is older than the
+//     site's offline limit: "fail_secure" (refuse every scan; the default)
+//     or "fail_open" (decide from the stale cache).
+//
+// Relative paths in the file (data_dir, cache_path, password_file) are
+// taken from the file's directory, so the appliance's working directory
+// does not matter.
+//
+// # Environment
+//
+// These variables override the file's top-level values; an empty variable
+// counts as unset, and a relative path in one is taken from the working
+// directory:
+//
+//	SVC_EDGE_ID                    edge_id
+//	SVC_EDGE_BROKER_URL            broker.url
+//	SVC_EDGE_BROKER_USERNAME       broker.username
+//	SVC_EDGE_BROKER_PASSWORD       broker.password (and drops password_file)
+//	SVC_EDGE_BROKER_PASSWORD_FILE  broker.password_file (and drops password)
+//	SVC_EDGE_DATA_DIR              data_dir
+//	SVC_EDGE_CACHE_PATH            cache_path
+//	SVC_EDGE_LISTEN                listen
+//
+// A problem in a value that came from a variable names the variable too.
+//
+// # Secrets
+//
+// A Config's password is read into memory. Its MarshalJSON writes "***"
+// in its place, so printing or logging a Config does not leak it.
+package config

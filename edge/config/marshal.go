@@ -1,0 +1,86 @@
+package config
+
+import "encoding/json"
+
+// Redacted stands for a secret in a Config's JSON.
+const Redacted = "***"
+
+// The JSON shape of a Config, the file's own, for printing a resolved
+// configuration. It is never decoded: Parse walks the document itself.
+type (
+	fileConfig struct {
+		Site      fileSite   `json:"site"`
+		EdgeID    string     `json:"edge_id"`
+		Broker    fileBroker `json:"broker"`
+		DataDir   string     `json:"data_dir"`
+		CachePath string     `json:"cache_path"`
+		Listen    string     `json:"listen"`
+		Gates     []fileGate `json:"gates"`
+	}
+	fileSite struct {
+		Mode   string `json:"mode"`
+		OrgID  string `json:"org_id"`
+		SiteID string `json:"site_id"`
+	}
+	fileBroker struct {
+		URL          string `json:"url"`
+		Username     string `json:"username"`
+		Password     string `json:"password,omitempty"`
+		PasswordFile string `json:"password_file,omitempty"`
+	}
+	fileGate struct {
+		ID        string       `json:"gate_id"`
+		Readers   []fileReader `json:"readers"`
+		Relay     fileRelay    `json:"relay"`
+		Door      *fileDoor    `json:"door,omitempty"`
+		WhenStale WhenStale    `json:"when_stale"`
+	}
+	fileReader struct {
+		Kind   string `json:"kind"`
+		Device string `json:"device,omitempty"`
+		Baud   int    `json:"baud,omitempty"`
+		Listen string `json:"listen,omitempty"`
+	}
+	fileRelay struct {
+		Pin       string `json:"pin"`
+		ActiveLow bool   `json:"active_low"`
+		Pulse     string `json:"pulse,omitempty"`
+	}
+	fileDoor struct {
+		Pin       string `json:"pin"`
+		ActiveLow bool   `json:"active_low"`
+		Pull      string `json:"pull,omitempty"`
+		Poll      string `json:"poll,omitempty"`
+	}
+)
+
+// MarshalJSON writes c in the file's format with the broker password
+// replaced by Redacted, so that a Config printed or logged never shows it.
+func (c Config) MarshalJSON() ([]byte, error) {
+	f := fileConfig{
+		Site:    fileSite{Mode: c.Site.Mode, OrgID: c.Site.OrgID, SiteID: c.Site.SiteID},
+		EdgeID:  c.EdgeID,
+		Broker:  fileBroker{URL: c.Broker.URL, Username: c.Broker.Username, PasswordFile: c.Broker.PasswordFile},
+		DataDir: c.DataDir, CachePath: c.CachePath, Listen: c.Listen,
+		Gates: make([]fileGate, 0, len(c.Gates)),
+	}
+	if c.Broker.Password != "" {
+		f.Broker.Password = Redacted
+	}
+	for _, g := range c.Gates {
+		fg := fileGate{
+			ID:        g.ID,
+			Readers:   make([]fileReader, 0, len(g.Readers)),
+			Relay:     fileRelay{Pin: g.Relay.Pin, ActiveLow: g.Relay.ActiveLow, Pulse: duration(g.Relay.Pulse)},
+			WhenStale: g.WhenStale,
+		}
+		for _, r := range g.Readers {
+			fg.Readers = append(fg.Readers, fileReader(r))
+		}
+		if g.Door != nil {
+			fg.Door = &fileDoor{Pin: g.Door.Pin, ActiveLow: g.Door.ActiveLow, Pull: g.Door.Pull, Poll: duration(g.Door.Poll)}
+		}
+		f.Gates = append(f.Gates, fg)
+	}
+	return json.Marshal(f)
+}
