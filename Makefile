@@ -47,7 +47,7 @@ $(SPECTRAL):
 
 ## build: static binaries into ./bin
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/ ./cloud/cmd/...
+	CGO_ENABLED=0 $(GO) build -o bin/ ./cloud/cmd/... ./edge/cmd/...
 
 ## cross: everything builds without cgo for the appliances' arm64 and armv7
 cross:

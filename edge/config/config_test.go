@@ -202,11 +202,11 @@ func TestParse_Problems(t *testing.T) {
 		name, path, want string
 		breakIt          func(doc map[string]any)
 	}{
-		{"mode", "site.mode", "want live or test", func(d map[string]any) { at(d, "site")["mode"] = "prod" }},
-		{"org id", "site.org_id", "not a org_... ID", func(d map[string]any) { at(d, "site")["org_id"] = "site_01m7ym407qfqn967a2vb4tyzgj" }},
-		{"site id missing", "site.site_id", "must be a site_... ID", func(d map[string]any) { delete(at(d, "site"), "site_id") }},
+		{"mode", "site.mode", "must be live or test", func(d map[string]any) { at(d, "site")["mode"] = "prod" }},
+		{"org id", "site.org_id", "is not an ID like org_", func(d map[string]any) { at(d, "site")["org_id"] = "site_01m7ym407qfqn967a2vb4tyzgj" }},
+		{"site id missing", "site.site_id", "must be an ID like site_", func(d map[string]any) { delete(at(d, "site"), "site_id") }},
 		{"site not object", "site", "must be an object, not a string", func(d map[string]any) { d["site"] = "x" }},
-		{"edge id", "edge_id", "not a edge_... ID", func(d map[string]any) { d["edge_id"] = "edge_1" }},
+		{"edge id", "edge_id", "is not an ID like edge_", func(d map[string]any) { d["edge_id"] = "edge_1" }},
 		{"edge id type", "edge_id", "must be a string, not a number", func(d map[string]any) { d["edge_id"] = 7 }},
 		{"broker scheme", "broker.url", `scheme "http"`, func(d map[string]any) { at(d, "broker")["url"] = "http://broker:80" }},
 		{"broker mqtts", "broker.url", `scheme "mqtts"`, func(d map[string]any) { at(d, "broker")["url"] = "mqtts://broker:8883" }},
@@ -224,7 +224,7 @@ func TestParse_Problems(t *testing.T) {
 		{"no gates", "gates", "at least one gate", func(d map[string]any) { d["gates"] = []any{} }},
 		{"gates missing", "gates", "at least one gate", func(d map[string]any) { delete(d, "gates") }},
 		{"gates not array", "gates", "must be an array, not an object", func(d map[string]any) { d["gates"] = map[string]any{} }},
-		{"gate id", "gates[1].gate_id", "not a gate_... ID", func(d map[string]any) { at(d, "gates", 1)["gate_id"] = "site_01m7ym407qfqn967a2vb4tyzgj" }},
+		{"gate id", "gates[1].gate_id", "is not an ID like gate_", func(d map[string]any) { at(d, "gates", 1)["gate_id"] = "site_01m7ym407qfqn967a2vb4tyzgj" }},
 		{"gate id twice", "gates[1].gate_id", gate2 + " is already the ID of gates[0]", func(d map[string]any) { at(d, "gates", 0)["gate_id"] = gate2 }},
 		{"no readers", "gates[1].readers", "at least one reader", func(d map[string]any) { at(d, "gates", 1)["readers"] = []any{} }},
 		{"reader kind", "gates[0].readers[2].kind", `"usb": want serial, tcp or camera`, func(d map[string]any) { at(d, "gates", 0, "readers", 2)["kind"] = "usb" }},

@@ -18,7 +18,7 @@ var bauds = []int{1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400}
 // validate adds a problem for every bad value of a resolved Config.
 func (d *decoder) validate(c *Config) {
 	if c.Site.Mode != "live" && c.Site.Mode != "test" {
-		d.add("site.mode", "%q: want live or test", c.Site.Mode)
+		d.add("site.mode", "%q: must be live or test", c.Site.Mode)
 	}
 	d.id("site.org_id", ids.Organisation, c.Site.OrgID)
 	d.id("site.site_id", ids.Site, c.Site.SiteID)
@@ -160,9 +160,9 @@ func (d *decoder) has(path string) bool {
 func (d *decoder) id(path, prefix, s string) bool {
 	if !ids.Valid(prefix, s) {
 		if s == "" {
-			d.add(path, "must be a %s_... ID", prefix)
+			d.add(path, "must be an ID like %s_01h455vb4pex5vsknk084sn02q", prefix)
 		} else {
-			d.add(path, "%q is not a %s_... ID", s, prefix)
+			d.add(path, "%q is not an ID like %s_01h455vb4pex5vsknk084sn02q", s, prefix)
 		}
 		return false
 	}

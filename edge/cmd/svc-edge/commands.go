@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/gate/qrdecode"
+)
+
+const usage = `usage:
+  svc-edge qr decode FILE...        print the text of the QR code in each image (PNG or JPEG), one line each
+  svc-edge config check [--config FILE]
+                                    load and validate a config file, print it resolved with secrets hidden
+Every flag also reads an SVC_* variable; run a command with -h for its flags.`
+
+// defaultConfig is where the appliance's image puts the config file.
+const defaultConfig = "/etc/svc-edge/config.json"
+
+// usageError is a mistake on the command line; run returns 2 for it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// errUndecoded is returned by qr decode when a file held no readable code;
+// its lines already say which and why.
+var errUndecoded = errors.New("not every file decoded")
+
+// run runs the command in args and returns the process's exit code: 0 on
+// success, 2 for a usage mistake, 1 for any other failure, whose reason it
+// prints to stderr.
+func run(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, new(usageError)):
+		fmt.Fprintln(stderr, "svc-edge:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "svc-edge:", err)
+		return 1
+	}
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{usage}
+	}
+	switch args[0] {
+	case "qr":
+		if len(args) > 1 && args[1] == "decode" {
+			return qrDecode(args[2:], stdout, stderr)
+		}
+	case "config":
+		if len(args) > 1 && args[1] == "check" {
+			return configCheck(args[2:], stdout, stderr)
+		}
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q\n%s", strings.Join(args, " "), usage)}
+}
+
+// parse parses a command's flags.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+func qrDecode(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("qr decode", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: svc-edge qr decode FILE...\nPrints one line per file: the code's text, or \"error: FILE: REASON\".")
+	}
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{"qr decode: name at least one image file"}
+	}
+	decoded, err := qrdecode.DecodeFiles(fs.Args(), stdout)
+	if err != nil {
+		return fmt.Errorf("qr decode: %w", err)
+	}
+	if decoded < fs.NArg() {
+		return fmt.Errorf("qr decode: %d of %d files: %w", fs.NArg()-decoded, fs.NArg(), errUndecoded)
+	}
+	return nil
+}
+
+func configCheck(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	path := fs.String("config", env("SVC_EDGE_CONFIG", defaultConfig), "the config file (env SVC_EDGE_CONFIG)")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("config check: unexpected argument %q", fs.Arg(0))}
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ") // MarshalJSON hides the password
+	if err != nil {
+		return fmt.Errorf("config check: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", out)
+	return err
+}
+
+// env returns the variable's value, or def when it is unset or empty.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

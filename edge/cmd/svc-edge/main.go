@@ -1,0 +1,13 @@
+// Command svc-edge is the site appliance's program. For now it holds the
+// installer's checks: qr decode (is a camera in focus?) and config check
+// (will this file do?). It holds flags and wiring only.
+package main
+
+import (
+	"os"
+	_ "time/tzdata" // appliances may lack zoneinfo; gates decide in the site's zone
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
