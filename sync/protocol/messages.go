@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/svc-vms/svc/shared/ids"
@@ -268,9 +269,31 @@ const (
 	FactRefused  FactKind = "refused"   // a scan refused, with its reason
 )
 
-// ReasonInvalidToken is a refused fact's reason when the scanned text was
-// no pass of this organisation (malformed, unknown key, bad signature).
-const ReasonInvalidToken = "invalid_token"
+// Reasons a gate refuses a scan for besides the pass rules' (a
+// passrule.Reason). A refused fact carries one of either.
+const (
+	// ReasonInvalidToken: the scanned text was no pass of this
+	// organisation (malformed, unknown key, bad signature).
+	ReasonInvalidToken = "invalid_token"
+	// ReasonStale: the edge's cache is older than the site's offline
+	// limit and the gate is set to fail secure.
+	ReasonStale = "stale_cache"
+	// ReasonRelayFailed: the pass admitted but the gate's relay could not
+	// be pulsed, so nobody was let through.
+	ReasonRelayFailed = "relay_failed"
+	// ReasonAlreadyIn: the pass's visit is checked in and was scanned at
+	// an entry gate (anti-passback: the pass cannot let a second person in).
+	ReasonAlreadyIn = "already_in"
+	// ReasonNotIn: the pass's visit is not checked in and was scanned at
+	// an exit gate, so there is no stay to end.
+	ReasonNotIn = "not_in"
+)
+
+// GateReasons lists the refusal reasons of a gate that are not pass-rule
+// reasons, for documentation and tests.
+func GateReasons() []string {
+	return []string{ReasonInvalidToken, ReasonStale, ReasonRelayFailed, ReasonAlreadyIn, ReasonNotIn}
+}
 
 // Fact is something that happened at a gate, as the edge saw it. The cloud
 // applies each ID once.
@@ -284,7 +307,7 @@ type Fact struct {
 	GateID      string    `json:"gate_id"`
 	VisitID     string    `json:"visit_id,omitempty"`      // the visit checked in or out; the new visit of a re-entry; empty for a refusal of no known visit
 	PassVisitID string    `json:"pass_visit_id,omitempty"` // the visit holding the pass
-	Reason      string    `json:"reason,omitempty"`        // a refusal's passrule.Reason or ReasonInvalidToken
+	Reason      string    `json:"reason,omitempty"`        // a refusal's passrule.Reason or one of GateReasons
 }
 
 func (f *Fact) validate() error {
@@ -314,7 +337,7 @@ func (f *Fact) validate() error {
 			return invalid("a re_entry names its new visit and the pass's visit, and no reason")
 		}
 	case FactRefused:
-		if f.Reason != ReasonInvalidToken && !validReason(f.Reason) {
+		if !slices.Contains(GateReasons(), f.Reason) && !validReason(f.Reason) {
 			return invalid("reason %q is not a refusal reason", f.Reason)
 		}
 	default:

@@ -162,10 +162,19 @@ func TestDecode_RefusalReasons(t *testing.T) {
 		_, err := protocol.Encode(&f)
 		require.NoError(t, err, r)
 	}
+	for _, r := range protocol.GateReasons() {
+		f := base
+		f.Reason = r
+		_, err := protocol.Encode(&f)
+		require.NoError(t, err, r)
+	}
 	f := base
 	f.Reason = "admit"
 	_, err := protocol.Encode(&f)
 	require.True(t, errors.Is(err, protocol.ErrInvalid), "admit is no refusal")
+	f.Reason = ""
+	_, err = protocol.Encode(&f)
+	require.True(t, errors.Is(err, protocol.ErrInvalid), "a refusal has a reason")
 }
 
 // FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and

@@ -1,0 +1,108 @@
+package gate_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// benchVisits is the size of the site the latency budget is for.
+const benchVisits = 100_000
+
+// siteVisits makes n visits shaped like a busy site's: a few hundred
+// hosts, one in five limited to some of gateIDs, one in ten to daily
+// hours, every one admitting at the entry gate at t0.
+func siteVisits(n int, gateIDs ...string) []protocol.Visit {
+	out := make([]protocol.Visit, n)
+	for i := range out {
+		out[i] = visit(func(v *protocol.Visit) {
+			v.VisitorName = fmt.Sprintf("Visitor Number %d", i)
+			v.HostName = fmt.Sprintf("Host Person %d", i%300)
+			if i%5 == 0 {
+				v.Rules.GateIDs = gateIDs[:1+i%len(gateIDs)]
+			}
+			if i%10 == 0 {
+				v.Rules.Daily = &protocol.Daily{From: 7 * 60, Until: 19 * 60}
+			}
+		})
+	}
+	return out
+}
+
+// benchSite is a site whose cache file holds benchVisits visits.
+func benchSite(b *testing.B) (*fixture, []protocol.Visit) {
+	b.Helper()
+	f := newFixture(b)
+	visits := siteVisits(benchVisits, f.entry, f.both)
+	f.snapshot(visits)
+	return f, visits
+}
+
+// reportLatency reports the median and the 99th percentile of ds.
+func reportLatency(b *testing.B, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// BenchmarkDecide_100k is the decision alone, as Scan makes it: verify
+// the token, look the visit up and judge it, on a cache of 100,000
+// visits. Tokens of 4096 visits spread over the cache take turns.
+func BenchmarkDecide_100k(b *testing.B) {
+	f, visits := benchSite(b)
+	toks := make([]string, 4096)
+	for i := range toks {
+		toks[i] = f.token(visits[(i*7919)%len(visits)])
+	}
+	r, _ := newRelay(b)
+	g := f.newGate(f.entry, false, r)
+	ds := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		start := time.Now()
+		d := g.Decide(toks[i%len(toks)], t0)
+		ds = append(ds, time.Since(start))
+		if d.Kind != protocol.FactCheckIn {
+			b.Fatalf("decision %s %s", d.Kind, d.Reason)
+		}
+		i++
+	}
+	reportLatency(b, ds)
+}
+
+// BenchmarkScan_100k is a whole scan but the relay's pulse: the decision
+// and Record, one fsync'd bbolt commit of the visit and its fact and a new
+// View, on a cache of 100,000 visits. Each scan checks in a visit not
+// scanned before; its token is signed with the clock stopped.
+func BenchmarkScan_100k(b *testing.B) {
+	f, visits := benchSite(b)
+	instant := relayFunc(func(context.Context, time.Duration) error { return nil })
+	g := f.newGate(f.entry, false, instant)
+	ds := make([]time.Duration, 0, 1<<14)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		tok := f.token(visits[(i*7919)%len(visits)])
+		b.StartTimer()
+		start := time.Now()
+		res := g.Scan(context.Background(), tok, t0)
+		ds = append(ds, time.Since(start))
+		if res.Err != nil || res.Kind != protocol.FactCheckIn {
+			b.Fatalf("scan %d: %+v", i, res)
+		}
+		i++
+	}
+	reportLatency(b, ds)
+	if i >= len(visits) {
+		b.Fatalf("%d scans wrapped around %d visits", i, len(visits))
+	}
+}

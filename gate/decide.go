@@ -1,0 +1,246 @@
+package gate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/shared/passtoken"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// Gate directions, as the cloud sends them in protocol.Gate.
+const (
+	Entry = "entry"
+	Exit  = "exit"
+	Both  = "both"
+)
+
+// DefaultOfflineLimit is how old the cache may grow when the site's
+// settings give an offline limit of 0 minutes, read as "not set": a
+// forgotten setting must neither make every gate stale at once nor let a
+// cache grow old for ever.
+const DefaultOfflineLimit = 24 * time.Hour
+
+// maxChain bounds how many re-entries a scan follows from the pass's
+// visit. A year of daily re-entries is far below it; a longer chain is a
+// loop in damaged data, and the scan is refused as ended.
+const maxChain = 4096
+
+// Decision is what a scan would do, before anything is done.
+type Decision struct {
+	// Kind is check_in, check_out, re_entry or refused.
+	Kind protocol.FactKind
+	// Reason is a refusal's reason; empty for an admit.
+	Reason string
+	// VisitID and PassVisitID are as in Result.
+	VisitID, PassVisitID string
+	// Visits are the visits an admit leaves behind, to be recorded with
+	// its fact: the visit checked in or out; a re-entry's new visit and
+	// the visit it was made from. Nil for a refusal.
+	Visits []protocol.Visit
+
+	judged      string // the cached visit decided on, if any
+	unknownGate bool   // the cache does not know this gate
+}
+
+// Admit reports whether the decision lets the visitor through.
+func (d Decision) Admit() bool { return d.Kind != protocol.FactRefused && d.Kind != "" }
+
+// Decide decides on text scanned at time at against the store's current
+// state, as Scan would, without waiting for other scans, pulsing or
+// recording anything.
+func (g *Gate) Decide(text string, at time.Time) Decision {
+	st := g.store.State()
+	claims, err := passtoken.Verify(strings.TrimSpace(text), st.Keys())
+	if err != nil {
+		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
+	}
+	return g.decide(st, &claims, at)
+}
+
+// decide is the decision on a verified token.
+func (g *Gate) decide(st State, c *passtoken.Claims, at time.Time) Decision {
+	d := Decision{Kind: protocol.FactRefused, PassVisitID: c.VisitID}
+	if c.SiteID != g.siteID {
+		d.Reason = string(passrule.WrongGate)
+		return d
+	}
+	if !g.failOpen && stale(st, at) {
+		d.Reason = protocol.ReasonStale
+		return d
+	}
+	dir := Entry
+	if gt, ok := st.Gate(g.id); ok {
+		dir = gt.Direction
+	} else {
+		d.unknownGate = true
+	}
+
+	cur, known := st.Visit(c.VisitID)
+	linkMissing := false
+	if known {
+		for hops := 0; cur.ReenteredAs != ""; hops++ {
+			next, ok := st.Visit(cur.ReenteredAs)
+			if !ok {
+				linkMissing = true // the re-entry made from cur has not reached this edge
+				break
+			}
+			if hops == maxChain {
+				d.Reason, d.VisitID, d.judged = string(passrule.Ended), cur.ID, cur.ID
+				return d
+			}
+			cur = next
+		}
+		d.VisitID, d.judged = cur.ID, cur.ID
+	}
+	in := g.input(st, c, &cur, known, at)
+
+	checkedIn := known && !linkMissing && cur.Status == string(passrule.CheckedIn)
+	if dir == Exit || dir == Both && checkedIn {
+		if !checkedIn {
+			d.Reason = protocol.ReasonNotIn
+			return d
+		}
+		out := cur
+		out.Status, out.CheckedOutAt = string(passrule.CheckedOut), &at
+		d.Kind, d.Visits = protocol.FactCheckOut, []protocol.Visit{out}
+		return d
+	}
+
+	reentry := known && !linkMissing && cur.Status == string(passrule.CheckedOut)
+	if reentry {
+		in.Status = passrule.Expected // the pass works as on a visit still expected: its own check-out does not end it
+	}
+	if r := passrule.Decide(in); r != passrule.Admit {
+		d.Reason = string(r)
+		return d
+	}
+	switch {
+	case checkedIn || linkMissing:
+		d.Reason = protocol.ReasonAlreadyIn
+	case reentry:
+		d.Kind, d.Visits = protocol.FactReEntry, reEnter(cur, at)
+		d.VisitID = d.Visits[0].ID
+	case known:
+		v := cur
+		v.Status, v.CheckedInAt, v.Uses = string(passrule.CheckedIn), &at, v.Uses+1
+		d.Kind, d.Visits = protocol.FactCheckIn, []protocol.Visit{v}
+	default:
+		v := fromClaims(c, at)
+		d.Kind, d.Visits, d.VisitID = protocol.FactCheckIn, []protocol.Visit{v}, v.ID
+	}
+	return d
+}
+
+// input is the pass-rule decision's input for visit v, or for the token's
+// claims alone when the edge does not know the visit.
+func (g *Gate) input(st State, c *passtoken.Claims, v *protocol.Visit, known bool, at time.Time) passrule.Input {
+	in := passrule.Input{VisitSiteID: c.SiteID, GateID: g.id, GateSiteID: g.siteID, Location: st.Location(), Now: at}
+	if !known {
+		in.Status = passrule.Expected
+		in.Rules = passrule.Rules{GateIDs: c.GateIDs, SingleUse: c.SingleUse}
+		if c.Daily != nil {
+			in.Rules.Daily = &passrule.Daily{From: passrule.Clock(c.Daily.From), Until: passrule.Clock(c.Daily.Until)}
+		}
+		in.ExpectedAt, in.ExpectedUntil = c.NotBefore, c.NotAfter // the window is already in them
+		return in
+	}
+	in.Rules, in.Status, in.Revoked, in.Uses = v.Rules.Rules(), passrule.Status(v.Status), v.Revoked, v.Uses
+	if v.ExpectedAt != nil {
+		in.ExpectedAt = *v.ExpectedAt
+	}
+	if v.ExpectedUntil != nil {
+		in.ExpectedUntil = *v.ExpectedUntil
+	} else if v.CheckedInAt != nil {
+		in.ExpectedUntil = endOfDay(*v.CheckedInAt, in.Location) // a walk-in's pass lasts their day, as in the cloud
+	}
+	return in
+}
+
+// endOfDay is the last microsecond of t's day at loc.
+func endOfDay(t time.Time, loc *time.Location) time.Time {
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC()
+}
+
+// reEnter returns the new visit a re-entry on cur makes, checked in at
+// at, and cur naming it.
+func reEnter(cur protocol.Visit, at time.Time) []protocol.Visit {
+	next := cur
+	next.ID = ids.New(ids.Visit)
+	next.Status, next.CheckedInAt, next.CheckedOutAt = string(passrule.CheckedIn), &at, nil
+	next.Uses = cur.Uses + 1
+	next.ReenteredAs = ""
+	next.Rules.GateIDs = slices.Clone(cur.Rules.GateIDs)
+	if next.ForVisitID == "" {
+		next.ForVisitID = cur.ID
+	}
+	cur.ReenteredAs = next.ID
+	return []protocol.Visit{next, cur}
+}
+
+// fromClaims is a visit the edge has never received, checked in at at as
+// its token describes it: the window's edges become expected_at and
+// expected_until with a window of 0, which decides the same.
+func fromClaims(c *passtoken.Claims, at time.Time) protocol.Visit {
+	v := protocol.Visit{
+		ID: c.VisitID, Status: string(passrule.CheckedIn), CheckedInAt: &at, Uses: 1, ForVisitID: c.VisitID,
+		Rules: protocol.Rules{SingleUse: c.SingleUse, GateIDs: slices.Clone(c.GateIDs)},
+	}
+	if v.Rules.GateIDs == nil {
+		v.Rules.GateIDs = []string{}
+	}
+	if c.Daily != nil {
+		v.Rules.Daily = &protocol.Daily{From: passrule.Clock(c.Daily.From), Until: passrule.Clock(c.Daily.Until)}
+	}
+	if !c.NotBefore.IsZero() {
+		t := c.NotBefore
+		v.ExpectedAt = &t
+	}
+	if !c.NotAfter.IsZero() {
+		t := c.NotAfter
+		v.ExpectedUntil = &t
+		// A visit's expected_until must follow its expected_at. A token
+		// valid for one instant has both equal; the lower bound no longer
+		// matters once the visit is in, so it goes.
+		if v.ExpectedAt != nil && !t.After(*v.ExpectedAt) {
+			v.ExpectedAt = nil
+		}
+	}
+	return v
+}
+
+// stale reports whether st is too old to decide on at time at.
+func stale(st State, at time.Time) bool {
+	s, ok := st.Settings()
+	synced := st.SyncedAt()
+	return !ok || synced.IsZero() || at.Sub(synced) > offlineLimit(s)
+}
+
+func offlineLimit(s protocol.Settings) time.Duration {
+	if s.OfflineLimitMinutes == 0 {
+		return DefaultOfflineLimit
+	}
+	return time.Duration(s.OfflineLimitMinutes) * time.Minute
+}
+
+// Staleness reports whether st is too old for a gate that fails secure to
+// decide on at time at, and if so why, in words for a health check.
+func Staleness(st State, at time.Time) (stale bool, why string) {
+	s, ok := st.Settings()
+	synced := st.SyncedAt()
+	switch {
+	case !ok:
+		return true, "the cloud has not sent the site's settings"
+	case synced.IsZero():
+		return true, "the cache has never been synced with the cloud"
+	}
+	if age, limit := at.Sub(synced), offlineLimit(s); age > limit {
+		return true, fmt.Sprintf("last synced %s ago, over the offline limit of %s", age.Truncate(time.Second), limit)
+	}
+	return false, ""
+}

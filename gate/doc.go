@@ -1,0 +1,62 @@
+// Package gate decides and acts at one gate: a scanned pass token in, a
+// relay pulse and a fact out.
+//
+// It may import the standard library, shared/ packages, sync/protocol (for
+// its vocabulary: visits, gates, facts) and gate/relay; never edge/, whose
+// cache it reaches through the State and Store interfaces it declares. Its
+// tests use edge/cache as the real store.
+//
+// # A scan
+//
+// Gate.Scan trims the text and verifies it as a pass token against the
+// site's keys (passtoken.Verify). What follows is refused, in this order:
+//
+//  1. invalid_token: the text is malformed, names an unknown key or its
+//     signature does not match. Logged as an invalid scan.
+//  2. wrong_gate: the token is for another site.
+//  3. stale_cache: the cache is older than the site's offline limit (or
+//     has never been synced, or holds no settings) and the gate fails
+//     secure. A gate set to fail open decides on regardless.
+//  4. the pass-rule decision (passrule.Decide), on the visit as the cache
+//     knows it, which wins over the token; for a visit the edge has never
+//     received, on the token's claims alone (status expected).
+//  5. already_in and not_in: the visit's state does not allow the move
+//     (below).
+//
+// An admit pulses the relay first; only when the pulse succeeds is the
+// admit recorded. A relay error records a refusal with relay_failed
+// instead, and the Result carries the error. Every scan, admitted or
+// refused, is recorded through Store.Record as one fact (with the visits
+// it changed, in one transaction).
+//
+// # Directions
+//
+// The gate's direction comes from the cache (entry, exit or both); a gate
+// the cache does not know is taken as an entry gate, and logged.
+//
+//   - entry: an expected visit is checked in (uses+1); a checked-out visit
+//     whose pass still admits is a re-entry: a new visit, checked in, whose
+//     for_visit_id names the pass's visit, and the old visit's
+//     reentered_as names it; a visit never seen is checked in as the token
+//     describes it. A visit already checked in is refused already_in
+//     (anti-passback: one pass cannot let two people in).
+//   - exit: a checked-in visit is checked out. Leaving is not held by pass
+//     rules (a pass that expired, is used up, is outside its hours or
+//     names other gates still lets its holder out); a visit that is not
+//     checked in is refused not_in.
+//   - both: a checked-in visit is checked out; anything else is judged
+//     as at an entry gate. So one turnstile used both ways toggles.
+//
+// Re-entries make a chain: each visit's reentered_as names the next. A
+// scan follows the chain from the token's visit to the newest one, which
+// is the visit judged, so single use is counted along the chain as the
+// cloud counts it.
+//
+// # Concurrency
+//
+// Scans of one pass are serialised across all gates sharing a *Passes,
+// from the decision to the record, so two readers cannot both admit a
+// single-use pass or make two re-entries from the same state. Scans of
+// different passes run in parallel. Decide is the decision alone: no
+// lock, no relay, no record.
+package gate

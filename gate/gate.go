@@ -1,0 +1,193 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passtoken"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// State is the site as the edge knows it at one moment. A gate reads one
+// State per decision, so it must not change under the reader: the edge's
+// cache View is immutable.
+type State interface {
+	// Visit returns the visit with this ID.
+	Visit(id string) (protocol.Visit, bool)
+	// Gate returns one of the site's gates.
+	Gate(id string) (protocol.Gate, bool)
+	// Keys are the pass-verification keys; the gate does not modify them.
+	Keys() passtoken.KeySet
+	// Location is the site's time zone for daily hours.
+	Location() *time.Location
+	// Settings returns the site's settings; false until the cloud sent them.
+	Settings() (protocol.Settings, bool)
+	// SyncedAt is the last contact with the cloud; zero if none.
+	SyncedAt() time.Time
+}
+
+// Store is where a gate reads the site's state and records what it did.
+type Store interface {
+	// State returns the latest state. After Record returns, State shows
+	// what it recorded.
+	State() State
+	// Record stores the visits a scan changed and its fact in one
+	// transaction, and returns the fact as stored. On error nothing is
+	// stored; the error is the store's.
+	Record(visits []protocol.Visit, f protocol.Fact) (protocol.Fact, error)
+}
+
+// Relay frees the turnstile for one passage. *relay.Relay is one.
+type Relay interface {
+	// Pulse holds the relay for d, the configured length when d is 0, and
+	// returns when the pulse is over. An error means the caller cannot
+	// count on a passage having been freed.
+	Pulse(ctx context.Context, d time.Duration) error
+}
+
+// Config is what a Gate needs.
+type Config struct {
+	// ID is the gate's gate_ ID.
+	ID string
+	// SiteID is the site_ ID of the site the edge serves: a token for
+	// another site is refused wrong_gate.
+	SiteID string
+	// FailOpen makes the gate decide from a stale cache; by default a
+	// stale cache refuses every scan (stale_cache).
+	FailOpen bool
+	Relay    Relay
+	Store    Store
+	// Passes serialises scans of one pass; gates of one site share it.
+	// Nil gives the gate a set of its own.
+	Passes *Passes
+	// Logger receives one line per scan; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Gate decides and acts at one gate. It is safe for concurrent use.
+type Gate struct {
+	id, siteID string
+	failOpen   bool
+	relay      Relay
+	store      Store
+	passes     *Passes
+	log        *slog.Logger
+}
+
+// New returns the gate cfg describes. It returns an error wrapping
+// ErrConfig when an ID is not of its kind or Relay or Store is nil.
+func New(cfg Config) (*Gate, error) {
+	switch {
+	case !ids.Valid(ids.Gate, cfg.ID):
+		return nil, fmt.Errorf("%w: id %q is not a gate ID", ErrConfig, cfg.ID)
+	case !ids.Valid(ids.Site, cfg.SiteID):
+		return nil, fmt.Errorf("%w: site_id %q is not a site ID", ErrConfig, cfg.SiteID)
+	case cfg.Relay == nil:
+		return nil, fmt.Errorf("%w: gate %s has no relay", ErrConfig, cfg.ID)
+	case cfg.Store == nil:
+		return nil, fmt.Errorf("%w: gate %s has no store", ErrConfig, cfg.ID)
+	}
+	g := &Gate{id: cfg.ID, siteID: cfg.SiteID, failOpen: cfg.FailOpen, relay: cfg.Relay, store: cfg.Store, passes: cfg.Passes, log: cfg.Logger}
+	if g.passes == nil {
+		g.passes = new(Passes)
+	}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	g.log = g.log.With("gate_id", g.id)
+	return g, nil
+}
+
+// ID is the gate's ID.
+func (g *Gate) ID() string { return g.id }
+
+// Result is what a scan did.
+type Result struct {
+	GateID string
+	// Admitted is true when the relay was pulsed for the visitor.
+	Admitted bool
+	// Kind is the fact recorded: check_in, check_out, re_entry or refused.
+	// Empty when the scan was abandoned before a decision (Err says why).
+	Kind protocol.FactKind
+	// Reason is a refusal's reason: a passrule.Reason or one of
+	// protocol.GateReasons. Empty for an admit.
+	Reason string
+	// VisitID is the visit checked in or out, the new visit of a
+	// re-entry, or the visit a refusal judged; empty for a visit the edge
+	// does not know. PassVisitID is the visit holding the pass, empty for
+	// an invalid token.
+	VisitID, PassVisitID string
+	// FactID is the recorded fact's ID; empty when recording failed.
+	FactID string
+	// Decision is how long verifying the token and deciding took: the
+	// path the latency budget is for, without the pulse and the write.
+	Decision time.Duration
+	// Err is a relay failure (ErrRelay), a failure to record (ErrRecord)
+	// or the context's error when the scan waited for another scan of the
+	// same pass and was abandoned.
+	Err error
+}
+
+// Scan decides on the text a reader read at time at, pulses the relay
+// for an admit and records the outcome. ctx bounds only the wait for
+// another scan of the same pass: once decided, the pulse and the record
+// are not cut short by it (closing the relay ends a pulse). Problems are
+// in the Result; Scan logs each scan once.
+func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
+	start := time.Now()
+	text = strings.TrimSpace(text)
+	st := g.store.State()
+	claims, err := passtoken.Verify(text, st.Keys())
+	if err != nil {
+		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
+		res := Result{GateID: g.id, Decision: time.Since(start)}
+		g.log.Warn("invalid scan", "length", len(text), "error", err.Error())
+		return g.finish(d, res, at)
+	}
+	unlock, err := g.passes.lock(ctx, claims.VisitID)
+	if err != nil {
+		g.log.Warn("scan abandoned waiting for another scan of the pass", "pass_visit_id", claims.VisitID, "error", err.Error())
+		return Result{GateID: g.id, PassVisitID: claims.VisitID, Err: err}
+	}
+	defer unlock()
+	d := g.decide(g.store.State(), &claims, at)
+	res := Result{GateID: g.id, Decision: time.Since(start)}
+	if d.unknownGate {
+		g.log.Warn("gate not in the cache; deciding as an entry gate")
+	}
+	if d.Admit() {
+		if err := g.relay.Pulse(context.WithoutCancel(ctx), 0); err != nil {
+			res.Err = fmt.Errorf("%w: %w", ErrRelay, err)
+			g.log.Error("relay failed; admit recorded as refused", "visit_id", d.judged, "pass_visit_id", d.PassVisitID, "error", err.Error())
+			d = Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonRelayFailed, VisitID: d.judged, PassVisitID: d.PassVisitID, judged: d.judged}
+		}
+	}
+	return g.finish(d, res, at)
+}
+
+// finish records d and fills in res.
+func (g *Gate) finish(d Decision, res Result, at time.Time) Result {
+	res.Admitted, res.Kind, res.Reason = d.Admit(), d.Kind, d.Reason
+	res.VisitID, res.PassVisitID = d.VisitID, d.PassVisitID
+	f := protocol.Fact{ID: ids.New(ids.Fact), Kind: d.Kind, At: at, GateID: g.id, VisitID: d.VisitID, PassVisitID: d.PassVisitID, Reason: d.Reason}
+	stored, err := g.store.Record(d.Visits, f)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrRecord, err)
+		if res.Err == nil {
+			res.Err = err
+		}
+		g.log.Error("scan not recorded", "kind", string(d.Kind), "reason", d.Reason, "admitted", res.Admitted,
+			"visit_id", d.VisitID, "pass_visit_id", d.PassVisitID, "error", err.Error())
+		return res
+	}
+	res.FactID = stored.ID
+	if d.Reason != protocol.ReasonInvalidToken && d.Reason != protocol.ReasonRelayFailed { // both logged above
+		g.log.Info("scan", "kind", string(d.Kind), "reason", d.Reason, "visit_id", d.VisitID,
+			"pass_visit_id", d.PassVisitID, "fact_id", stored.ID, "decision_us", res.Decision.Microseconds())
+	}
+	return res
+}
