@@ -24,6 +24,7 @@ type AuditEvent struct {
 // The audited actions and actor kinds (docs/decisions.md, "Audit trail").
 const (
 	AuditPassRulesOverridden = "visit.pass_rules_overridden"
+	AuditEdgeFactConflicted  = "edge.fact_conflicted" // a fact from an edge disagreed with the cloud's state
 
 	ActorKey    = "key"
 	ActorPerson = "person"

@@ -3,6 +3,8 @@ package cloud
 import (
 	"context"
 	"time"
+
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // Store is what the cloud keeps its records in. cloud/sqlite and
@@ -141,10 +143,76 @@ type Store interface {
 	// ListMessages returns a page of the tenant's outbox, newest first.
 	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)
 
-	// CreatePassKey stores a new pass-signing key.
+	// CreatePassKey stores a new pass-signing key and appends its public
+	// half (EdgeKey) to the feed of every site of its tenant; an error when
+	// there are sites and the key is not an Ed25519 private key.
 	CreatePassKey(ctx context.Context, k PassKey) error
 	// PassKeys returns the tenant's pass-signing keys, newest first.
 	PassKeys(ctx context.Context, t Tenant) ([]PassKey, error)
+
+	// The per-site change feed (docs/decisions.md, "Edge facts in the
+	// cloud"). Every write of a visit, gate, site or pass key appends, in
+	// its own transaction, one change per object it wrote to the feed of
+	// the object's site, numbered from 1 without gaps per site: visits as
+	// EdgeVisit reads them after the write (an erased visitor's without the
+	// name), gates as EdgeGate, sites as EdgeSettings, followed on a new
+	// site by every key of the tenant that is not retired, and keys as
+	// EdgeKey in every site of the tenant. A write whose change would not
+	// pass protocol's checks fails whole. Erasing a visitor also removes
+	// the name from the feed's earlier changes of its visits.
+
+	// SiteChanges returns the changes of the tenant's site after sequence
+	// after, in sequence order, at most limit of them (protocol.MaxChanges
+	// when limit is outside 1..MaxChanges), and the feed's head: its last
+	// sequence, 0 before the first change. Both come from one consistent
+	// read. ErrNotFound when the tenant has no such site.
+	SiteChanges(ctx context.Context, t Tenant, siteID string, after uint64, limit int) ([]protocol.Change, uint64, error)
+	// SiteSnapshot reads, in one consistent view, the tenant's site as its
+	// edge needs it as of now (EdgeSnapshot). ErrNotFound when the tenant
+	// has no such site.
+	SiteSnapshot(ctx context.Context, t Tenant, siteID string, now time.Time) (EdgeSnapshot, error)
+	// PublishFeeds hands fn the changes of up to limit site feeds (at least
+	// one) whose head is past what was published, each site's in sequence
+	// order and at most protocol.MaxChanges a call, and marks them
+	// published when fn returns nil. Each call works on one site at a
+	// time, which no other caller (in any process sharing the store) works
+	// on meanwhile, so no change is handed over twice once fn has returned
+	// nil, and a site's changes go out in order. fn's error stops the call
+	// and is returned, wrapped; that batch stays unpublished. It returns
+	// how many changes fn accepted.
+	PublishFeeds(ctx context.Context, limit int, fn func(site protocol.Site, changes []protocol.Change) error) (int, error)
+
+	// ApplyFact records f.Fact under its ID and, in the same transaction,
+	// writes what fn decides: fn reads visits of f.Tenant through load
+	// (locked for the transaction; ErrNotFound for a visit the tenant does
+	// not have) and fills w. The visits in w.Visits are stored again
+	// whole, w.New stored as new visits, w.Audit appended to the audit
+	// trail and w.Conflict recorded with the fact; every visit written
+	// goes out on its site's feed. A fact ID recorded before returns
+	// applied false and changes nothing, fn not called: each ID is
+	// applied once, also when several processes apply it at once. fn's
+	// error aborts and is returned as is, nothing recorded.
+	ApplyFact(ctx context.Context, f EdgeFact, fn func(load func(id string) (Visit, error), w *FactWrites) error) (applied bool, err error)
+	// EdgeFact returns the tenant's recorded fact or ErrNotFound.
+	EdgeFact(ctx context.Context, t Tenant, id string) (EdgeFact, error)
+
+	// CreateEdge stores a new edge; its site must exist in the tenant
+	// (else an error wrapping ErrNotFound), and a username in use returns
+	// an error wrapping ErrConflict.
+	CreateEdge(ctx context.Context, e Edge) error
+	// Edge returns the edge with this ID, of whatever tenant (brokers
+	// authenticate edges before knowing their tenant), or ErrNotFound.
+	Edge(ctx context.Context, id string) (Edge, error)
+	// ListEdges returns the tenant's edges at the site, or at every site
+	// when siteID is empty, oldest first.
+	ListEdges(ctx context.Context, t Tenant, siteID string) ([]Edge, error)
+	// RecordEdgeStatus stores what an edge of the tenant's site says of
+	// itself, received at at: its state (since at, when it changed) and,
+	// when it says online, its sequence, outbox, software and at as last
+	// seen. An offline status (a last will, written when the edge
+	// connected) leaves the rest as the last online one said. ErrNotFound
+	// when the site has no edge st.EdgeID.
+	RecordEdgeStatus(ctx context.Context, t Tenant, siteID string, st protocol.Status, at time.Time) error
 
 	// ClaimIdempotencyKey records that rec's request has started. When no
 	// live record holds the key it stores rec (state in flight) and returns

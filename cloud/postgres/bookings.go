@@ -255,24 +255,24 @@ func checkSlot(ctx context.Context, tx pgx.Tx, t cloud.Tenant, id string, b clou
 // storeVisit stores v again whole over the tenant's visit with its ID,
 // locked first, keeping its hosts in step; ErrNotFound when the tenant has
 // no such visit.
-func storeVisit(ctx context.Context, q querier, t cloud.Tenant, v cloud.Visit) error {
+func storeVisit(ctx context.Context, q querier, f *feed, t cloud.Tenant, v cloud.Visit) error {
 	current, err := getVisit(ctx, q, t, v.ID, true)
 	if err != nil {
 		return fmt.Errorf("store visit %s: %w", v.ID, err)
 	}
-	return updateVisitRow(ctx, q, t, v.ID, hostIDs(current), v)
+	return updateVisitRow(ctx, q, f, t, v.ID, hostIDs(current), v)
 }
 
 // writeBookingAlong stores what w holds beside its visitor and the
 // booking, in the tenant t of the booking, whatever the Tenant fields in w
 // say.
-func writeBookingAlong(ctx context.Context, q querier, t cloud.Tenant, w cloud.BookingWrites) error {
+func writeBookingAlong(ctx context.Context, q querier, f *feed, t cloud.Tenant, w cloud.BookingWrites) error {
 	for _, v := range w.Visits {
-		if err := storeVisit(ctx, q, t, v); err != nil {
+		if err := storeVisit(ctx, q, f, t, v); err != nil {
 			return err
 		}
 	}
-	return writeAlong(ctx, q, t, cloud.VisitWrites{Visits: w.NewVisits, Messages: w.Messages})
+	return writeAlong(ctx, q, f, t, cloud.VisitWrites{Visits: w.NewVisits, Messages: w.Messages})
 }
 
 // getBooking reads a booking, locking it when lock is set.
@@ -296,7 +296,7 @@ func getBooking(ctx context.Context, q querier, t cloud.Tenant, id string, lock 
 // the visits stored again and the messages, all in the booking's tenant.
 func (s *Store) CreateBooking(ctx context.Context, b cloud.Booking, w cloud.BookingWrites, now time.Time) error {
 	t := b.Tenant
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		if w.Visitor != nil {
 			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
 				return err
@@ -310,7 +310,7 @@ func (s *Store) CreateBooking(ctx context.Context, b cloud.Booking, w cloud.Book
 		if err := insertBooking(ctx, tx, t, b); err != nil {
 			return err
 		}
-		return writeBookingAlong(ctx, tx, t, w)
+		return writeBookingAlong(ctx, tx, f, t, w)
 	})
 }
 
@@ -326,7 +326,7 @@ func (s *Store) Booking(ctx context.Context, t cloud.Tenant, id string) (cloud.B
 // so its Visitor is the one it now points at.
 func (s *Store) UpdateBooking(ctx context.Context, t cloud.Tenant, id string, now time.Time, fn func(*cloud.Booking, *cloud.BookingWrites) error) (cloud.Booking, error) {
 	var out cloud.Booking
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		b, err := getBooking(ctx, tx, t, id, true)
 		if err != nil {
 			return err
@@ -348,7 +348,7 @@ func (s *Store) UpdateBooking(ctx context.Context, t cloud.Tenant, id string, no
 		if err := updateBookingRow(ctx, tx, t, id, b); err != nil {
 			return err
 		}
-		if err := writeBookingAlong(ctx, tx, t, w); err != nil {
+		if err := writeBookingAlong(ctx, tx, f, t, w); err != nil {
 			return err
 		}
 		out, err = getBooking(ctx, tx, t, id, false)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 const siteCols = `id, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at`
@@ -38,17 +39,28 @@ func addressArgs(a *cloud.Address) []any {
 	return []any{a.Line1, null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), a.Country}
 }
 
-// CreateSite implements cloud.Store.
+// CreateSite implements cloud.Store, under the tenant's feed lock
+// (lockTenantFeeds): the site's feed starts with its settings and the
+// tenant's keys.
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.Tenant.OrgID, string(site.Tenant.Mode), site.ID, site.Name, site.Timezone},
 		addressArgs(site.Address)...)
 	args = append(args, site.CreatedAt, site.UpdatedAt)
-	_, err := s.pool.Exec(ctx, `INSERT INTO sites (org_id, mode, `+siteCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, args...)
-	if err != nil {
-		return translate("create site", err)
-	}
-	return nil
+	return s.writeTx(ctx, site.Tenant, func(tx pgx.Tx, f *feed) error {
+		if err := lockTenantFeeds(ctx, tx, site.Tenant); err != nil {
+			return fmt.Errorf("create site: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO sites (org_id, mode, `+siteCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, args...); err != nil {
+			return translate("create site", err)
+		}
+		settings := cloud.EdgeSettings(site)
+		f.add(site.ID, protocol.Change{At: site.UpdatedAt, Settings: &settings})
+		if err := keyChanges(ctx, tx, f, site); err != nil {
+			return fmt.Errorf("create site: %w", err)
+		}
+		return nil
+	})
 }
 
 // Site implements cloud.Store.
@@ -67,7 +79,7 @@ func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site
 // UpdateSite implements cloud.Store.
 func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Site) error) (cloud.Site, error) {
 	var out cloud.Site
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		site, err := scanSite(tx.QueryRow(ctx, `SELECT `+siteCols+` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
 			t.OrgID, string(t.Mode), id), t)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -88,6 +100,8 @@ func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn fu
 		if err != nil {
 			return translate("update site", err)
 		}
+		settings := cloud.EdgeSettings(out)
+		f.add(id, protocol.Change{At: out.UpdatedAt, Settings: &settings})
 		return nil
 	})
 	if err != nil {
@@ -124,12 +138,15 @@ func scanGate(row scanner, t cloud.Tenant) (cloud.Gate, error) {
 // CreateGate implements cloud.Store. A site missing from the tenant
 // returns an error wrapping ErrNotFound.
 func (s *Store) CreateGate(ctx context.Context, g cloud.Gate) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO gates (org_id, mode, `+gateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		g.Tenant.OrgID, string(g.Tenant.Mode), g.ID, g.SiteID, g.Name, string(g.Direction), g.CreatedAt, g.UpdatedAt)
-	if err != nil {
-		return translate("create gate", err)
-	}
-	return nil
+	return s.writeTx(ctx, g.Tenant, func(tx pgx.Tx, f *feed) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO gates (org_id, mode, `+gateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			g.Tenant.OrgID, string(g.Tenant.Mode), g.ID, g.SiteID, g.Name, string(g.Direction), g.CreatedAt, g.UpdatedAt); err != nil {
+			return translate("create gate", err)
+		}
+		pg := cloud.EdgeGate(g)
+		f.add(g.SiteID, protocol.Change{At: g.UpdatedAt, Gate: &pg})
+		return nil
+	})
 }
 
 // Gate implements cloud.Store.
@@ -148,7 +165,7 @@ func (s *Store) Gate(ctx context.Context, t cloud.Tenant, id string) (cloud.Gate
 // UpdateGate implements cloud.Store.
 func (s *Store) UpdateGate(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Gate) error) (cloud.Gate, error) {
 	var out cloud.Gate
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		g, err := scanGate(tx.QueryRow(ctx, `SELECT `+gateCols+` FROM gates WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
 			t.OrgID, string(t.Mode), id), t)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -157,6 +174,7 @@ func (s *Store) UpdateGate(ctx context.Context, t cloud.Tenant, id string, fn fu
 		if err != nil {
 			return fmt.Errorf("update gate: %w", err)
 		}
+		from := g.SiteID
 		if err := fn(&g); err != nil {
 			return err
 		}
@@ -166,6 +184,14 @@ func (s *Store) UpdateGate(ctx context.Context, t cloud.Tenant, id string, fn fu
 		if err != nil {
 			return translate("update gate", err)
 		}
+		pg := cloud.EdgeGate(out)
+		if from != out.SiteID {
+			// Moved: the old site's edge forgets it.
+			gone := pg
+			gone.Removed = true
+			f.add(from, protocol.Change{At: out.UpdatedAt, Gate: &gone})
+		}
+		f.add(out.SiteID, protocol.Change{At: out.UpdatedAt, Gate: &pg})
 		return nil
 	})
 	if err != nil {

@@ -116,7 +116,7 @@ func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn
 // rewritten after bfn; the visits and bookings keep their visitor_id and,
 // read afterwards, have an empty Visitor.
 func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit), bfn func(*cloud.Booking)) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		var email, phone *string
 		err := tx.QueryRow(ctx, `SELECT email, phone FROM visitors WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
 			t.OrgID, string(t.Mode), id).Scan(&email, &phone)
@@ -132,12 +132,19 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 		if err != nil {
 			return fmt.Errorf("erase visitor: %w", err)
 		}
+		vids := make([]string, 0, len(visits))
 		for _, v := range visits {
 			vid, before := v.ID, hostIDs(v)
 			fn(&v)
-			if err := updateVisitRow(ctx, tx, t, vid, before, v); err != nil {
+			if err := updateVisitRow(ctx, tx, f, t, vid, before, v); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
+			vids = append(vids, vid)
+		}
+		// The feed keeps no name of the visitor either: the changes this
+		// erasure appends have none, and the earlier ones lose theirs.
+		if err := scrubVisitorName(ctx, tx, t, vids); err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
 		}
 		rows, _ = tx.Query(ctx, `SELECT `+bookingCols+` FROM `+bookingFrom+`
 			WHERE b.org_id = $1 AND b.mode = $2 AND b.visitor_id = $3 FOR UPDATE OF b`, t.OrgID, string(t.Mode), id)

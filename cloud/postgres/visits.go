@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/storedoc"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // visitCols and visitFrom read a visit with its visitor, who may have been
@@ -46,15 +47,16 @@ func scanVisit(row scanner, t cloud.Tenant) (cloud.Visit, error) {
 	return v, nil
 }
 
-// visitArgs are $1..$13: org_id, mode, id, status, type, site_id, host_id,
-// visitor_id, booking_id, expected_at, doc, created_at, updated_at.
+// visitArgs are $1..$14: org_id, mode, id, status, type, site_id, host_id,
+// visitor_id, booking_id, expected_at, doc, created_at, updated_at,
+// edge_until.
 func visitArgs(t cloud.Tenant, id string, v cloud.Visit) ([]any, error) {
 	doc, err := storedoc.EncodeVisit(v)
 	if err != nil {
 		return nil, err
 	}
 	return []any{t.OrgID, string(t.Mode), id, string(v.Status), v.Type, v.SiteID, null(v.HostID), null(v.VisitorID),
-		null(v.BookingID), nullTime(v.ExpectedAt), doc, v.CreatedAt, v.UpdatedAt}, nil
+		null(v.BookingID), nullTime(v.ExpectedAt), doc, v.CreatedAt, v.UpdatedAt, nullTime(cloud.EdgeUntil(v))}, nil
 }
 
 // hostIDs are the people the host filter finds v by: the lead and every
@@ -85,33 +87,37 @@ func insertHosts(ctx context.Context, q querier, t cloud.Tenant, visitID string,
 	return nil
 }
 
-// insertVisit stores a new visit and its hosts in the tenant t.
-func insertVisit(ctx context.Context, q querier, t cloud.Tenant, v cloud.Visit) error {
+// insertVisit stores a new visit and its hosts in the tenant t, noting it
+// for the feed.
+func insertVisit(ctx context.Context, q querier, f *feed, t cloud.Tenant, v cloud.Visit) error {
 	args, err := visitArgs(t, v.ID, v)
 	if err != nil {
 		return err
 	}
 	if _, err := q.Exec(ctx, `INSERT INTO visits (org_id, mode, id, status, type, site_id, host_id, visitor_id, booking_id,
-			expected_at, doc, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, args...); err != nil {
+			expected_at, doc, created_at, updated_at, edge_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, args...); err != nil {
 		return translate("create visit", err)
 	}
+	f.visit(v.ID)
 	return insertHosts(ctx, q, t, v.ID, hostIDs(v))
 }
 
 // updateVisitRow stores v over the visit id of the tenant, whose hosts
-// were before; the ID, tenant and creation time stay as they are.
-func updateVisitRow(ctx context.Context, q querier, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
+// were before, noting it for the feed; the ID, tenant and creation time
+// stay as they are.
+func updateVisitRow(ctx context.Context, q querier, f *feed, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
 	args, err := visitArgs(t, id, v)
 	if err != nil {
 		return err
 	}
 	args = slices.Delete(args, 11, 12) // created_at is not updated
 	if _, err := q.Exec(ctx, `UPDATE visits SET status = $4, type = $5, site_id = $6, host_id = $7, visitor_id = $8,
-			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12
+			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12, edge_until = $13
 		WHERE org_id = $1 AND mode = $2 AND id = $3`, args...); err != nil {
 		return translate("update visit", err)
 	}
+	f.visit(id)
 	after := hostIDs(v)
 	if slices.Equal(before, after) {
 		return nil
@@ -125,9 +131,9 @@ func updateVisitRow(ctx context.Context, q querier, t cloud.Tenant, id string, b
 
 // writeAlong stores what w holds beside its visitor, in the tenant t of
 // the visit it goes with, whatever the Tenant fields in w say.
-func writeAlong(ctx context.Context, q querier, t cloud.Tenant, w cloud.VisitWrites) error {
+func writeAlong(ctx context.Context, q querier, f *feed, t cloud.Tenant, w cloud.VisitWrites) error {
 	for _, v := range w.Visits {
-		if err := insertVisit(ctx, q, t, v); err != nil {
+		if err := insertVisit(ctx, q, f, t, v); err != nil {
 			return err
 		}
 	}
@@ -170,16 +176,16 @@ func getVisit(ctx context.Context, q querier, t cloud.Tenant, id string, lock bo
 // the visit's tenant.
 func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
 	t := v.Tenant
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		if w.Visitor != nil {
 			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
 				return err
 			}
 		}
-		if err := insertVisit(ctx, tx, t, v); err != nil {
+		if err := insertVisit(ctx, tx, f, t, v); err != nil {
 			return err
 		}
-		return writeAlong(ctx, tx, t, w)
+		return writeAlong(ctx, tx, f, t, w)
 	})
 }
 
@@ -194,7 +200,7 @@ func (s *Store) Visit(ctx context.Context, t cloud.Tenant, id string) (cloud.Vis
 // the writes, so its Visitor is the one it now points at.
 func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit, *cloud.VisitWrites) error) (cloud.Visit, error) {
 	var out cloud.Visit
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		v, err := getVisit(ctx, tx, t, id, true)
 		if err != nil {
 			return err
@@ -209,10 +215,10 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 				return err
 			}
 		}
-		if err := updateVisitRow(ctx, tx, t, id, before, v); err != nil {
+		if err := updateVisitRow(ctx, tx, f, t, id, before, v); err != nil {
 			return err
 		}
-		if err := writeAlong(ctx, tx, t, w); err != nil {
+		if err := writeAlong(ctx, tx, f, t, w); err != nil {
 			return err
 		}
 		out, err = getVisit(ctx, tx, t, id, false)
@@ -345,18 +351,36 @@ func (s *Store) ListAuditEvents(ctx context.Context, t cloud.Tenant, f cloud.Aud
 	return out, more, nil
 }
 
-// CreatePassKey implements cloud.Store.
+// CreatePassKey implements cloud.Store, under the tenant's feed lock
+// (lockTenantFeeds).
 func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
 	private := k.Private
 	if private == nil {
 		private = []byte{}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		k.Tenant.OrgID, string(k.Tenant.Mode), k.ID, private, k.CreatedAt, nullTime(k.RetiredAt))
-	if err != nil {
-		return translate("create pass key", err)
-	}
-	return nil
+	t := k.Tenant
+	return s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
+		if err := lockTenantFeeds(ctx, tx, t); err != nil {
+			return fmt.Errorf("create pass key: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			t.OrgID, string(t.Mode), k.ID, private, k.CreatedAt, nullTime(k.RetiredAt)); err != nil {
+			return translate("create pass key", err)
+		}
+		rows, _ := tx.Query(ctx, `SELECT id FROM sites WHERE org_id = $1 AND mode = $2`, t.OrgID, string(t.Mode))
+		sites, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(sites) == 0 {
+			return err
+		}
+		pk, err := cloud.EdgeKey(k)
+		if err != nil {
+			return fmt.Errorf("create pass key: %w", err)
+		}
+		for _, site := range sites {
+			f.add(site, protocol.Change{At: k.CreatedAt, Key: &pk})
+		}
+		return nil
+	})
 }
 
 // PassKeys implements cloud.Store.

@@ -213,24 +213,24 @@ func checkSlot(ctx context.Context, tx *sql.Tx, t cloud.Tenant, id string, b clo
 // storeVisit stores v again whole over the tenant's visit with its ID,
 // keeping its hosts in step; ErrNotFound when the tenant has no such
 // visit.
-func storeVisit(ctx context.Context, tx *sql.Tx, t cloud.Tenant, v cloud.Visit) error {
+func storeVisit(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v cloud.Visit) error {
 	current, err := getVisit(ctx, tx, t, v.ID)
 	if err != nil {
 		return fmt.Errorf("store visit %s: %w", v.ID, err)
 	}
-	return updateVisitRow(ctx, tx, t, v.ID, hostIDs(current), v)
+	return updateVisitRow(ctx, tx, f, t, v.ID, hostIDs(current), v)
 }
 
 // writeBookingAlong stores what w holds beside its visitor and the
 // booking, in the tenant t of the booking, whatever the Tenant fields in w
 // say.
-func writeBookingAlong(ctx context.Context, tx *sql.Tx, t cloud.Tenant, w cloud.BookingWrites) error {
+func writeBookingAlong(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, w cloud.BookingWrites) error {
 	for _, v := range w.Visits {
-		if err := storeVisit(ctx, tx, t, v); err != nil {
+		if err := storeVisit(ctx, tx, f, t, v); err != nil {
 			return err
 		}
 	}
-	return writeAlong(ctx, tx, t, cloud.VisitWrites{Visits: w.NewVisits, Messages: w.Messages})
+	return writeAlong(ctx, tx, f, t, cloud.VisitWrites{Visits: w.NewVisits, Messages: w.Messages})
 }
 
 func getBooking(ctx context.Context, db interface {
@@ -266,7 +266,7 @@ func bookingsOf(ctx context.Context, db querier, t cloud.Tenant, visitorID strin
 // with every other write.
 func (s *Store) CreateBooking(ctx context.Context, b cloud.Booking, w cloud.BookingWrites, now time.Time) error {
 	t := b.Tenant
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
 		if w.Visitor != nil {
 			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
 				return err
@@ -280,7 +280,7 @@ func (s *Store) CreateBooking(ctx context.Context, b cloud.Booking, w cloud.Book
 		if err := insertBooking(ctx, tx, t, b); err != nil {
 			return err
 		}
-		return writeBookingAlong(ctx, tx, t, w)
+		return writeBookingAlong(ctx, tx, f, t, w)
 	})
 	if err != nil {
 		return fmt.Errorf("create booking: %w", err)
@@ -298,7 +298,7 @@ func (s *Store) Booking(ctx context.Context, t cloud.Tenant, id string) (cloud.B
 // the writes, so its Visitor is the one it now points at.
 func (s *Store) UpdateBooking(ctx context.Context, t cloud.Tenant, id string, now time.Time, fn func(*cloud.Booking, *cloud.BookingWrites) error) (cloud.Booking, error) {
 	var out cloud.Booking
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
 		b, err := getBooking(ctx, tx, t, id)
 		if err != nil {
 			return err
@@ -320,7 +320,7 @@ func (s *Store) UpdateBooking(ctx context.Context, t cloud.Tenant, id string, no
 		if err := updateBookingRow(ctx, tx, t, id, b); err != nil {
 			return err
 		}
-		if err := writeBookingAlong(ctx, tx, t, w); err != nil {
+		if err := writeBookingAlong(ctx, tx, f, t, w); err != nil {
 			return err
 		}
 		out, err = getBooking(ctx, tx, t, id)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -89,11 +90,19 @@ func siteArgs(s cloud.Site) []any {
 	return []any{s.Name, s.Timezone, null(a.Line1), null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), null(a.Country), micros(s.UpdatedAt)}
 }
 
-// CreateSite implements cloud.Store.
+// CreateSite implements cloud.Store: the site's feed starts with its
+// settings and the tenant's keys.
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.ID, site.Tenant.OrgID, string(site.Tenant.Mode), micros(site.CreatedAt)}, siteArgs(site)...)
-	_, err := s.w.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	err := s.writeTx(ctx, site.Tenant, func(tx *sql.Tx, f *feed) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+			return err
+		}
+		settings := cloud.EdgeSettings(site)
+		f.add(site.ID, protocol.Change{At: site.UpdatedAt, Settings: &settings})
+		return keyChanges(ctx, tx, f, site)
+	})
 	if err != nil {
 		return fmt.Errorf("insert site: %w", err)
 	}
@@ -107,13 +116,25 @@ func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site
 
 // UpdateSite implements cloud.Store.
 func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Site) error) (cloud.Site, error) {
-	return update(ctx, s, func(tx *sql.Tx) (cloud.Site, error) {
-		return get(ctx, tx, scanSite, `SELECT `+siteCols+` FROM sites WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
-	}, fn, func(tx *sql.Tx, site cloud.Site) error {
-		_, err := tx.ExecContext(ctx, `UPDATE sites SET name = ?, timezone = ?, addr_line1 = ?, addr_line2 = ?, addr_city = ?, addr_region = ?,
-			addr_postal_code = ?, addr_country = ?, updated_at = ? WHERE id = ?`, append(siteArgs(site), site.ID)...)
-		return err
+	var site cloud.Site
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		var err error
+		site, err = get(ctx, tx, scanSite, `SELECT `+siteCols+` FROM sites WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+		if err != nil {
+			return err
+		}
+		if err := fn(&site); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sites SET name = ?, timezone = ?, addr_line1 = ?, addr_line2 = ?, addr_city = ?, addr_region = ?,
+			addr_postal_code = ?, addr_country = ?, updated_at = ? WHERE id = ?`, append(siteArgs(site), id)...); err != nil {
+			return err
+		}
+		settings := cloud.EdgeSettings(site)
+		f.add(id, protocol.Change{At: site.UpdatedAt, Settings: &settings})
+		return nil
 	})
+	return site, err
 }
 
 // ListSites implements cloud.Store.
@@ -137,17 +158,21 @@ func scanGate(r scanner) (cloud.Gate, error) {
 
 // CreateGate implements cloud.Store.
 func (s *Store) CreateGate(ctx context.Context, g cloud.Gate) error {
-	res, err := s.w.ExecContext(ctx, `INSERT INTO gates (id, org_id, mode, site_id, name, direction, created_at, updated_at)
-		SELECT ?, ?, ?, id, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
-		g.ID, g.Tenant.OrgID, string(g.Tenant.Mode), g.Name, string(g.Direction), micros(g.CreatedAt), micros(g.UpdatedAt),
-		g.SiteID, g.Tenant.OrgID, string(g.Tenant.Mode))
-	if err != nil {
-		return fmt.Errorf("insert gate: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return fmt.Errorf("insert gate: site %s: %w", g.SiteID, cloud.ErrNotFound)
-	}
-	return nil
+	return s.writeTx(ctx, g.Tenant, func(tx *sql.Tx, f *feed) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO gates (id, org_id, mode, site_id, name, direction, created_at, updated_at)
+			SELECT ?, ?, ?, id, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
+			g.ID, g.Tenant.OrgID, string(g.Tenant.Mode), g.Name, string(g.Direction), micros(g.CreatedAt), micros(g.UpdatedAt),
+			g.SiteID, g.Tenant.OrgID, string(g.Tenant.Mode))
+		if err != nil {
+			return fmt.Errorf("insert gate: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("insert gate: site %s: %w", g.SiteID, cloud.ErrNotFound)
+		}
+		pg := cloud.EdgeGate(g)
+		f.add(g.SiteID, protocol.Change{At: g.UpdatedAt, Gate: &pg})
+		return nil
+	})
 }
 
 // Gate implements cloud.Store.
@@ -155,15 +180,28 @@ func (s *Store) Gate(ctx context.Context, t cloud.Tenant, id string) (cloud.Gate
 	return get(ctx, s.r, scanGate, `SELECT `+gateCols+` FROM gates WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
 }
 
-// UpdateGate implements cloud.Store.
+// UpdateGate implements cloud.Store. A gate stays at its site.
 func (s *Store) UpdateGate(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Gate) error) (cloud.Gate, error) {
-	return update(ctx, s, func(tx *sql.Tx) (cloud.Gate, error) {
-		return get(ctx, tx, scanGate, `SELECT `+gateCols+` FROM gates WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
-	}, fn, func(tx *sql.Tx, g cloud.Gate) error {
-		_, err := tx.ExecContext(ctx, `UPDATE gates SET name = ?, direction = ?, updated_at = ? WHERE id = ?`,
-			g.Name, string(g.Direction), micros(g.UpdatedAt), g.ID)
-		return err
+	var g cloud.Gate
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		var err error
+		g, err = get(ctx, tx, scanGate, `SELECT `+gateCols+` FROM gates WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+		if err != nil {
+			return err
+		}
+		site := g.SiteID
+		if err := fn(&g); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE gates SET name = ?, direction = ?, updated_at = ? WHERE id = ?`,
+			g.Name, string(g.Direction), micros(g.UpdatedAt), id); err != nil {
+			return err
+		}
+		pg := cloud.EdgeGate(g)
+		f.add(site, protocol.Change{At: g.UpdatedAt, Gate: &pg})
+		return nil
 	})
+	return g, err
 }
 
 // ListGates implements cloud.Store.

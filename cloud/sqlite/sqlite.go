@@ -39,6 +39,8 @@ type Store struct {
 
 	countsMu sync.Mutex
 	counts   map[countKey]int64
+
+	publishMu sync.Mutex // one PublishFeeds at a time
 }
 
 type countKey struct {

@@ -79,7 +79,7 @@ func (s *Store) UpdateVisitor(ctx context.Context, t cloud.Tenant, id string, fn
 // EraseVisitor implements cloud.Store. The visits and bookings keep their
 // visitor_id; read afterwards, their Visitor is empty.
 func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit), bfn func(*cloud.Booking)) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
 		var email, phone sql.NullString
 		err := tx.QueryRowContext(ctx, `SELECT email, phone FROM visitors WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)).Scan(&email, &phone)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -92,12 +92,19 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 		if err != nil {
 			return fmt.Errorf("erase visitor: %w", err)
 		}
+		vids := make([]string, 0, len(visits))
 		for _, v := range visits {
 			vid, before := v.ID, hostIDs(v)
 			fn(&v)
-			if err := updateVisitRow(ctx, tx, t, vid, before, v); err != nil {
+			if err := updateVisitRow(ctx, tx, f, t, vid, before, v); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
+			vids = append(vids, vid)
+		}
+		// The feed keeps no name of the visitor either: the changes this
+		// erasure appends have none, and the earlier ones lose theirs.
+		if err := scrubVisitorName(ctx, tx, t, vids); err != nil {
+			return fmt.Errorf("erase visitor: %w", err)
 		}
 		bookings, err := bookingsOf(ctx, tx, t, id)
 		if err != nil {

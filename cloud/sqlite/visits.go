@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/storedoc"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // visitCols and visitFrom read a visit with its visitor, who may have been
@@ -44,14 +45,14 @@ func scanVisit(r scanner) (cloud.Visit, error) {
 }
 
 // visitArgs are the values of status, type, site_id, host_id, visitor_id,
-// booking_id, expected_at, doc and updated_at.
+// booking_id, expected_at, doc, updated_at and edge_until.
 func visitArgs(v cloud.Visit) ([]any, error) {
 	doc, err := storedoc.EncodeVisit(v)
 	if err != nil {
 		return nil, err
 	}
 	return []any{string(v.Status), v.Type, v.SiteID, null(v.HostID), null(v.VisitorID), null(v.BookingID),
-		nullMicros(v.ExpectedAt), string(doc), micros(v.UpdatedAt)}, nil
+		nullMicros(v.ExpectedAt), string(doc), micros(v.UpdatedAt), nullMicros(cloud.EdgeUntil(v))}, nil
 }
 
 // hostIDs are the people the host filter finds v by: the lead and every
@@ -79,33 +80,37 @@ func writeHosts(ctx context.Context, tx *sql.Tx, visitID string, hosts []string)
 	return nil
 }
 
-// insertVisit stores a new visit and its hosts in the tenant t.
-func insertVisit(ctx context.Context, tx *sql.Tx, t cloud.Tenant, v cloud.Visit) error {
+// insertVisit stores a new visit and its hosts in the tenant t, noting it
+// for the feed.
+func insertVisit(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v cloud.Visit) error {
 	args, err := visitArgs(v)
 	if err != nil {
 		return err
 	}
 	args = append([]any{v.ID, t.OrgID, string(t.Mode), micros(v.CreatedAt)}, args...)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO visits (id, org_id, mode, created_at, status, type, site_id, host_id, visitor_id,
-			booking_id, expected_at, doc, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+			booking_id, expected_at, doc, updated_at, edge_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 		return fmt.Errorf("insert visit: %w", err)
 	}
+	f.visit(v.ID)
 	return writeHosts(ctx, tx, v.ID, hostIDs(v))
 }
 
 // updateVisitRow stores v over the visit id of the tenant, whose hosts
-// were before; the ID, tenant and creation time stay as they are.
-func updateVisitRow(ctx context.Context, tx *sql.Tx, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
+// were before, noting it for the feed; the ID, tenant and creation time
+// stay as they are.
+func updateVisitRow(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
 	args, err := visitArgs(v)
 	if err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE visits SET status = ?, type = ?, site_id = ?, host_id = ?, visitor_id = ?,
-			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?
+			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?, edge_until = ?
 		WHERE id = ? AND org_id = ? AND mode = ?`, append(args, id, t.OrgID, string(t.Mode))...); err != nil {
 		return fmt.Errorf("update visit: %w", err)
 	}
+	f.visit(id)
 	after := hostIDs(v)
 	if slices.Equal(before, after) {
 		return nil
@@ -118,9 +123,9 @@ func updateVisitRow(ctx context.Context, tx *sql.Tx, t cloud.Tenant, id string, 
 
 // writeAlong stores what w holds, in the tenant t of the visit it goes
 // with, whatever the Tenant fields in w say.
-func writeAlong(ctx context.Context, tx *sql.Tx, t cloud.Tenant, w cloud.VisitWrites) error {
+func writeAlong(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, w cloud.VisitWrites) error {
 	for _, v := range w.Visits {
-		if err := insertVisit(ctx, tx, t, v); err != nil {
+		if err := insertVisit(ctx, tx, f, t, v); err != nil {
 			return err
 		}
 	}
@@ -173,16 +178,16 @@ func visitsOf(ctx context.Context, db querier, t cloud.Tenant, visitorID string)
 // the visit's tenant.
 func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
 	t := v.Tenant
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
 		if w.Visitor != nil {
 			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
 				return err
 			}
 		}
-		if err := insertVisit(ctx, tx, t, v); err != nil {
+		if err := insertVisit(ctx, tx, f, t, v); err != nil {
 			return err
 		}
-		return writeAlong(ctx, tx, t, w)
+		return writeAlong(ctx, tx, f, t, w)
 	})
 	if err != nil {
 		return fmt.Errorf("create visit: %w", err)
@@ -200,7 +205,7 @@ func (s *Store) Visit(ctx context.Context, t cloud.Tenant, id string) (cloud.Vis
 // the writes, so its Visitor is the one it now points at.
 func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Visit, *cloud.VisitWrites) error) (cloud.Visit, error) {
 	var out cloud.Visit
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
 		v, err := getVisit(ctx, tx, t, id)
 		if err != nil {
 			return err
@@ -215,10 +220,10 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 				return err
 			}
 		}
-		if err := updateVisitRow(ctx, tx, t, id, before, v); err != nil {
+		if err := updateVisitRow(ctx, tx, f, t, id, before, v); err != nil {
 			return err
 		}
-		if err := writeAlong(ctx, tx, t, w); err != nil {
+		if err := writeAlong(ctx, tx, f, t, w); err != nil {
 			return err
 		}
 		out, err = getVisit(ctx, tx, t, id)
@@ -364,8 +369,27 @@ func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
 	if private == nil {
 		private = []byte{}
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		k.Tenant.OrgID, string(k.Tenant.Mode), k.ID, private, micros(k.CreatedAt), nullMicros(k.RetiredAt))
+	err := s.writeTx(ctx, k.Tenant, func(tx *sql.Tx, f *feed) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			k.Tenant.OrgID, string(k.Tenant.Mode), k.ID, private, micros(k.CreatedAt), nullMicros(k.RetiredAt)); err != nil {
+			return err
+		}
+		sites, err := all(ctx, tx, func(r scanner) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		}, `SELECT id FROM sites WHERE org_id = ? AND mode = ?`, k.Tenant.OrgID, string(k.Tenant.Mode))
+		if err != nil || len(sites) == 0 {
+			return err
+		}
+		pk, err := cloud.EdgeKey(k)
+		if err != nil {
+			return err
+		}
+		for _, site := range sites {
+			f.add(site, protocol.Change{At: k.CreatedAt, Key: &pk})
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("insert pass key: %w", err)
 	}

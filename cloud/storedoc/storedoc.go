@@ -8,7 +8,11 @@
 // passrule.Rules must not change what rows already hold (STYLE D3). Add
 // fields with omitempty; never rename or retype a json tag.
 //
-// It may import cloud, shared/passrule and the standard library.
+// It also holds the body of a site feed row (EncodeChange), the wire form
+// of one change.
+//
+// It may import cloud, shared/passrule, sync/protocol and the standard
+// library.
 package storedoc
 
 import (

@@ -1,0 +1,64 @@
+package cloud
+
+import (
+	"time"
+
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// Edge is a site's appliance as the cloud knows it: its broker
+// credentials and what its last status said.
+type Edge struct {
+	ID         string
+	Tenant     Tenant
+	SiteID     string
+	Name       string
+	Username   string // at the broker: the edge's ID
+	SecretHash []byte // SHA-256 of the broker password, which is never stored
+	CreatedAt  time.Time
+	State      string     // EdgeOnline or EdgeOffline, as its last status said; offline until one arrives
+	StateSince *time.Time // when the cloud learned of State; nil until a status arrives
+	LastSeenAt *time.Time // when the cloud last heard the edge say it is online
+	Seq        uint64     // the last change of the feed it had applied, as it last said
+	Outbox     int        // facts it had not had acknowledged, as it last said
+	Software   string     // its software version, as it last said
+}
+
+// The states of an edge.
+const (
+	EdgeOnline  = "online"
+	EdgeOffline = "offline"
+)
+
+// EdgeFact is a fact from a site's edge as the cloud records it: each
+// fact ID once, whether or not it agreed with the cloud's state.
+type EdgeFact struct {
+	Tenant     Tenant
+	SiteID     string
+	Fact       protocol.Fact
+	ReceivedAt time.Time
+	Conflict   string // why the fact disagreed with the cloud (Conflict*); "" when it did not
+}
+
+// FactWrites are what applying a fact writes, in the transaction that
+// records the fact.
+type FactWrites struct {
+	Visits   []Visit      // visits read through the transaction's load, stored again whole
+	New      []Visit      // visits the fact makes (a re-entry)
+	Audit    []AuditEvent // the audit trail
+	Conflict string       // recorded with the fact; "" when the fact agreed with the cloud
+}
+
+// Why a fact disagreed with the cloud's state (docs/decisions.md, "Edge
+// facts in the cloud"). The fact is recorded all the same.
+const (
+	ConflictUnknownVisit      = "unknown_visit"      // no such visit at the site
+	ConflictVisitExists       = "visit_exists"       // a re-entry's new visit ID is taken
+	ConflictEnded             = "ended"              // the visit is cancelled, denied or no_show, or its pass revoked
+	ConflictAwaitingApproval  = "awaiting_approval"  // nobody has approved the visit
+	ConflictAlreadyCheckedIn  = "already_checked_in" // a check-in of a visit the cloud has checked in
+	ConflictAlreadyCheckedOut = "already_checked_out"
+	ConflictNotCheckedIn      = "not_checked_in"  // a check-out of a visit the cloud has as expected
+	ConflictNotCheckedOut     = "not_checked_out" // a re-entry from a visit the cloud has not checked out
+	ConflictUnknownGate       = "unknown_gate"    // the gate is not one of the site's
+)

@@ -1,0 +1,151 @@
+package cloud
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// This file holds what a site's edge receives from the cloud: the wire
+// form (sync/protocol) of visits, gates, site settings and pass keys, and
+// the snapshot a store reads for a resync. Both stores convert with these
+// functions, so they send the same objects (docs/decisions.md, "Edge facts
+// in the cloud").
+
+// DefaultOfflineLimitMinutes is the offline limit every site's settings
+// carry until the API has a field for it: a day. A gate whose cache is
+// older fails as its configuration says.
+const DefaultOfflineLimitMinutes = 24 * 60
+
+// EdgeHorizon is how long after EdgeUntil an edge still needs a visit: a
+// pass works up to a week (passrule.MaxWindowMinutes) after its visit's
+// expected end, and a day more covers rounding to the site's day. A
+// snapshot leaves out visits whose EdgeUntil is further back.
+const EdgeHorizon = 8 * 24 * time.Hour
+
+// edgeMaxText is the protocol's bound on a name, in bytes.
+const edgeMaxText = 200
+
+// EdgeSite names the tenant's site as the protocol does.
+func EdgeSite(t Tenant, siteID string) protocol.Site {
+	return protocol.Site{Mode: string(t.Mode), OrgID: t.OrgID, SiteID: siteID}
+}
+
+// SiteTenant is the tenant and site ID a protocol site names.
+func SiteTenant(s protocol.Site) (Tenant, string) {
+	return Tenant{OrgID: s.OrgID, Mode: Mode(s.Mode)}, s.SiteID
+}
+
+// EdgeUntil is the time from which a visit's pass can work for at most
+// EdgeHorizon more: its expected end, or for a visit without one (a
+// walk-in, whose pass lasts the day of arrival at the site) a day after
+// its check-in. It is nil for a visit with neither, which an edge keeps
+// for good. Stores index it to choose a snapshot's visits.
+func EdgeUntil(v Visit) *time.Time {
+	switch {
+	case v.ExpectedUntil != nil:
+		return utcPtr(v.ExpectedUntil)
+	case v.CheckedInAt != nil:
+		t := v.CheckedInAt.UTC().Truncate(time.Microsecond).Add(24 * time.Hour)
+		return &t
+	}
+	return nil
+}
+
+// EdgeVisit is what a site's edge keeps of v: enough to decide at a gate
+// and to show the visitor's and the lead host's names. v.Visitor must be
+// filled as a store reads it: an erased visitor's visit has no name. A
+// pass that names no holder is the visit's own.
+func EdgeVisit(v Visit) protocol.Visit {
+	holder := v.Pass.ForVisitID
+	if holder == "" {
+		holder = v.ID
+	}
+	rules := protocol.FromRules(v.Pass.Rules)
+	rules.GateIDs = slices.Clone(rules.GateIDs)
+	return protocol.Visit{
+		ID:            v.ID,
+		Status:        string(v.Status),
+		ExpectedAt:    utcPtr(v.ExpectedAt),
+		ExpectedUntil: utcPtr(v.ExpectedUntil),
+		CheckedInAt:   utcPtr(v.CheckedInAt),
+		CheckedOutAt:  utcPtr(v.CheckedOutAt),
+		Rules:         rules,
+		Uses:          v.Pass.Uses,
+		Revoked:       v.Pass.Revoked,
+		ForVisitID:    holder,
+		ReenteredAs:   v.ReenteredAs,
+		VisitorName:   clip(v.Visitor.Name),
+		HostName:      clip(leadName(v)),
+	}
+}
+
+// leadName is the name of the visit's lead host, or "" when nobody hosts
+// it.
+func leadName(v Visit) string {
+	for _, h := range v.Hosts {
+		if h.Role == HostRoleLead {
+			return h.Name
+		}
+	}
+	for _, h := range v.Hosts {
+		if h.ID == v.HostID && v.HostID != "" {
+			return h.Name
+		}
+	}
+	return ""
+}
+
+// clip cuts s to the protocol's bound on names, at a character boundary:
+// the API counts characters, the protocol bytes.
+func clip(s string) string {
+	if len(s) <= edgeMaxText {
+		return s
+	}
+	n := edgeMaxText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// EdgeGate is a gate as its site's edge keeps it.
+func EdgeGate(g Gate) protocol.Gate {
+	return protocol.Gate{ID: g.ID, Name: clip(g.Name), Direction: string(g.Direction)}
+}
+
+// EdgeSettings are the settings of a site its edge needs.
+func EdgeSettings(s Site) protocol.Settings {
+	return protocol.Settings{Timezone: s.Timezone, OfflineLimitMinutes: DefaultOfflineLimitMinutes}
+}
+
+// EdgeKey is the public half of a pass-signing key, under the ID passes
+// name it by. It returns an error for a key that is not an Ed25519
+// private key.
+func EdgeKey(k PassKey) (protocol.Key, error) {
+	if len(k.Private) != ed25519.PrivateKeySize {
+		return protocol.Key{}, fmt.Errorf("pass key %s: %d bytes, not an Ed25519 private key", k.ID, len(k.Private))
+	}
+	pub := ed25519.PrivateKey(k.Private).Public().(ed25519.PublicKey)
+	return protocol.Key{ID: k.ID, Public: slices.Clone(pub), Retired: k.RetiredAt != nil}, nil
+}
+
+// EdgeSnapshot is a site's whole state as its edge needs it, as of feed
+// sequence Seq: read in one consistent view, so applying the feed after
+// Seq to it gives the site's state at any later sequence.
+type EdgeSnapshot struct {
+	Site     protocol.Site
+	Seq      uint64
+	Settings protocol.Settings
+	Gates    []protocol.Gate
+	Keys     []protocol.Key // the tenant's keys that are not retired
+	// Visits are the visits at the site whose pass could still admit:
+	// EdgeUntil unset or within EdgeHorizon of the snapshot's time,
+	// whatever their status (a cancelled visit must reach the edge, or its
+	// still-valid token would admit).
+	Visits []protocol.Visit
+}

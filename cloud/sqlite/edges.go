@@ -1,0 +1,171 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// ApplyFact implements cloud.Store. The fact's row is inserted first: a
+// second delivery finds it and changes nothing. The one writer connection
+// makes two deliveries take turns.
+func (s *Store) ApplyFact(ctx context.Context, ef cloud.EdgeFact, fn func(func(string) (cloud.Visit, error), *cloud.FactWrites) error) (bool, error) {
+	t, f := ef.Tenant, ef.Fact
+	applied := false
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, fd *feed) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
+				visit_id, pass_visit_id, reason, received_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), micros(f.At), f.GateID,
+			null(f.VisitID), null(f.PassVisitID), null(f.Reason), micros(ef.ReceivedAt))
+		if err != nil {
+			return fmt.Errorf("record fact: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err // recorded before
+		}
+		applied = true
+		loaded := map[string][]string{} // the hosts of each visit loaded
+		load := func(id string) (cloud.Visit, error) {
+			v, err := getVisit(ctx, tx, t, id)
+			if err == nil {
+				loaded[id] = hostIDs(v)
+			}
+			return v, err
+		}
+		var w cloud.FactWrites
+		if err := fn(load, &w); err != nil {
+			return err
+		}
+		for _, v := range w.Visits {
+			before, ok := loaded[v.ID]
+			if !ok {
+				cur, err := getVisit(ctx, tx, t, v.ID)
+				if err != nil {
+					return fmt.Errorf("store visit %s: %w", v.ID, err)
+				}
+				before = hostIDs(cur)
+			}
+			if err := updateVisitRow(ctx, tx, fd, t, v.ID, before, v); err != nil {
+				return err
+			}
+		}
+		if err := writeAlong(ctx, tx, fd, t, cloud.VisitWrites{Visits: w.New, Audit: w.Audit}); err != nil {
+			return err
+		}
+		if w.Conflict != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE edge_facts SET conflict = ? WHERE id = ?`, w.Conflict, f.ID); err != nil {
+				return fmt.Errorf("record fact: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return applied, nil
+}
+
+// EdgeFact implements cloud.Store.
+func (s *Store) EdgeFact(ctx context.Context, t cloud.Tenant, id string) (cloud.EdgeFact, error) {
+	return get(ctx, s.r, scanEdgeFact, `SELECT org_id, mode, site_id, id, kind, edge_id, counter, at, gate_id, visit_id,
+			pass_visit_id, reason, received_at, conflict
+		FROM edge_facts WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+}
+
+func scanEdgeFact(r scanner) (cloud.EdgeFact, error) {
+	var ef cloud.EdgeFact
+	var mode, kind string
+	var counter, at, received int64
+	var visit, pass, reason, conflict sql.NullString
+	f := &ef.Fact
+	err := r.Scan(&ef.Tenant.OrgID, &mode, &ef.SiteID, &f.ID, &kind, &f.EdgeID, &counter, &at, &f.GateID, &visit, &pass,
+		&reason, &received, &conflict)
+	ef.Tenant.Mode, f.V, f.Kind, f.Counter, f.At = cloud.Mode(mode), protocol.Version, protocol.FactKind(kind), uint64(counter), fromMicros(at)
+	f.VisitID, f.PassVisitID, f.Reason = str(visit), str(pass), str(reason)
+	ef.ReceivedAt, ef.Conflict = fromMicros(received), str(conflict)
+	return ef, err
+}
+
+const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software`
+
+func scanEdge(r scanner) (cloud.Edge, error) {
+	var e cloud.Edge
+	var mode string
+	var created, seq int64
+	var stateAt, seen sql.NullInt64
+	err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &created, &e.State,
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software)
+	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), fromMicros(created), fromNullMicros(stateAt), fromNullMicros(seen)
+	e.Seq = uint64(seq)
+	return e, err
+}
+
+// CreateEdge implements cloud.Store.
+func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
+	state := e.State
+	if state == "" {
+		state = cloud.EdgeOffline
+	}
+	res, err := s.w.ExecContext(ctx, `INSERT INTO edges (`+edgeCols+`)
+		SELECT ?, ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
+		e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Name, e.Username, e.SecretHash, micros(e.CreatedAt), state,
+		nullMicros(e.StateSince), nullMicros(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software,
+		e.SiteID, e.Tenant.OrgID, string(e.Tenant.Mode))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("insert edge: %w: %w", cloud.ErrConflict, err)
+	}
+	if err != nil {
+		return fmt.Errorf("insert edge: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+	}
+	return nil
+}
+
+// Edge implements cloud.Store.
+func (s *Store) Edge(ctx context.Context, id string) (cloud.Edge, error) {
+	return get(ctx, s.r, scanEdge, `SELECT `+edgeCols+` FROM edges WHERE id = ?`, id)
+}
+
+// ListEdges implements cloud.Store.
+func (s *Store) ListEdges(ctx context.Context, t cloud.Tenant, siteID string) ([]cloud.Edge, error) {
+	q := `SELECT ` + edgeCols + ` FROM edges WHERE org_id = ? AND mode = ?`
+	args := []any{t.OrgID, string(t.Mode)}
+	if siteID != "" {
+		q += ` AND site_id = ?`
+		args = append(args, siteID)
+	}
+	out, err := all(ctx, s.r, scanEdge, q+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list edges: %w", err)
+	}
+	if out == nil {
+		out = []cloud.Edge{}
+	}
+	return out, nil
+}
+
+// RecordEdgeStatus implements cloud.Store.
+func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID string, st protocol.Status, at time.Time) error {
+	q := `UPDATE edges SET state_at = CASE WHEN state = ? AND state_at IS NOT NULL THEN state_at ELSE ? END, state = ?`
+	args := []any{st.State, micros(at), st.State}
+	if st.State == cloud.EdgeOnline {
+		q += `, last_seen_at = ?, seq = ?, outbox = ?, software = ?`
+		args = append(args, micros(at), int64(st.Seq), st.Outbox, st.Software)
+	}
+	res, err := s.w.ExecContext(ctx, q+` WHERE id = ? AND org_id = ? AND mode = ? AND site_id = ?`,
+		append(args, st.EdgeID, t.OrgID, string(t.Mode), siteID)...)
+	if err != nil {
+		return fmt.Errorf("record edge status: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return cloud.ErrNotFound
+	}
+	return nil
+}
