@@ -64,4 +64,22 @@
 // of the visit is taken whole. Convergence relies on the cloud emitting a
 // change of the visit whenever it applies a fact about it, flagged ones
 // included.
+//
+// # Pruning
+//
+// The change feed has no removal of a visit, so without help the file
+// would grow with every visit the site ever had until the next snapshot.
+// Prune removes visits whose pass ended before a given time
+// (expected_until plus window.after; for a walk-in without
+// expected_until, the end of its check-in day in the site's zone) and
+// that no waiting fact names, in one transaction; the appliance calls it
+// daily with a cutoff a week back. A pruned visit's token decides alone
+// from then on (as for a visit the edge has never seen), and its claims
+// end when the visit did when the pass was issued, so it is refused as
+// expired. The exception is a visit the cloud shortened by more than the
+// cutoff's distance after issuing its pass without revoking it: its old
+// token would decide on its old end. A visit with no end (no
+// expected_until and not checked in) is never pruned, so its cancellation
+// is never forgotten. Host names and gate lists interned for pruned visits
+// stay until the next snapshot.
 package cache

@@ -333,6 +333,20 @@ func (e *edit) putVisit(u uid, x visitEntry) {
 	e.v.visits[s][u] = x
 }
 
+// deleteVisit removes a visit from the edit, copying its shard first.
+func (e *edit) deleteVisit(u uid) {
+	s := u.shard()
+	if _, ok := e.v.visits[s][u]; !ok {
+		return
+	}
+	if !e.copied[s] {
+		e.v.visits[s] = maps.Clone(e.v.visits[s])
+		e.copied[s] = true
+	}
+	delete(e.v.visits[s], u)
+	e.v.nVisits--
+}
+
 func (e *edit) putGate(g protocol.Gate) {
 	if !e.gatesCopy {
 		e.v.gates = maps.Clone(e.v.gates)
