@@ -1,0 +1,634 @@
+package mqttsync
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// CloudStore is what the cloud half needs of the cloud service. Its
+// methods are called from several goroutines at once.
+type CloudStore interface {
+	// Changes returns up to limit changes of site's feed after sequence
+	// after, in order, and the feed's head (its last sequence). Changes
+	// no longer kept are simply absent: the cloud half then sends a
+	// snapshot. It returns the store's errors.
+	Changes(ctx context.Context, site protocol.Site, after uint64, limit int) (changes []protocol.Change, head uint64, err error)
+	// Snapshot returns the site's whole state as of one sequence, unsplit
+	// (Part and Parts unset). It returns the store's errors.
+	Snapshot(ctx context.Context, site protocol.Site) (protocol.Snapshot, error)
+	// ApplyFact applies a fact once by its ID: nil when it is applied now
+	// or was before. An error wrapping ErrRejected means it never will be
+	// (an unknown edge, say) and is not acknowledged; any other error is
+	// transient.
+	ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error
+	// EdgeStatus records an edge's status (a retained last will saying
+	// offline included). It returns the store's errors.
+	EdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error
+	// PublishFeeds hands fn the changes committed and not yet published,
+	// per site in order, up to limit in all, and returns how many it
+	// handed over. A site's cursor advances only past runs for which fn
+	// returned nil. It returns the store's errors and fn's.
+	PublishFeeds(ctx context.Context, limit int, fn func(site protocol.Site, changes []protocol.Change) error) (int, error)
+}
+
+// CloudConfig configures the cloud half. Zero durations and sizes take the
+// defaults given.
+type CloudConfig struct {
+	BrokerURL string
+	Username  string
+	Password  string
+	// ClientID names this process to the broker; each cloud process has
+	// its own (a second connection with the same ID takes over the first).
+	ClientID string
+	TLS      *tls.Config
+
+	Store  CloudStore
+	Logger *slog.Logger // nil: slog.Default()
+
+	// Filters are the shared subscriptions this process reads: by default
+	// protocol.SharedFacts, SharedResync and SharedStatus. Narrower ones
+	// (one mode, one organisation, or another share group) split the sites
+	// between deployments; each filter must be a $share filter whose
+	// topics are the protocol's.
+	Filters []string
+
+	// PollEvery is how often the change feeds are published when Notify
+	// is not called. Default 100ms.
+	PollEvery time.Duration
+	// FeedLimit bounds the changes handed over by one PublishFeeds call.
+	// Default 5000.
+	FeedLimit int
+	// AckEvery is how long acknowledgements gather before they are sent
+	// (at most protocol.MaxAcks in one reply). Default 10ms.
+	AckEvery time.Duration
+	// SnapshotAfter is how far behind an edge may be (in changes) and
+	// still be sent changes rather than a snapshot. Default 5000.
+	SnapshotAfter uint64
+	// ResyncWorkers answer resync requests concurrently. Default 2.
+	ResyncWorkers int
+	// StoreTimeout bounds each store call. Default 30s.
+	StoreTimeout time.Duration
+
+	KeepAlive      time.Duration // default 30s
+	ConnectTimeout time.Duration // default 10s
+	WriteTimeout   time.Duration // one publication, default 10s
+	MinBackoff     time.Duration // default 500ms
+	MaxBackoff     time.Duration // default 30s
+}
+
+// Validate names the first unusable field, wrapping ErrConfig.
+func (c *CloudConfig) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	if err := checkBrokerURL(c.BrokerURL); err != nil {
+		return bad("BrokerURL %q: %v", c.BrokerURL, err)
+	}
+	switch {
+	case c.ClientID == "" || len(c.ClientID) > 128:
+		return bad("ClientID must hold 1 to 128 bytes")
+	case c.Store == nil:
+		return bad("Store is nil")
+	case c.FeedLimit < 0:
+		return bad("FeedLimit is negative")
+	case c.ResyncWorkers < 0 || c.ResyncWorkers > 64:
+		return bad("ResyncWorkers %d is not between 1 and 64", c.ResyncWorkers)
+	}
+	for _, f := range c.Filters {
+		if len(f) < 8 || f[:7] != "$share/" {
+			return bad("Filters: %q is not a $share filter", f)
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"PollEvery": c.PollEvery, "AckEvery": c.AckEvery, "StoreTimeout": c.StoreTimeout,
+		"KeepAlive": c.KeepAlive, "ConnectTimeout": c.ConnectTimeout, "WriteTimeout": c.WriteTimeout,
+		"MinBackoff": c.MinBackoff, "MaxBackoff": c.MaxBackoff,
+	} {
+		if d < 0 {
+			return bad("%s is negative", name)
+		}
+	}
+	return nil
+}
+
+func (c *CloudConfig) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&c.PollEvery, 100*time.Millisecond)
+	def(&c.AckEvery, 10*time.Millisecond)
+	def(&c.StoreTimeout, 30*time.Second)
+	def(&c.KeepAlive, defaultKeepAlive)
+	def(&c.ConnectTimeout, defaultConnectTimeout)
+	def(&c.WriteTimeout, defaultWriteTimeout)
+	def(&c.MinBackoff, defaultMinBackoff)
+	def(&c.MaxBackoff, defaultMaxBackoff)
+	if c.FeedLimit == 0 {
+		c.FeedLimit = 5000
+	}
+	if c.SnapshotAfter == 0 {
+		c.SnapshotAfter = 5000
+	}
+	if c.ResyncWorkers == 0 {
+		c.ResyncWorkers = 2
+	}
+	if len(c.Filters) == 0 {
+		c.Filters = []string{protocol.SharedFacts, protocol.SharedResync, protocol.SharedStatus}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// CloudState is the cloud half's counters, for metrics.
+type CloudState struct {
+	Connected       bool
+	FactsApplied    uint64 // ApplyFact returned nil
+	FactsRejected   uint64 // ApplyFact returned ErrRejected
+	FactsFailed     uint64 // ApplyFact returned another error
+	AckReplies      uint64
+	ResyncsAnswered uint64 // with changes
+	Snapshots       uint64 // resyncs answered with a snapshot
+	Statuses        uint64
+	ChangesSent     uint64 // on the feeds
+	Dropped         uint64 // malformed or foreign messages, and any the inboxes had no room for
+}
+
+// Cloud is the cloud's half of the sync: it applies the edges' facts,
+// answers their resync requests, records their statuses and publishes the
+// sites' change feeds.
+type Cloud struct {
+	cfg    CloudConfig
+	log    *slog.Logger
+	facts  *inbox
+	resync *inbox
+	status *inbox
+	notify chan struct{}
+	ran    atomic.Bool
+
+	mu     sync.Mutex
+	client paho.Client // nil while disconnected
+
+	connected                                            atomic.Bool
+	applied, rejected, failed, acks, answered, snapshots atomic.Uint64
+	statuses, sent, dropped                              atomic.Uint64
+}
+
+// NewCloud checks cfg and returns a cloud half; Run starts it.
+func NewCloud(cfg CloudConfig) (*Cloud, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	return &Cloud{
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "mqttsync-cloud", "client_id", cfg.ClientID),
+		facts:  newInbox(inboxLimit),
+		resync: newInbox(inboxLimit),
+		status: newInbox(inboxLimit),
+		notify: make(chan struct{}, 1),
+	}, nil
+}
+
+// Notify tells the cloud half that a change was committed, so it publishes
+// the feeds now rather than at the next poll. It never blocks.
+func (c *Cloud) Notify() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// State returns the counters; safe from any goroutine.
+func (c *Cloud) State() CloudState {
+	return CloudState{
+		Connected:    c.connected.Load(),
+		FactsApplied: c.applied.Load(), FactsRejected: c.rejected.Load(), FactsFailed: c.failed.Load(),
+		AckReplies: c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
+		Statuses: c.statuses.Load(), ChangesSent: c.sent.Load(),
+		Dropped: c.dropped.Load() + c.facts.droppedCount() + c.resync.droppedCount() + c.status.droppedCount(),
+	}
+}
+
+// Run connects (retrying with backoff for as long as ctx lasts) and serves
+// until ctx ends. It returns nil once ctx ends; it is called once.
+func (c *Cloud) Run(ctx context.Context) error {
+	if c.ran.Swap(true) {
+		return errors.New("mqttsync: Cloud.Run called twice")
+	}
+	var wg sync.WaitGroup
+	wctx, stop := context.WithCancel(ctx)
+	wg.Go(func() { c.factsWorker(wctx) })
+	for range c.cfg.ResyncWorkers {
+		wg.Go(func() { c.resyncWorker(wctx) })
+	}
+	wg.Go(func() { c.statusWorker(wctx) })
+	wg.Go(func() { c.publisher(wctx) })
+
+	bo := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
+	for ctx.Err() == nil {
+		cl, lost, err := c.connect(ctx)
+		if err == nil {
+			bo.reset()
+			c.setClient(cl)
+			c.log.Info("connected to the broker")
+			select {
+			case <-ctx.Done():
+				stop()
+				wg.Wait()
+				c.setClient(nil)
+				cl.Disconnect(250)
+				return nil
+			case err = <-lost:
+				err = fmt.Errorf("connection lost: %w", err)
+			}
+			c.setClient(nil)
+			cl.Disconnect(0)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		d := bo.next()
+		c.log.Warn("no connection to the broker; retrying", "error", err, "retry_in", d)
+		sleep(ctx, d)
+	}
+	stop()
+	wg.Wait()
+	return nil
+}
+
+func (c *Cloud) connect(ctx context.Context) (paho.Client, <-chan error, error) {
+	lost := make(chan error, 1)
+	cl, err := dial(ctx, dialConfig{
+		url: c.cfg.BrokerURL, username: c.cfg.Username, password: c.cfg.Password,
+		clientID: c.cfg.ClientID, tls: c.cfg.TLS,
+		// A clean session: a persistent one would keep the process's
+		// share of the $share subscriptions after it stops, and brokers go
+		// on handing it messages that nobody reads (mochi picks a group
+		// member without regard to whether it is connected). What a
+		// stopped process misses is recovered by the protocol: edges
+		// republish unacknowledged facts and ask again for resyncs.
+		cleanSession: true,
+		keepAlive:    c.cfg.KeepAlive, connectTimeout: c.cfg.ConnectTimeout, writeTimeout: c.cfg.WriteTimeout,
+		onMessage: c.route,
+		onLost: func(err error) {
+			select {
+			case lost <- err:
+			default:
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := subscribe(cl, c.cfg.Filters, c.cfg.ConnectTimeout); err != nil {
+		cl.Disconnect(0)
+		return nil, nil, err
+	}
+	return cl, lost, nil
+}
+
+// route is the paho callback: it sorts a message into its worker's inbox
+// by topic, and never blocks.
+func (c *Cloud) route(m message) {
+	_, kind, _, err := protocol.ParseTopic(m.topic)
+	switch {
+	case err != nil:
+		c.drop(m, "not a topic of the protocol")
+	case kind == protocol.KindFacts:
+		c.facts.push(m)
+	case kind == protocol.KindResync:
+		c.resync.push(m)
+	case kind == protocol.KindStatus:
+		c.status.push(m)
+	default:
+		c.drop(m, "not a topic the cloud reads")
+	}
+}
+
+func (c *Cloud) drop(m message, why string) {
+	c.log.Warn("message dropped", "topic", m.topic, "bytes", len(m.payload), "reason", why)
+	c.dropped.Add(1)
+}
+
+func (c *Cloud) setClient(cl paho.Client) {
+	c.mu.Lock()
+	c.client = cl
+	c.mu.Unlock()
+	c.connected.Store(cl != nil)
+}
+
+// publish publishes at QoS 1 on the current connection.
+func (c *Cloud) publish(topic string, payload []byte) paho.Token {
+	c.mu.Lock()
+	cl := c.client
+	c.mu.Unlock()
+	if cl == nil {
+		return failedToken{errNotConnected}
+	}
+	return cl.Publish(topic, 1, false, payload)
+}
+
+func (c *Cloud) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.StoreTimeout)
+}
+
+// ackKey names the replies topic that acknowledgements go to.
+type ackKey struct {
+	site   protocol.Site
+	edgeID string
+}
+
+// factsWorker applies facts in the order they arrive and acknowledges
+// them in batches: when AckEvery has passed since the first waiting
+// acknowledgement, or protocol.MaxAcks wait for one edge.
+func (c *Cloud) factsWorker(ctx context.Context) {
+	pending := make(map[ackKey][]string)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.facts.ready:
+			for _, m := range c.facts.take(0) {
+				k, id, ok := c.applyFact(ctx, m)
+				if !ok {
+					continue
+				}
+				pending[k] = append(pending[k], id)
+				if len(pending[k]) >= protocol.MaxAcks {
+					c.sendAcks(k, pending[k])
+					delete(pending, k)
+				}
+			}
+			if len(pending) > 0 && !armed {
+				timer.Reset(c.cfg.AckEvery)
+				armed = true
+			}
+		case <-timer.C:
+			armed = false
+			for k, ids := range pending {
+				c.sendAcks(k, ids)
+				delete(pending, k)
+			}
+		}
+	}
+}
+
+// applyFact decodes and applies one fact, reporting where its
+// acknowledgement goes when it was applied.
+func (c *Cloud) applyFact(ctx context.Context, m message) (ackKey, string, bool) {
+	site, kind, _, err := protocol.ParseTopic(m.topic)
+	if err != nil || kind != protocol.KindFacts {
+		c.drop(m, "not a facts topic")
+		return ackKey{}, "", false
+	}
+	var f protocol.Fact
+	if err := protocol.Decode(m.payload, &f); err != nil {
+		c.drop(m, err.Error())
+		return ackKey{}, "", false
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	err = c.cfg.Store.ApplyFact(sctx, site, f)
+	cancel()
+	switch {
+	case err == nil:
+		c.applied.Add(1)
+		return ackKey{site, f.EdgeID}, f.ID, true
+	case errors.Is(err, ErrRejected):
+		c.rejected.Add(1)
+		c.log.Warn("fact rejected; not acknowledged", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", err)
+	default:
+		c.failed.Add(1)
+		if ctx.Err() == nil {
+			c.log.Error("apply fact; the edge will publish it again", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", err)
+		}
+	}
+	return ackKey{}, "", false
+}
+
+func (c *Cloud) sendAcks(k ackKey, ids []string) {
+	b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})
+	if err == nil {
+		err = wait(c.publish(k.site.Replies(k.edgeID), b), c.cfg.WriteTimeout)
+	}
+	if err != nil {
+		// The edge publishes the facts again and they are acknowledged
+		// again: applying is idempotent.
+		c.log.Warn("acknowledge facts", "site_id", k.site.SiteID, "edge_id", k.edgeID, "facts", len(ids), "error", err)
+		return
+	}
+	c.acks.Add(1)
+}
+
+func (c *Cloud) resyncWorker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.resync.ready:
+			for _, m := range c.resync.take(1) {
+				c.answerResync(ctx, m)
+			}
+		}
+	}
+}
+
+// answerResync sends the changes after the request's sequence, or a
+// snapshot when the edge is new (after 0), too far behind, ahead of the
+// feed (the cloud's store was restored), or behind what the feed still
+// keeps.
+func (c *Cloud) answerResync(ctx context.Context, m message) {
+	site, kind, edgeID, err := protocol.ParseTopic(m.topic)
+	if err != nil || kind != protocol.KindResync {
+		c.drop(m, "not a resync topic")
+		return
+	}
+	var req protocol.ResyncRequest
+	if err := protocol.Decode(m.payload, &req); err != nil {
+		c.drop(m, err.Error())
+		return
+	}
+	log := c.log.With("site_id", site.SiteID, "edge_id", edgeID, "request_id", req.RequestID, "after", req.After)
+	sctx, cancel := c.storeCtx(ctx)
+	changes, head, err := c.cfg.Store.Changes(sctx, site, req.After, protocol.MaxChanges)
+	cancel()
+	if err != nil {
+		log.Error("read changes for a resync; the edge will ask again", "error", err)
+		return
+	}
+	snapshot := req.After == 0 || head < req.After || head-req.After > c.cfg.SnapshotAfter ||
+		head > req.After && (len(changes) == 0 || changes[0].Seq != req.After+1)
+	if snapshot {
+		c.sendSnapshot(ctx, log, site, edgeID, req.RequestID)
+		return
+	}
+	r := protocol.Reply{Kind: protocol.ReplyChanges, RequestID: req.RequestID}
+	if len(changes) > 0 {
+		runs, err := splitChanges(changes)
+		if err != nil {
+			log.Error("split changes", "error", err)
+			return
+		}
+		r.Changes = runs[0]
+		r.More = r.Changes[len(r.Changes)-1].Seq < head
+	}
+	b, err := protocol.Encode(&r)
+	if err == nil {
+		err = wait(c.publish(site.Replies(edgeID), b), c.cfg.WriteTimeout)
+	}
+	if err != nil {
+		log.Error("answer a resync; the edge will ask again", "error", err)
+		return
+	}
+	c.answered.Add(1)
+}
+
+func (c *Cloud) sendSnapshot(ctx context.Context, log *slog.Logger, site protocol.Site, edgeID, requestID string) {
+	sctx, cancel := c.storeCtx(ctx)
+	snap, err := c.cfg.Store.Snapshot(sctx, site)
+	cancel()
+	if err != nil {
+		log.Error("read a snapshot; the edge will ask again", "error", err)
+		return
+	}
+	parts, err := splitSnapshot(snap)
+	if err != nil {
+		log.Error("split a snapshot", "error", err)
+		return
+	}
+	topic := site.Replies(edgeID)
+	toks := make([]paho.Token, 0, len(parts))
+	for i := range parts {
+		b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: requestID, Snapshot: &parts[i]})
+		if err != nil {
+			log.Error("encode a snapshot part", "part", i+1, "error", err)
+			return
+		}
+		toks = append(toks, c.publish(topic, b))
+	}
+	for _, t := range toks {
+		if err := wait(t, c.cfg.WriteTimeout); err != nil {
+			log.Error("publish a snapshot; the edge will ask again", "error", err)
+			return
+		}
+	}
+	log.Info("snapshot sent", "seq", snap.Seq, "parts", len(parts), "visits", len(snap.Visits))
+	c.snapshots.Add(1)
+}
+
+func (c *Cloud) statusWorker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.status.ready:
+			for _, m := range c.status.take(0) {
+				c.recordStatus(ctx, m)
+			}
+		}
+	}
+}
+
+func (c *Cloud) recordStatus(ctx context.Context, m message) {
+	site, kind, edgeID, err := protocol.ParseTopic(m.topic)
+	if err != nil || kind != protocol.KindStatus {
+		c.drop(m, "not a status topic")
+		return
+	}
+	if len(m.payload) == 0 {
+		return // a retained status being cleared
+	}
+	var st protocol.Status
+	if err := protocol.Decode(m.payload, &st); err != nil {
+		c.drop(m, err.Error())
+		return
+	}
+	if st.EdgeID != edgeID {
+		c.drop(m, "the status names another edge than its topic")
+		return
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	err = c.cfg.Store.EdgeStatus(sctx, site, st)
+	cancel()
+	if err != nil {
+		c.log.Error("record an edge's status", "site_id", site.SiteID, "edge_id", edgeID, "error", err)
+		return
+	}
+	c.statuses.Add(1)
+}
+
+// publisher publishes the change feeds on Notify and every PollEvery,
+// while connected.
+func (c *Cloud) publisher(ctx context.Context) {
+	t := time.NewTicker(c.cfg.PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.notify:
+		case <-t.C:
+		}
+		for c.connected.Load() && ctx.Err() == nil {
+			n, err := c.cfg.Store.PublishFeeds(ctx, c.cfg.FeedLimit, c.publishFeed)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Warn("publish the change feeds; trying again", "error", err)
+				}
+				break
+			}
+			if n < c.cfg.FeedLimit {
+				break
+			}
+		}
+	}
+}
+
+// publishFeed publishes one site's run of changes as Batches and returns
+// nil only when the broker took them all, so the store's cursor advances.
+func (c *Cloud) publishFeed(site protocol.Site, changes []protocol.Change) error {
+	runs, err := splitChanges(changes)
+	if err != nil {
+		return err
+	}
+	toks := make([]paho.Token, 0, len(runs))
+	for _, run := range runs {
+		b, err := protocol.Encode(&protocol.Batch{Changes: run})
+		if err != nil {
+			return fmt.Errorf("encode a batch of %s: %w", site.Prefix(), err)
+		}
+		toks = append(toks, c.publish(site.Changes(), b))
+	}
+	for _, t := range toks {
+		if err := wait(t, c.cfg.WriteTimeout); err != nil {
+			return fmt.Errorf("publish the feed of %s: %w", site.Prefix(), err)
+		}
+	}
+	c.sent.Add(uint64(len(changes)))
+	return nil
+}
+
+// failedToken is a paho.Token that failed before it was sent.
+type failedToken struct{ err error }
+
+func (t failedToken) Wait() bool                     { return true }
+func (t failedToken) WaitTimeout(time.Duration) bool { return true }
+func (t failedToken) Done() <-chan struct{}          { return closedChan }
+func (t failedToken) Error() error                   { return t.err }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
