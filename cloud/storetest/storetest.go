@@ -4,9 +4,12 @@
 // round-tripped fields, newest-first keyset pagination, transactional
 // updates, visits and bookings written together with what goes with them
 // (the audit trail among it), slots that never take more bookings than
-// their capacity, idempotency keys, request counters and server secrets.
+// their capacity, each site's change feed (written with the changes it
+// describes, without gaps, published once and in order), edge facts
+// applied once, edges, idempotency keys, request counters and server
+// secrets.
 //
-// It may import cloud, shared/... and testify.
+// It may import cloud, shared/..., sync/protocol and testify.
 package storetest
 
 import (
@@ -184,6 +187,9 @@ func groups() []group {
 			{"CreateAndList", testPassKeyCreateAndList},
 			{"TenantIsolation", testPassKeyTenantIsolation},
 		}},
+		{"Feed", feedTests()},
+		{"Facts", factTests()},
+		{"Edges", edgeTests()},
 		{"Concurrency", []test{
 			{"Writers", testConcurrentWriters},
 			{"UpdatePersonNoLostUpdates", testConcurrentUpdatePerson},

@@ -1,0 +1,975 @@
+package storetest
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+func feedTests() []test {
+	return []test{
+		{"VisitWrites", testFeedVisitWrites},
+		{"SitesAndGates", testFeedSitesAndGates},
+		{"PassKeysReachEverySite", testFeedPassKeys},
+		{"BadPassKeyWritesNothing", testFeedBadPassKey},
+		{"BookingWrites", testFeedBookingWrites},
+		{"ErasureLeavesNoName", testFeedErasure},
+		{"RolledBackWritesNothing", testFeedRollback},
+		{"InvalidChangeFailsTheWrite", testFeedInvalidChange},
+		{"ChangesPaging", testFeedPaging},
+		{"ConcurrentWritersNoGaps", testFeedConcurrentWriters},
+		{"Snapshot", testSnapshot},
+		{"SnapshotConsistent", testSnapshotConsistent},
+		{"PublishOnceInOrder", testPublishOnceInOrder},
+		{"PublishRetriesFailedBatch", testPublishRetry},
+		{"PublishBatchesOfMaxChanges", testPublishBatches},
+	}
+}
+
+// --- helpers ----------------------------------------------------------------
+
+// changes returns every change of the site's feed after seq, and its head.
+func (e *env) changes(t testing.TB, tn cloud.Tenant, site string, after uint64) ([]protocol.Change, uint64) {
+	t.Helper()
+	var out []protocol.Change
+	var head uint64
+	for {
+		cs, h, err := e.s.SiteChanges(t.Context(), tn, site, after, 0)
+		require.NoError(t, err)
+		head = h
+		out = append(out, cs...)
+		if len(cs) == 0 {
+			return out, head
+		}
+		after = cs[len(cs)-1].Seq
+	}
+}
+
+// head is the site's last sequence.
+func (e *env) head(t testing.TB, tn cloud.Tenant, site string) uint64 {
+	t.Helper()
+	_, h, err := e.s.SiteChanges(t.Context(), tn, site, 1<<62, 1)
+	require.NoError(t, err)
+	return h
+}
+
+// requireRun checks the changes are numbered from..from+len-1 and each
+// holds one object the protocol accepts, as a Batch would carry them.
+func requireRun(t testing.TB, from uint64, cs []protocol.Change) {
+	t.Helper()
+	for i, c := range cs {
+		require.Equal(t, from+uint64(i), c.Seq, "change %d", i)
+	}
+	for len(cs) > 0 {
+		n := min(len(cs), protocol.MaxChanges)
+		_, err := protocol.Encode(&protocol.Batch{Changes: cs[:n]})
+		require.NoError(t, err, "the changes make a valid batch")
+		cs = cs[n:]
+	}
+}
+
+// requireVisitChange checks c carries the visit as a read of it shows it.
+func (e *env) requireVisitChange(t testing.TB, tn cloud.Tenant, c protocol.Change, visitID string, msgAndArgs ...any) {
+	t.Helper()
+	require.NotNil(t, c.Visit, msgAndArgs...)
+	v, err := e.s.Visit(t.Context(), tn, visitID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeVisit(v), *c.Visit, msgAndArgs...)
+	require.True(t, v.UpdatedAt.Equal(c.At), "a change's time is its object's update time")
+}
+
+// lastOfVisit returns the last change of the visit among cs.
+func lastOfVisit(cs []protocol.Change, id string) *protocol.Visit {
+	var out *protocol.Visit
+	for _, c := range cs {
+		if c.Visit != nil && c.Visit.ID == id {
+			out = c.Visit
+		}
+	}
+	return out
+}
+
+// newEdKey stores a real Ed25519 pass key of the tenant.
+func (e *env) newEdKey(t testing.TB, tn cloud.Tenant, opts ...func(*cloud.PassKey)) cloud.PassKey {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	return e.newPassKey(t, tn, append([]func(*cloud.PassKey){func(k *cloud.PassKey) { k.Private = priv }}, opts...)...)
+}
+
+// --- the feed ---------------------------------------------------------------
+
+// Every visit a write touches goes out once, as the write left it: the
+// new visit, the visit updated and the visits made with it.
+func testFeedVisitWrites(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	p := e.newPerson(t, e.a, named[cloud.Person]("Grace Hopper"))
+	v := e.newVisit(t, e.a, s.ID, hostedBy(p), withVisitor(func(vr *cloud.Visitor) { vr.Name = "Ada Lovelace" }))
+	cs, head := e.changes(t, e.a, s.ID, 0)
+	require.Len(t, cs, 2, "the site's settings, then the visit")
+	requireRun(t, 1, cs)
+	require.Equal(t, uint64(2), head)
+	require.NotNil(t, cs[0].Settings)
+	e.requireVisitChange(t, e.a, cs[1], v.ID)
+	require.Equal(t, "Ada Lovelace", cs[1].Visit.VisitorName)
+	require.Equal(t, "Grace Hopper", cs[1].Visit.HostName)
+	require.Equal(t, v.ID, cs[1].Visit.ForVisitID, "a pass naming no holder is the visit's own")
+
+	var next cloud.Visit
+	_, err := e.s.UpdateVisit(t.Context(), e.a, v.ID, func(x *cloud.Visit, w *cloud.VisitWrites) error {
+		at := e.tick()
+		x.Status, x.CheckedInAt, x.Pass.Uses, x.UpdatedAt = cloud.VisitCheckedIn, &at, 1, at
+		x.Pass.Rules = passrule.Rules{Window: passrule.Window{Before: 15, After: 30}, SingleUse: true, GateIDs: []string{ids.New(ids.Gate)}}
+		next = cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected, Type: "meeting", SiteID: s.ID,
+			VisitorID: x.VisitorID, Pass: cloud.Pass{ForVisitID: x.ID}, CreatedAt: at, UpdatedAt: at}
+		w.Visits = append(w.Visits, next)
+		return nil
+	})
+	require.NoError(t, err)
+	cs, head = e.changes(t, e.a, s.ID, 2)
+	require.Len(t, cs, 2)
+	requireRun(t, 3, cs)
+	require.Equal(t, uint64(4), head)
+	e.requireVisitChange(t, e.a, cs[0], v.ID)
+	require.Equal(t, string(cloud.VisitCheckedIn), cs[0].Visit.Status)
+	require.True(t, cs[0].Visit.Rules.SingleUse)
+	e.requireVisitChange(t, e.a, cs[1], next.ID)
+	require.Equal(t, v.ID, cs[1].Visit.ForVisitID)
+	require.Equal(t, "Ada Lovelace", cs[1].Visit.VisitorName, "the new visit's visitor is read from the store")
+}
+
+// Sites and gates go out on their own site's feed; each site numbers its
+// feed from 1, and another tenant's site is not found.
+func testFeedSitesAndGates(t *testing.T, e *env) {
+	s1 := e.newSite(t, e.a, func(s *cloud.Site) { s.Timezone = "America/New_York" })
+	s2 := e.newSite(t, e.a)
+	g := e.newGate(t, e.a, s1.ID, named[cloud.Gate]("Main entrance"), func(g *cloud.Gate) { g.Direction = cloud.DirectionEntry })
+	_, err := e.s.UpdateGate(t.Context(), e.a, g.ID, func(x *cloud.Gate) error {
+		x.Name, x.Direction, x.UpdatedAt = "North entrance", cloud.DirectionBoth, e.tick()
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = e.s.UpdateSite(t.Context(), e.a, s1.ID, func(x *cloud.Site) error {
+		x.Timezone, x.UpdatedAt = "Asia/Tokyo", e.tick()
+		return nil
+	})
+	require.NoError(t, err)
+
+	cs, head := e.changes(t, e.a, s1.ID, 0)
+	requireRun(t, 1, cs)
+	require.Equal(t, uint64(4), head)
+	require.Equal(t, &protocol.Settings{Timezone: "America/New_York", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes}, cs[0].Settings)
+	require.Equal(t, &protocol.Gate{ID: g.ID, Name: "Main entrance", Direction: "entry"}, cs[1].Gate)
+	require.Equal(t, &protocol.Gate{ID: g.ID, Name: "North entrance", Direction: "both"}, cs[2].Gate)
+	require.Equal(t, &protocol.Settings{Timezone: "Asia/Tokyo", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes}, cs[3].Settings)
+	require.True(t, s1.CreatedAt.Equal(cs[0].At))
+
+	cs, head = e.changes(t, e.a, s2.ID, 0)
+	require.Len(t, cs, 1, "the other site's feed holds its own settings only")
+	require.Equal(t, uint64(1), cs[0].Seq)
+	require.Equal(t, uint64(1), head)
+
+	for _, tn := range []cloud.Tenant{e.b, e.c} {
+		_, _, err := e.s.SiteChanges(t.Context(), tn, s1.ID, 0, 10)
+		requireNotFound(t, err, "site of another tenant")
+		_, err = e.s.SiteSnapshot(t.Context(), tn, s1.ID, e.now)
+		requireNotFound(t, err, "snapshot of another tenant's site")
+	}
+}
+
+// A new pass key goes out on every site of its tenant; a new site's feed
+// starts with the tenant's keys that are not retired.
+func testFeedPassKeys(t *testing.T, e *env) {
+	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
+	theirs := e.newSite(t, e.c)
+	k := e.newEdKey(t, e.a)
+	want, err := cloud.EdgeKey(k)
+	require.NoError(t, err)
+	require.Len(t, want.Public, ed25519.PublicKeySize)
+	for _, s := range []cloud.Site{s1, s2} {
+		cs, _ := e.changes(t, e.a, s.ID, 0)
+		require.Len(t, cs, 2)
+		require.Equal(t, &want, cs[1].Key, "site %s", s.ID)
+	}
+	cs, _ := e.changes(t, e.c, theirs.ID, 0)
+	require.Len(t, cs, 1, "another tenant's site gets no key")
+
+	retired := e.newEdKey(t, e.a, func(k *cloud.PassKey) { k.RetiredAt = ptr(e.tick()) })
+	s3 := e.newSite(t, e.a)
+	cs, _ = e.changes(t, e.a, s3.ID, 0)
+	require.Len(t, cs, 2, "settings and the one key not retired")
+	requireRun(t, 1, cs)
+	require.NotNil(t, cs[0].Settings)
+	require.Equal(t, &want, cs[1].Key)
+	cs, _ = e.changes(t, e.a, s1.ID, 2)
+	require.Len(t, cs, 1, "a retired key goes out retired")
+	require.Equal(t, retired.ID, cs[0].Key.ID)
+	require.True(t, cs[0].Key.Retired)
+}
+
+// A key that is no Ed25519 key cannot go out: with sites to send it to,
+// it is not stored.
+func testFeedBadPassKey(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	bad := cloud.PassKey{ID: passKeyID(999), Tenant: e.a, Private: []byte("short"), CreatedAt: e.tick()}
+	require.Error(t, e.s.CreatePassKey(t.Context(), bad))
+	keys, err := e.s.PassKeys(t.Context(), e.a)
+	require.NoError(t, err)
+	require.Empty(t, keys)
+	require.Equal(t, uint64(1), e.head(t, e.a, s.ID))
+}
+
+// Visits a booking write makes or stores again go out too.
+func testFeedBookingWrites(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID)
+	bt := e.newBookingType(t, e.a)
+	var made cloud.Visit
+	b := e.newBooking(t, e.a, bt, 0, func(b *cloud.Booking, w *cloud.BookingWrites) {
+		at := e.tick()
+		made = cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected, Type: "meeting", SiteID: s.ID,
+			BookingID: b.ID, CreatedAt: at, UpdatedAt: at}
+		w.NewVisits = append(w.NewVisits, made)
+	})
+	after := e.head(t, e.a, s.ID)
+	_, err := e.s.UpdateBooking(t.Context(), e.a, b.ID, e.now, func(_ *cloud.Booking, w *cloud.BookingWrites) error {
+		x := v
+		x.Status, x.CancelledAt, x.UpdatedAt = cloud.VisitCancelled, ptr(e.tick()), e.tick()
+		w.Visits = append(w.Visits, x)
+		return nil
+	})
+	require.NoError(t, err)
+	cs, _ := e.changes(t, e.a, s.ID, 0)
+	require.NotNil(t, lastOfVisit(cs[:after], made.ID), "the visit the booking made")
+	later, _ := e.changes(t, e.a, s.ID, after)
+	require.Len(t, later, 1)
+	e.requireVisitChange(t, e.a, later[0], v.ID)
+	require.Equal(t, string(cloud.VisitCancelled), later[0].Visit.Status)
+}
+
+// Erasing a visitor sends its visits again without the name, and takes
+// the name out of the feed's earlier changes.
+func testFeedErasure(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name = "Ada Lovelace" }))
+	keep := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name = "Bob Babbage" }))
+	before := e.head(t, e.a, s.ID)
+	require.NoError(t, e.s.EraseVisitor(t.Context(), e.a, v.VisitorID, func(x *cloud.Visit) { x.UpdatedAt = e.tick() },
+		func(*cloud.Booking) {}))
+	cs, head := e.changes(t, e.a, s.ID, 0)
+	require.Equal(t, before+1, head, "one change: the erased visitor's visit")
+	requireRun(t, 1, cs)
+	e.requireVisitChange(t, e.a, cs[len(cs)-1], v.ID)
+	for _, c := range cs {
+		if c.Visit != nil && c.Visit.ID == v.ID {
+			require.Empty(t, c.Visit.VisitorName, "change %d still names the erased visitor", c.Seq)
+		}
+	}
+	require.Equal(t, "Bob Babbage", lastOfVisit(cs, keep.ID).VisitorName, "other visitors keep their names")
+}
+
+// A write that does not commit appends nothing.
+func testFeedRollback(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID)
+	head := e.head(t, e.a, s.ID)
+	_, err := e.s.UpdateVisit(t.Context(), e.a, v.ID, func(x *cloud.Visit, w *cloud.VisitWrites) error {
+		x.Status = cloud.VisitCancelled
+		w.Visits = append(w.Visits, cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected, Type: "meeting",
+			SiteID: s.ID, CreatedAt: e.tick(), UpdatedAt: e.tick()})
+		return errAbort
+	})
+	require.ErrorIs(t, err, errAbort)
+	require.Error(t, e.s.CreateVisit(t.Context(), v, cloud.VisitWrites{}), "a visit ID used twice")
+	_, err = e.s.UpdateSite(t.Context(), e.a, s.ID, func(*cloud.Site) error { return errAbort })
+	require.ErrorIs(t, err, errAbort)
+	require.Equal(t, head, e.head(t, e.a, s.ID))
+	cs, _ := e.changes(t, e.a, s.ID, 0)
+	require.Len(t, cs, int(head))
+}
+
+// A change the protocol would refuse fails the write that makes it: no
+// change without its feed entry.
+func testFeedInvalidChange(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	head := e.head(t, e.a, s.ID)
+	at := e.tick()
+	v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected, Type: "meeting", SiteID: s.ID,
+		Pass: cloud.Pass{Rules: passrule.Rules{GateIDs: []string{"not a gate"}}}, CreatedAt: at, UpdatedAt: at}
+	require.ErrorIs(t, e.s.CreateVisit(t.Context(), v, cloud.VisitWrites{}), protocol.ErrInvalid)
+	_, err := e.s.Visit(t.Context(), e.a, v.ID)
+	requireNotFound(t, err, "the visit was not stored")
+	require.Equal(t, head, e.head(t, e.a, s.ID))
+}
+
+// SiteChanges pages through the feed after a sequence.
+func testFeedPaging(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	for range 4 {
+		e.newVisit(t, e.a, s.ID)
+	}
+	cs, head, err := e.s.SiteChanges(t.Context(), e.a, s.ID, 2, 2)
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), head)
+	require.Len(t, cs, 2)
+	requireRun(t, 3, cs)
+	cs, _, err = e.s.SiteChanges(t.Context(), e.a, s.ID, 4, 0)
+	require.NoError(t, err)
+	require.Len(t, cs, 1, "a limit of 0 is the protocol's")
+	cs, head, err = e.s.SiteChanges(t.Context(), e.a, s.ID, 5, 10)
+	require.NoError(t, err)
+	require.NotNil(t, cs)
+	require.Empty(t, cs)
+	require.Equal(t, uint64(5), head)
+	cs, head, err = e.s.SiteChanges(t.Context(), e.a, s.ID, 9, 10)
+	require.NoError(t, err)
+	require.Empty(t, cs, "after the head: nothing")
+	require.Equal(t, uint64(5), head)
+}
+
+// Writers at one site at once: every write gets its own sequences, with
+// no gap and none twice, and each visit's last change is its last write.
+func testFeedConcurrentWriters(t *testing.T, e *env) {
+	const workers, each = 8, 10
+	s, other := e.newSite(t, e.a), e.newSite(t, e.a)
+	visits := make([]cloud.Visit, workers)
+	for i := range visits {
+		site := s.ID
+		if i%4 == 3 {
+			site = other.ID // some transactions write to both sites' feeds
+		}
+		visits[i] = e.newVisit(t, e.a, site)
+	}
+	start := e.head(t, e.a, s.ID)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				_, err := e.s.UpdateVisit(t.Context(), e.a, visits[w].ID, func(x *cloud.Visit, vw *cloud.VisitWrites) error {
+					x.Pass.Uses++
+					x.UpdatedAt = e.tick()
+					if w%4 == 3 {
+						// And one more visit at the first site, in the
+						// same transaction.
+						vw.Visits = append(vw.Visits, cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected,
+							Type: "meeting", SiteID: s.ID, CreatedAt: x.UpdatedAt, UpdatedAt: x.UpdatedAt})
+					}
+					return nil
+				})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	cs, head := e.changes(t, e.a, s.ID, 0)
+	requireRun(t, 1, cs)
+	require.Equal(t, uint64(len(cs)), head)
+	require.Equal(t, start+workers*each, head, "one change per write at the first site")
+	ocs, _ := e.changes(t, e.a, other.ID, 0)
+	requireRun(t, 1, ocs)
+	for i, v := range visits {
+		feed := cs
+		if i%4 == 3 {
+			feed = ocs
+		}
+		last := lastOfVisit(feed, v.ID)
+		require.NotNil(t, last)
+		require.Equal(t, each, last.Uses, "visit %d", i)
+	}
+}
+
+// --- snapshots --------------------------------------------------------------
+
+// A snapshot holds the site's settings, gates and the tenant's live keys,
+// and every visit whose pass could still admit, whatever its status.
+func testSnapshot(t *testing.T, e *env) {
+	now := e.now.Add(30 * 24 * time.Hour)
+	s := e.newSite(t, e.a, func(s *cloud.Site) { s.Timezone = "Europe/Paris" })
+	elsewhere := e.newSite(t, e.a)
+	g1 := e.newGate(t, e.a, s.ID)
+	g2 := e.newGate(t, e.a, s.ID, func(g *cloud.Gate) { g.Direction = cloud.DirectionExit })
+	e.newGate(t, e.a, elsewhere.ID)
+	k := e.newEdKey(t, e.a)
+	e.newEdKey(t, e.a, func(k *cloud.PassKey) { k.RetiredAt = ptr(e.tick()) })
+	e.newEdKey(t, e.c)
+
+	expected := func(until time.Time, st cloud.VisitStatus) func(*cloud.Visit, *cloud.VisitWrites) {
+		return func(v *cloud.Visit, _ *cloud.VisitWrites) {
+			v.ExpectedAt, v.ExpectedUntil, v.Status = ptr(until.Add(-time.Hour)), ptr(until), st
+		}
+	}
+	walkIn := func(at time.Time) func(*cloud.Visit, *cloud.VisitWrites) {
+		return func(v *cloud.Visit, _ *cloud.VisitWrites) { v.CheckedInAt, v.Status = ptr(at), cloud.VisitCheckedIn }
+	}
+	in := []cloud.Visit{
+		e.newVisit(t, e.a, s.ID, expected(now.Add(time.Hour), cloud.VisitExpected)),
+		e.newVisit(t, e.a, s.ID, expected(now.Add(-cloud.EdgeHorizon+time.Minute), cloud.VisitCheckedOut)),
+		e.newVisit(t, e.a, s.ID, expected(now.Add(-time.Hour), cloud.VisitCancelled)),
+		e.newVisit(t, e.a, s.ID, walkIn(now.Add(-2*time.Hour))),
+		e.newVisit(t, e.a, s.ID), // no times at all
+	}
+	out := []cloud.Visit{
+		e.newVisit(t, e.a, s.ID, expected(now.Add(-cloud.EdgeHorizon-time.Minute), cloud.VisitExpected)),
+		e.newVisit(t, e.a, s.ID, walkIn(now.Add(-cloud.EdgeHorizon-25*time.Hour))),
+		e.newVisit(t, e.a, elsewhere.ID, expected(now.Add(time.Hour), cloud.VisitExpected)),
+		e.newVisit(t, e.b, s.ID, expected(now.Add(time.Hour), cloud.VisitExpected)),
+	}
+	snap, err := e.s.SiteSnapshot(t.Context(), e.a, s.ID, now)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeSite(e.a, s.ID), snap.Site)
+	require.Equal(t, e.head(t, e.a, s.ID), snap.Seq)
+	require.Equal(t, protocol.Settings{Timezone: "Europe/Paris", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes}, snap.Settings)
+	require.ElementsMatch(t, []protocol.Gate{cloud.EdgeGate(g1), cloud.EdgeGate(g2)}, snap.Gates)
+	key, err := cloud.EdgeKey(k)
+	require.NoError(t, err)
+	require.Equal(t, []protocol.Key{key}, snap.Keys)
+	var want []protocol.Visit
+	for _, v := range in {
+		got, err := e.s.Visit(t.Context(), e.a, v.ID)
+		require.NoError(t, err)
+		want = append(want, cloud.EdgeVisit(got))
+	}
+	require.ElementsMatch(t, want, snap.Visits)
+	for _, v := range out {
+		require.Nil(t, lastOfVisit(toChanges(snap.Visits), v.ID), "visit %s is not the snapshot's", v.ID)
+	}
+	for i := range snap.Visits {
+		require.NoError(t, protocol.Validate(&snap.Visits[i]))
+	}
+
+	empty := e.newSite(t, e.b)
+	snap, err = e.s.SiteSnapshot(t.Context(), e.b, empty.ID, now)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), snap.Seq)
+	require.NotNil(t, snap.Gates)
+	require.NotNil(t, snap.Keys)
+	require.NotNil(t, snap.Visits)
+	require.Empty(t, snap.Visits)
+}
+
+func toChanges(vs []protocol.Visit) []protocol.Change {
+	out := make([]protocol.Change, len(vs))
+	for i := range vs {
+		out[i] = protocol.Change{Visit: &vs[i]}
+	}
+	return out
+}
+
+// A snapshot taken while writers change the site is the state at its
+// sequence: each of its visits is the visit's last change up to Seq, and
+// nothing after Seq is in it.
+func testSnapshotConsistent(t *testing.T, e *env) {
+	const workers, each, snapshots = 4, 15, 10
+	s := e.newSite(t, e.a)
+	visits := make([]cloud.Visit, workers)
+	for i := range visits {
+		visits[i] = e.newVisit(t, e.a, s.ID)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Go(func() {
+			for range each {
+				_, err := e.s.UpdateVisit(t.Context(), e.a, visits[w].ID, func(x *cloud.Visit, vw *cloud.VisitWrites) error {
+					x.Pass.Uses++
+					x.UpdatedAt = e.tick()
+					vw.Visits = append(vw.Visits, cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected,
+						Type: "meeting", SiteID: s.ID, CreatedAt: x.UpdatedAt, UpdatedAt: x.UpdatedAt})
+					return nil
+				})
+				errs <- err
+			}
+		})
+	}
+	var snaps []cloud.EdgeSnapshot
+	for range snapshots {
+		snap, err := e.s.SiteSnapshot(t.Context(), e.a, s.ID, e.now)
+		require.NoError(t, err)
+		snaps = append(snaps, snap)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	all, _ := e.changes(t, e.a, s.ID, 0)
+	for _, snap := range snaps {
+		upTo := all[:snap.Seq]
+		state := map[string]protocol.Visit{}
+		for _, c := range upTo {
+			if c.Visit != nil {
+				state[c.Visit.ID] = *c.Visit
+			}
+		}
+		require.Len(t, snap.Visits, len(state), "snapshot at %d: the visits the feed made up to it", snap.Seq)
+		for _, v := range snap.Visits {
+			require.Equal(t, state[v.ID], v, "snapshot at %d", snap.Seq)
+		}
+	}
+}
+
+// --- publishing -------------------------------------------------------------
+
+type published struct {
+	mu    sync.Mutex
+	bySeq map[protocol.Site][]uint64
+	calls int
+}
+
+func (p *published) fn(site protocol.Site, cs []protocol.Change) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bySeq == nil {
+		p.bySeq = map[protocol.Site][]uint64{}
+	}
+	for _, c := range cs {
+		p.bySeq[site] = append(p.bySeq[site], c.Seq)
+	}
+	p.calls++
+	if len(cs) == 0 || len(cs) > protocol.MaxChanges {
+		return fmt.Errorf("a batch of %d changes", len(cs))
+	}
+	return nil
+}
+
+// Two publishers at once, while a writer writes: every change is handed
+// over once, each site's in order.
+func testPublishOnceInOrder(t *testing.T, e *env) {
+	sites := []cloud.Site{e.newSite(t, e.a), e.newSite(t, e.a), e.newSite(t, e.b), e.newSite(t, e.c)}
+	var visits []cloud.Visit
+	for _, s := range sites {
+		visits = append(visits, e.newVisit(t, s.Tenant, s.ID))
+	}
+	var p published
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Go(func() {
+		defer close(done)
+		for i := range 40 {
+			v := visits[i%len(visits)]
+			_, err := e.s.UpdateVisit(t.Context(), v.Tenant, v.ID, func(x *cloud.Visit, _ *cloud.VisitWrites) error {
+				x.Pass.Uses++
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	errs := make(chan error, 2)
+	for range 2 {
+		wg.Go(func() {
+			for {
+				writing := true
+				select {
+				case <-done:
+					writing = false
+				default:
+				}
+				n, err := e.s.PublishFeeds(t.Context(), 2, p.fn)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if n == 0 && !writing {
+					errs <- nil
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	n, err := e.s.PublishFeeds(t.Context(), 10, p.fn)
+	require.NoError(t, err)
+	require.Zero(t, n, "everything was published")
+	for _, s := range sites {
+		head := e.head(t, s.Tenant, s.ID)
+		want := make([]uint64, head)
+		for i := range want {
+			want[i] = uint64(i + 1)
+		}
+		require.Equal(t, want, p.bySeq[cloud.EdgeSite(s.Tenant, s.ID)], "site %s: each change once, in order", s.ID)
+	}
+	require.Len(t, p.bySeq, len(sites))
+}
+
+// A batch fn refuses stays unpublished and is handed over again.
+func testPublishRetry(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	e.newVisit(t, e.a, s.ID)
+	broken := errors.New("broker gone")
+	n, err := e.s.PublishFeeds(t.Context(), 10, func(protocol.Site, []protocol.Change) error { return broken })
+	require.ErrorIs(t, err, broken)
+	require.Zero(t, n)
+	var p published
+	n, err = e.s.PublishFeeds(t.Context(), 10, p.fn)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, []uint64{1, 2}, p.bySeq[cloud.EdgeSite(e.a, s.ID)])
+	e.newVisit(t, e.a, s.ID)
+	n, err = e.s.PublishFeeds(t.Context(), 10, p.fn)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only what came after")
+	require.Equal(t, []uint64{1, 2, 3}, p.bySeq[cloud.EdgeSite(e.a, s.ID)])
+}
+
+// More than protocol.MaxChanges changes go out in several calls, in
+// order, none larger than the protocol allows.
+func testPublishBatches(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	e.newVisit(t, e.a, s.ID, func(v *cloud.Visit, w *cloud.VisitWrites) {
+		for range protocol.MaxChanges + 20 {
+			w.Visits = append(w.Visits, cloud.Visit{ID: ids.New(ids.Visit), Tenant: e.a, Status: cloud.VisitExpected, Type: "meeting",
+				SiteID: s.ID, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt})
+		}
+	})
+	head := e.head(t, e.a, s.ID)
+	require.Equal(t, uint64(protocol.MaxChanges+22), head)
+	cs, _, err := e.s.SiteChanges(t.Context(), e.a, s.ID, 0, protocol.MaxChanges+100)
+	require.NoError(t, err)
+	require.Len(t, cs, protocol.MaxChanges, "SiteChanges gives at most MaxChanges")
+	var p published
+	n, err := e.s.PublishFeeds(t.Context(), 1, p.fn)
+	require.NoError(t, err)
+	require.Equal(t, int(head), n)
+	require.Equal(t, 2, p.calls)
+	got := p.bySeq[cloud.EdgeSite(e.a, s.ID)]
+	require.Len(t, got, int(head))
+	require.True(t, slices.IsSorted(got))
+	require.Equal(t, uint64(1), got[0])
+}
+
+// --- facts ------------------------------------------------------------------
+
+func factTests() []test {
+	return []test{
+		{"AppliedOnce", testFactAppliedOnce},
+		{"WritesAndFeed", testFactWrites},
+		{"AbortRecordsNothing", testFactAborts},
+		{"ConcurrentSameFact", testFactConcurrent},
+		{"TenantIsolation", testFactTenantIsolation},
+	}
+}
+
+func (e *env) newFact(kind protocol.FactKind, visitID string) protocol.Fact {
+	return protocol.Fact{V: protocol.Version, ID: ids.New(ids.Fact), Kind: kind, EdgeID: ids.New(ids.Edge), Counter: 7,
+		At: e.tick(), GateID: ids.New(ids.Gate), VisitID: visitID}
+}
+
+// A fact ID is applied once: the second call neither calls fn nor writes.
+func testFactAppliedOnce(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID)
+	f := e.newFact(protocol.FactCheckIn, v.ID)
+	received := e.tick()
+	ef := cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: received}
+	calls := 0
+	fn := func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		calls++
+		x, err := load(v.ID)
+		if err != nil {
+			return err
+		}
+		x.Status, x.CheckedInAt, x.Pass.Uses = cloud.VisitCheckedIn, &f.At, x.Pass.Uses+1
+		w.Visits = append(w.Visits, x)
+		return nil
+	}
+	applied, err := e.s.ApplyFact(t.Context(), ef, fn)
+	require.NoError(t, err)
+	require.True(t, applied)
+	head := e.head(t, e.a, s.ID)
+	applied, err = e.s.ApplyFact(t.Context(), ef, fn)
+	require.NoError(t, err)
+	require.False(t, applied)
+	require.Equal(t, 1, calls)
+	require.Equal(t, head, e.head(t, e.a, s.ID), "a fact applied before writes nothing")
+	got, err := e.s.Visit(t.Context(), e.a, v.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, got.Pass.Uses)
+
+	rec, err := e.s.EdgeFact(t.Context(), e.a, f.ID)
+	require.NoError(t, err)
+	require.True(t, f.At.Equal(rec.Fact.At))
+	require.True(t, received.Equal(rec.ReceivedAt))
+	rec.Fact.At, f.At, rec.ReceivedAt = rec.Fact.At.UTC(), f.At.UTC(), received
+	require.Equal(t, cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: received}, rec)
+}
+
+// What fn decides is written with the fact: visits stored again, new
+// visits, audit events and the conflict; every visit written goes out.
+func testFactWrites(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	holder := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name = "Ada" }))
+	f := e.newFact(protocol.FactReEntry, ids.New(ids.Visit))
+	f.PassVisitID = holder.ID
+	ev := e.newAuditEvent(e.a, f.VisitID)
+	ev.Action, ev.ActorKind, ev.ActorID = cloud.AuditEdgeFactConflicted, cloud.ActorEdge, f.EdgeID
+	before := e.head(t, e.a, s.ID)
+	_, err := e.s.ApplyFact(t.Context(), cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: e.tick()},
+		func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+			_, err := load(f.VisitID)
+			if !errors.Is(err, cloud.ErrNotFound) {
+				return fmt.Errorf("load of a missing visit: %v", err)
+			}
+			h, err := load(holder.ID)
+			if err != nil {
+				return err
+			}
+			next := h
+			next.ID, next.Status, next.CheckedInAt, next.Pass.ForVisitID = f.VisitID, cloud.VisitCheckedIn, &f.At, h.ID
+			h.ReenteredAs = f.VisitID
+			w.Visits = append(w.Visits, h)
+			w.New = append(w.New, next)
+			w.Audit = append(w.Audit, ev)
+			w.Conflict = cloud.ConflictNotCheckedOut
+			return nil
+		})
+	require.NoError(t, err)
+	got, err := e.s.Visit(t.Context(), e.a, holder.ID)
+	require.NoError(t, err)
+	require.Equal(t, f.VisitID, got.ReenteredAs)
+	next, err := e.s.Visit(t.Context(), e.a, f.VisitID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.VisitCheckedIn, next.Status)
+	require.Equal(t, "Ada", next.Visitor.Name)
+	events := e.listAuditEvents(t, e.a, cloud.AuditFilter{ObjectID: f.VisitID})
+	require.Len(t, events, 1)
+	requireAuditEvent(t, ev, events[0])
+	rec, err := e.s.EdgeFact(t.Context(), e.a, f.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.ConflictNotCheckedOut, rec.Conflict)
+	cs, _ := e.changes(t, e.a, s.ID, before)
+	require.Len(t, cs, 2)
+	requireRun(t, before+1, cs)
+	e.requireVisitChange(t, e.a, cs[0], holder.ID)
+	e.requireVisitChange(t, e.a, cs[1], f.VisitID)
+}
+
+// fn's error rolls everything back: the fact is not recorded and may be
+// applied later.
+func testFactAborts(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	f := e.newFact(protocol.FactRefused, "")
+	f.Reason = string(passrule.Expired)
+	ef := cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: e.tick()}
+	_, err := e.s.ApplyFact(t.Context(), ef, func(_ func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		w.Conflict = "never"
+		return errAbort
+	})
+	require.ErrorIs(t, err, errAbort)
+	_, err = e.s.EdgeFact(t.Context(), e.a, f.ID)
+	requireNotFound(t, err)
+	applied, err := e.s.ApplyFact(t.Context(), ef, func(func(string) (cloud.Visit, error), *cloud.FactWrites) error { return nil })
+	require.NoError(t, err)
+	require.True(t, applied)
+	rec, err := e.s.EdgeFact(t.Context(), e.a, f.ID)
+	require.NoError(t, err)
+	require.Empty(t, rec.Conflict)
+	require.Equal(t, string(passrule.Expired), rec.Fact.Reason)
+	require.Empty(t, rec.Fact.VisitID)
+}
+
+// The same fact applied by many callers at once is applied once.
+func testFactConcurrent(t *testing.T, e *env) {
+	const callers = 8
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID)
+	f := e.newFact(protocol.FactCheckIn, v.ID)
+	ef := cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: e.tick()}
+	var wg sync.WaitGroup
+	results := make(chan error, callers)
+	appliedN := make(chan bool, callers)
+	for range callers {
+		wg.Go(func() {
+			applied, err := e.s.ApplyFact(t.Context(), ef, func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+				x, err := load(v.ID)
+				if err != nil {
+					return err
+				}
+				x.Pass.Uses++
+				w.Visits = append(w.Visits, x)
+				return nil
+			})
+			results <- err
+			appliedN <- applied
+		})
+	}
+	wg.Wait()
+	close(results)
+	close(appliedN)
+	n := 0
+	for err := range results {
+		require.NoError(t, err)
+	}
+	for a := range appliedN {
+		if a {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "one caller applied the fact")
+	got, err := e.s.Visit(t.Context(), e.a, v.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, got.Pass.Uses)
+}
+
+// A fact is its tenant's: another tenant neither finds it nor loads its
+// visits through it.
+func testFactTenantIsolation(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID)
+	f := e.newFact(protocol.FactCheckIn, v.ID)
+	_, err := e.s.ApplyFact(t.Context(), cloud.EdgeFact{Tenant: e.c, SiteID: s.ID, Fact: f, ReceivedAt: e.tick()},
+		func(load func(string) (cloud.Visit, error), _ *cloud.FactWrites) error {
+			_, err := load(v.ID)
+			requireNotFound(t, err, "another tenant's visit")
+			return nil
+		})
+	require.NoError(t, err)
+	_, err = e.s.EdgeFact(t.Context(), e.a, f.ID)
+	requireNotFound(t, err)
+	_, err = e.s.EdgeFact(t.Context(), e.c, f.ID)
+	require.NoError(t, err)
+}
+
+// --- edges ------------------------------------------------------------------
+
+func edgeTests() []test {
+	return []test{
+		{"CreateAndGet", testEdgeCreateAndGet},
+		{"CreateNeedsSiteOfTenant", testEdgeNeedsSite},
+		{"UsernameUnique", testEdgeUsernameUnique},
+		{"List", testEdgeList},
+		{"Status", testEdgeStatus},
+	}
+}
+
+func (e *env) newEdge(t testing.TB, tn cloud.Tenant, siteID string) cloud.Edge {
+	t.Helper()
+	id := ids.New(ids.Edge)
+	ed := cloud.Edge{ID: id, Tenant: tn, SiteID: siteID, Name: "Reception edge", Username: id,
+		SecretHash: cloud.HashKey("secret " + id), CreatedAt: e.tick(), State: cloud.EdgeOffline}
+	require.NoError(t, e.s.CreateEdge(t.Context(), ed))
+	return ed
+}
+
+func normEdge(ed cloud.Edge) cloud.Edge {
+	ed.CreatedAt = ed.CreatedAt.UTC()
+	ed.StateSince, ed.LastSeenAt = utcPtr(ed.StateSince), utcPtr(ed.LastSeenAt)
+	return ed
+}
+
+func testEdgeCreateAndGet(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	want := e.newEdge(t, e.a, s.ID)
+	got, err := e.s.Edge(t.Context(), want.ID)
+	require.NoError(t, err)
+	require.Equal(t, normEdge(want), normEdge(got))
+	_, err = e.s.Edge(t.Context(), ids.New(ids.Edge))
+	requireNotFound(t, err)
+}
+
+func testEdgeNeedsSite(t *testing.T, e *env) {
+	theirs := e.newSite(t, e.c)
+	for _, site := range []string{ids.New(ids.Site), theirs.ID} {
+		id := ids.New(ids.Edge)
+		err := e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: site, Name: "x", Username: id,
+			SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
+		requireNotFound(t, err)
+	}
+}
+
+func testEdgeUsernameUnique(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	first := e.newEdge(t, e.a, s.ID)
+	id := ids.New(ids.Edge)
+	err := e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: s.ID, Name: "x", Username: first.Username,
+		SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
+	require.ErrorIs(t, err, cloud.ErrConflict)
+}
+
+func testEdgeList(t *testing.T, e *env) {
+	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
+	a := e.newEdge(t, e.a, s1.ID)
+	b := e.newEdge(t, e.a, s2.ID)
+	c := e.newEdge(t, e.a, s1.ID)
+	theirs := e.newSite(t, e.c)
+	e.newEdge(t, e.c, theirs.ID)
+	ids := func(es []cloud.Edge) []string {
+		var out []string
+		for _, x := range es {
+			out = append(out, x.ID)
+		}
+		return out
+	}
+	got, err := e.s.ListEdges(t.Context(), e.a, s1.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{a.ID, c.ID}, ids(got), "oldest first")
+	got, err = e.s.ListEdges(t.Context(), e.a, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{a.ID, b.ID, c.ID}, ids(got))
+	got, err = e.s.ListEdges(t.Context(), e.b, "")
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	require.Empty(t, got)
+}
+
+func testEdgeStatus(t *testing.T, e *env) {
+	s, other := e.newSite(t, e.a), e.newSite(t, e.a)
+	ed := e.newEdge(t, e.a, s.ID)
+	at1 := e.tick()
+	online := protocol.Status{V: 1, EdgeID: ed.ID, State: cloud.EdgeOnline, At: at1.Add(-time.Minute), Seq: 42, Outbox: 3, Software: "1.2.3"}
+	require.NoError(t, e.s.RecordEdgeStatus(t.Context(), e.a, s.ID, online, at1))
+	at2 := e.tick()
+	online.Seq, online.Outbox = 50, 0
+	require.NoError(t, e.s.RecordEdgeStatus(t.Context(), e.a, s.ID, online, at2))
+	got, err := e.s.Edge(t.Context(), ed.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeOnline, got.State)
+	require.True(t, at1.Equal(*got.StateSince), "online since the first online status")
+	require.True(t, at2.Equal(*got.LastSeenAt))
+	require.Equal(t, uint64(50), got.Seq)
+	require.Zero(t, got.Outbox)
+	require.Equal(t, "1.2.3", got.Software)
+
+	at3 := e.tick()
+	will := protocol.Status{V: 1, EdgeID: ed.ID, State: cloud.EdgeOffline, At: at1}
+	require.NoError(t, e.s.RecordEdgeStatus(t.Context(), e.a, s.ID, will, at3))
+	got, err = e.s.Edge(t.Context(), ed.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeOffline, got.State)
+	require.True(t, at3.Equal(*got.StateSince))
+	require.True(t, at2.Equal(*got.LastSeenAt), "the last will leaves the last sighting")
+	require.Equal(t, uint64(50), got.Seq, "and what the edge last said of itself")
+	require.Equal(t, "1.2.3", got.Software)
+
+	for _, c := range []struct {
+		tn   cloud.Tenant
+		site string
+		edge string
+	}{{e.a, other.ID, ed.ID}, {e.c, s.ID, ed.ID}, {e.a, s.ID, ids.New(ids.Edge)}} {
+		st := online
+		st.EdgeID = c.edge
+		requireNotFound(t, e.s.RecordEdgeStatus(t.Context(), c.tn, c.site, st, e.tick()), "%+v", c)
+	}
+}
