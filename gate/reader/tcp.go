@@ -35,6 +35,10 @@ func ListenTCP(addr string, o Options) (*TCP, error) {
 	return &TCP{o: o.withDefaults("tcp"), ln: ln}, nil
 }
 
+// Close closes the listener; for a reader that will not Run (Run closes
+// it when it returns).
+func (t *TCP) Close() error { return t.ln.Close() }
+
 // Addr is the address listened on.
 func (t *TCP) Addr() net.Addr { return t.ln.Addr() }
 

@@ -1,0 +1,251 @@
+package edge
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/gate"
+)
+
+// decisionBuckets are the upper bounds of the decision-latency histogram,
+// in seconds: fine below the 1 ms budget, coarse above it.
+var decisionBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.01, 0.1}
+
+// Scan error kinds, the kind label of svc_edge_scan_errors_total.
+const (
+	errRelay     = "relay"
+	errRecord    = "record"
+	errAbandoned = "abandoned"
+)
+
+type scanKey struct{ gate, result, reason string }
+
+type histogram struct {
+	counts []uint64 // one per bucket, not cumulative
+	sum    float64
+	count  uint64
+}
+
+// metrics counts what the App's gates did, for GET /metrics. The gauges
+// are read from the cache when scraped.
+type metrics struct {
+	mu         sync.Mutex
+	decisions  map[string]*histogram // gate → latency
+	scans      map[scanKey]uint64
+	scanErrors map[scanKey]uint64 // reason holds the error kind
+	doors      map[string]bool    // gate → open, for gates with a sensor
+	pruned     uint64
+}
+
+func newMetrics() *metrics {
+	return &metrics{decisions: map[string]*histogram{}, scans: map[scanKey]uint64{}, scanErrors: map[scanKey]uint64{}, doors: map[string]bool{}}
+}
+
+// observe counts one scan.
+func (m *metrics) observe(res gate.Result) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if res.Err != nil {
+		kind := errRecord
+		switch {
+		case errors.Is(res.Err, gate.ErrRelay):
+			kind = errRelay
+		case !errors.Is(res.Err, gate.ErrRecord):
+			kind = errAbandoned
+		}
+		m.scanErrors[scanKey{gate: res.GateID, reason: kind}]++
+	}
+	if res.Kind == "" { // abandoned before a decision
+		return
+	}
+	m.scans[scanKey{res.GateID, string(res.Kind), res.Reason}]++
+	h := m.decisions[res.GateID]
+	if h == nil {
+		h = &histogram{counts: make([]uint64, len(decisionBuckets))}
+		m.decisions[res.GateID] = h
+	}
+	s := res.Decision.Seconds()
+	if i, _ := slices.BinarySearch(decisionBuckets, s); i < len(decisionBuckets) {
+		h.counts[i]++
+	}
+	h.sum += s
+	h.count++
+}
+
+func (m *metrics) door(gateID string, open bool) {
+	m.mu.Lock()
+	m.doors[gateID] = open
+	m.mu.Unlock()
+}
+
+func (m *metrics) doorOpen(gateID string) (open, known bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	open, known = m.doors[gateID]
+	return open, known
+}
+
+func (m *metrics) addPruned(n int) {
+	m.mu.Lock()
+	m.pruned += uint64(n)
+	m.mu.Unlock()
+}
+
+// gauges are read from the cache at each scrape.
+type gauges struct {
+	view   *cache.View
+	outbox int
+	oldest time.Time
+	now    time.Time
+	stale  bool
+}
+
+// write writes every metric in the Prometheus text format, version 0.0.4.
+func (m *metrics) write(w io.Writer, g gauges) error {
+	bw := bufio.NewWriter(w)
+	p := &promWriter{w: bw}
+
+	m.mu.Lock()
+	p.family("svc_edge_decision_seconds", "histogram", "Time to verify a scanned token and decide, by gate.")
+	for _, id := range sortedKeys(m.decisions) {
+		h := m.decisions[id]
+		var cum uint64
+		for i, le := range decisionBuckets {
+			cum += h.counts[i]
+			p.sample("svc_edge_decision_seconds_bucket", float64(cum), "gate_id", id, "le", formatFloat(le))
+		}
+		p.sample("svc_edge_decision_seconds_bucket", float64(h.count), "gate_id", id, "le", "+Inf")
+		p.sample("svc_edge_decision_seconds_sum", h.sum, "gate_id", id)
+		p.sample("svc_edge_decision_seconds_count", float64(h.count), "gate_id", id)
+	}
+	p.family("svc_edge_scans_total", "counter", "Scans decided, by gate, result (the fact recorded) and refusal reason.")
+	for _, k := range sortedScanKeys(m.scans) {
+		p.sample("svc_edge_scans_total", float64(m.scans[k]), "gate_id", k.gate, "result", k.result, "reason", k.reason)
+	}
+	p.family("svc_edge_scan_errors_total", "counter", "Scans whose relay pulse or record failed, or that were abandoned, by gate and kind.")
+	for _, k := range sortedScanKeys(m.scanErrors) {
+		p.sample("svc_edge_scan_errors_total", float64(m.scanErrors[k]), "gate_id", k.gate, "kind", k.reason)
+	}
+	if len(m.doors) > 0 {
+		p.family("svc_edge_door_open", "gauge", "1 while the gate's door sensor reads open.")
+		for _, id := range sortedKeys(m.doors) {
+			p.sample("svc_edge_door_open", boolFloat(m.doors[id]), "gate_id", id)
+		}
+	}
+	p.family("svc_edge_pruned_visits_total", "counter", "Visits pruned from the cache after their pass ended.")
+	p.sample("svc_edge_pruned_visits_total", float64(m.pruned))
+	m.mu.Unlock()
+
+	counts := g.view.Counts()
+	p.gauge("svc_edge_outbox_facts", "Facts waiting for the cloud's acknowledgement.", float64(g.outbox))
+	oldest := 0.0
+	if !g.oldest.IsZero() {
+		oldest = max(0, g.now.Sub(g.oldest).Seconds())
+	}
+	p.gauge("svc_edge_outbox_oldest_age_seconds", "Age of the oldest fact waiting; 0 when none wait.", oldest)
+	age := math.Inf(1)
+	if s := g.view.SyncedAt(); !s.IsZero() {
+		age = max(0, g.now.Sub(s).Seconds())
+	}
+	p.gauge("svc_edge_sync_age_seconds", "Seconds since the last contact with the cloud; +Inf if never.", age)
+	p.gauge("svc_edge_cache_stale", "1 when the cache is past the site's offline limit: gates that fail secure refuse every scan.", boolFloat(g.stale))
+	p.gauge("svc_edge_cache_seq", "Last change of the cloud's feed applied.", float64(g.view.Seq()))
+	p.gauge("svc_edge_cache_visits", "Visits in the cache.", float64(counts.Visits))
+	p.gauge("svc_edge_cache_gates", "Gates in the cache.", float64(counts.Gates))
+	p.gauge("svc_edge_cache_keys", "Pass-verification keys in the cache, retired ones included.", float64(counts.Keys))
+	if p.err != nil {
+		return p.err
+	}
+	return bw.Flush()
+}
+
+// promWriter writes the text format, keeping the first error.
+type promWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (p *promWriter) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *promWriter) family(name, typ, help string) {
+	p.printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+func (p *promWriter) gauge(name, help string, v float64) {
+	p.family(name, "gauge", help)
+	p.sample(name, v)
+}
+
+// sample writes one line; labels come as name, value pairs.
+func (p *promWriter) sample(name string, v float64, labels ...string) {
+	var b strings.Builder
+	b.WriteString(name)
+	if len(labels) > 0 {
+		b.WriteByte('{')
+		for i := 0; i < len(labels); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(labels[i])
+			b.WriteString(`="`)
+			b.WriteString(labelEscaper.Replace(labels[i+1]))
+			b.WriteByte('"')
+		}
+		b.WriteByte('}')
+	}
+	p.printf("%s %s\n", b.String(), formatFloat(v))
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func formatFloat(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedScanKeys(m map[scanKey]uint64) []scanKey {
+	out := make([]scanKey, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b scanKey) int {
+		return strings.Compare(a.gate+"\x00"+a.result+"\x00"+a.reason, b.gate+"\x00"+b.result+"\x00"+b.reason)
+	})
+	return out
+}
