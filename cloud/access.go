@@ -157,6 +157,11 @@ func keyPrefix(kind KeyKind, mode Mode) string {
 // NewKeySecret returns a fresh key string of the kind and mode (for
 // example svc_sk_test_ and 32 base62 characters, about 190 bits).
 func NewKeySecret(kind KeyKind, mode Mode) string {
+	return keyPrefix(kind, mode) + keyBody()
+}
+
+// keyBody is 32 random base62 characters, about 190 bits.
+func keyBody() string {
 	var b [keyBodyLen]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	for i := range b {
@@ -165,7 +170,7 @@ func NewKeySecret(kind KeyKind, mode Mode) string {
 		// less than a bit of the 190.
 		b[i] = keyAlphabet[int(b[i])%len(keyAlphabet)]
 	}
-	return keyPrefix(kind, mode) + string(b[:])
+	return string(b[:])
 }
 
 // ParseKey checks a presented token's shape and returns its kind, mode and

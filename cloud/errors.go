@@ -22,6 +22,12 @@ var (
 	// ErrIdempotencyInFlight is returned when a request with the same
 	// idempotency key is still being processed.
 	ErrIdempotencyInFlight = errors.New("idempotency key in flight")
+
+	// ErrEdgeRejected is returned (wrapped, with the reason) for a message
+	// from an edge the cloud will not record: malformed, or not from an
+	// edge of the site it names. Nothing is stored, and the edge must not
+	// be told it was applied.
+	ErrEdgeRejected = errors.New("edge message rejected")
 )
 
 // FieldError names one problem with one input field. Field is the path

@@ -9,7 +9,8 @@ import (
 )
 
 // ErrUnauthorized is returned by Authenticate for a missing, malformed,
-// unknown or revoked key.
+// unknown or revoked key, and by AuthenticateEdge for an unknown edge or a
+// wrong password.
 var ErrUnauthorized = errors.New("unauthorized")
 
 // CreateKey makes a key for the tenant and returns it with the key string,

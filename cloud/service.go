@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // sites name IANA zones; servers and appliances may lack zoneinfo
 	"unicode"
@@ -37,14 +38,19 @@ func Some[T any](v T) Optional[T] { return Optional[T]{Set: true, Value: v} }
 // Service applies the domain's rules on top of a Store. Transports call it;
 // it never sees HTTP.
 type Service struct {
-	store   Store
+	store   Store // the store given, telling onChange of its feed writes
 	now     func() time.Time
 	linkKey []byte // signs pass links; LoadSecrets sets it
+
+	changeMu sync.Mutex
+	onChange []func()
 }
 
 // NewService returns a Service on store; now is its clock.
 func NewService(store Store, now func() time.Time) *Service {
-	return &Service{store: store, now: now}
+	s := &Service{now: now}
+	s.store = feedStore{Store: store, changed: s.changed}
+	return s
 }
 
 // Store returns the store the service writes to.

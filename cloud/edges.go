@@ -1,0 +1,421 @@
+package cloud
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// This file is the cloud's side of its sites' edges: their credentials,
+// the facts they send (docs/decisions.md, "Edge facts in the cloud"), the
+// change feed they follow and their status. The MQTT half
+// (sync/mqttsync) calls it; it knows nothing of MQTT.
+
+// edgeSecretPrefix starts every edge's broker password.
+const edgeSecretPrefix = "svc_edge_"
+
+// DefaultEdgeName is an edge's name when none is given.
+const DefaultEdgeName = "Edge"
+
+// CreateEdge makes an edge for a site of the tenant and returns it with
+// its broker password, which is shown this once and never stored (only
+// its SHA-256). Its broker username is its ID. A site_id that is not one
+// of the tenant's sites, or a bad name, returns a *ValidationError.
+func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string) (Edge, string, error) {
+	if !t.Mode.Valid() {
+		return Edge{}, "", fmt.Errorf("create edge: mode %q is not live or test", t.Mode)
+	}
+	if name == "" {
+		name = DefaultEdgeName
+	}
+	var v ValidationError
+	checkText(&v, "name", name, true, MaxNameLen)
+	if err := s.checkSite(ctx, &v, t, "site_id", siteID); err != nil {
+		return Edge{}, "", fmt.Errorf("create edge: %w", err)
+	}
+	if err := v.Err(); err != nil {
+		return Edge{}, "", err
+	}
+	id := ids.New(ids.Edge)
+	secret := edgeSecretPrefix + keyBody()
+	e := Edge{ID: id, Tenant: t, SiteID: siteID, Name: name, Username: id, SecretHash: HashKey(secret),
+		CreatedAt: s.Now(), State: EdgeOffline}
+	if err := s.store.CreateEdge(ctx, e); err != nil {
+		return Edge{}, "", fmt.Errorf("create edge: %w", err)
+	}
+	return e, secret, nil
+}
+
+// AuthenticateEdge returns the edge whose broker credentials these are, or
+// ErrUnauthorized. The password's hash is compared in constant time.
+func (s *Service) AuthenticateEdge(ctx context.Context, username, password string) (Edge, error) {
+	if !ids.Valid(ids.Edge, username) || password == "" {
+		return Edge{}, ErrUnauthorized
+	}
+	e, err := s.store.Edge(ctx, username)
+	if errors.Is(err, ErrNotFound) {
+		return Edge{}, ErrUnauthorized
+	}
+	if err != nil {
+		return Edge{}, fmt.Errorf("authenticate edge: %w", err)
+	}
+	if subtle.ConstantTimeCompare(HashKey(password), e.SecretHash) != 1 || e.Username != username {
+		return Edge{}, ErrUnauthorized
+	}
+	return e, nil
+}
+
+// siteEdge returns the edge, which must be one of the site's, or an error
+// wrapping ErrEdgeRejected.
+func (s *Service) siteEdge(ctx context.Context, site protocol.Site, edgeID string) (Edge, error) {
+	t, siteID := SiteTenant(site)
+	e, err := s.store.Edge(ctx, edgeID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Edge{}, fmt.Errorf("%w: no edge %s", ErrEdgeRejected, edgeID)
+	case err != nil:
+		return Edge{}, err
+	case e.Tenant != t || e.SiteID != siteID:
+		return Edge{}, fmt.Errorf("%w: edge %s is not one of site %s's", ErrEdgeRejected, edgeID, site.Prefix())
+	}
+	return e, nil
+}
+
+// ApplyFact records a fact from an edge of the site and applies it to the
+// cloud's visits, once per fact ID: a fact applied before returns nil and
+// changes nothing, so the caller acknowledges both alike. A fact that
+// disagrees with the cloud's state is recorded all the same, with its
+// conflict, and an audit event by the edge; the cloud's ending of a visit
+// stands. Every visit a fact touches goes out on the site's feed again,
+// so the edge converges. The rules are in docs/decisions.md ("Edge facts
+// in the cloud").
+//
+// A fact that is not well formed, or whose edge is not one of the site's,
+// returns an error wrapping ErrEdgeRejected and is not recorded; other
+// errors are the store's, and the fact may be applied again later.
+func (s *Service) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error {
+	if !site.Valid() {
+		return fmt.Errorf("%w: %q is not a site's topic prefix", ErrEdgeRejected, site.Prefix())
+	}
+	if _, err := protocol.Encode(&f); err != nil {
+		return fmt.Errorf("%w: %w", ErrEdgeRejected, err)
+	}
+	if _, err := s.siteEdge(ctx, site, f.EdgeID); err != nil {
+		return fmt.Errorf("apply fact %s: %w", f.ID, err)
+	}
+	t, siteID := SiteTenant(site)
+	gateOK := false
+	g, err := s.store.Gate(ctx, t, f.GateID)
+	switch {
+	case err == nil:
+		gateOK = g.SiteID == siteID
+	case !errors.Is(err, ErrNotFound):
+		return fmt.Errorf("apply fact %s: %w", f.ID, err)
+	}
+	f.At = f.At.UTC().Truncate(time.Microsecond)
+	now := s.Now()
+	_, err = s.store.ApplyFact(ctx, EdgeFact{Tenant: t, SiteID: siteID, Fact: f, ReceivedAt: now},
+		func(load func(string) (Visit, error), w *FactWrites) error {
+			j := factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now, load: load, w: w}
+			return j.judge()
+		})
+	if err != nil {
+		return fmt.Errorf("apply fact %s: %w", f.ID, err)
+	}
+	return nil
+}
+
+// factJudge decides what one fact does, inside the transaction that
+// records it.
+type factJudge struct {
+	t      Tenant
+	siteID string
+	f      protocol.Fact
+	gateOK bool // the fact's gate is one of the site's
+	now    time.Time
+	load   func(string) (Visit, error)
+	w      *FactWrites
+}
+
+// maxReentries bounds the walk along a pass's re-entries.
+const maxReentries = 1000
+
+func (j *factJudge) judge() error {
+	var conflict string
+	var status VisitStatus // the cloud's, before the fact
+	var err error
+	switch j.f.Kind {
+	case protocol.FactRefused:
+		return nil // recorded, nothing more: a refusal changes no visit
+	case protocol.FactCheckIn, protocol.FactCheckOut:
+		conflict, status, err = j.entryOrExit()
+	case protocol.FactReEntry:
+		conflict, status, err = j.reEntry()
+	}
+	if err != nil {
+		return err
+	}
+	if conflict == "" && !j.gateOK {
+		conflict = ConflictUnknownGate
+	}
+	if conflict != "" {
+		j.w.Conflict = conflict
+		j.w.Audit = append(j.w.Audit, j.event(conflict, status))
+	}
+	return nil
+}
+
+// visit loads a visit of the fact's site; nil when the site has none
+// with this ID.
+func (j *factJudge) visit(id string) (*Visit, error) {
+	v, err := j.load(id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if v.SiteID != j.siteID {
+		return nil, nil
+	}
+	return &v, nil
+}
+
+// touch stores v again, conflicting or not, so it goes out on the feed.
+func (j *factJudge) touch(v *Visit) {
+	v.UpdatedAt = j.now
+	if i := slices.IndexFunc(j.w.Visits, func(x Visit) bool { return x.ID == v.ID }); i >= 0 {
+		j.w.Visits[i] = *v
+		return
+	}
+	j.w.Visits = append(j.w.Visits, *v)
+}
+
+func (j *factJudge) setGate(v *Visit) {
+	if j.gateOK {
+		v.GateID = j.f.GateID
+	}
+}
+
+// ended reports whether the cloud has closed the visit for good: an
+// ending the gate cannot undo.
+func ended(st VisitStatus) bool {
+	return st == VisitCancelled || st == VisitDenied || st == VisitNoShow
+}
+
+func (j *factJudge) entryOrExit() (string, VisitStatus, error) {
+	v, err := j.visit(j.f.VisitID)
+	if err != nil || v == nil {
+		return ConflictUnknownVisit, "", err
+	}
+	status := v.Status
+	var conflict string
+	if j.f.Kind == protocol.FactCheckIn {
+		conflict = j.checkIn(v)
+	} else {
+		conflict = j.checkOut(v)
+	}
+	j.touch(v)
+	return conflict, status, nil
+}
+
+// checkIn applies an admission at the gate's scan time.
+func (j *factJudge) checkIn(v *Visit) string {
+	at := j.f.At
+	switch {
+	case ended(v.Status) || v.Pass.Revoked:
+		return ConflictEnded
+	case v.Status == VisitAwaitingApproval:
+		return ConflictAwaitingApproval
+	case v.Status == VisitExpected:
+		v.Status, v.CheckedInAt, v.NeedsSomeone = VisitCheckedIn, &at, len(v.Hosts) == 0
+		v.Pass.Uses++
+		j.setGate(v)
+		return ""
+	}
+	// Checked in or out already: the pass admitted once more, and the
+	// first admission is the earliest.
+	v.Pass.Uses++
+	first := v.CheckedInAt == nil
+	if first || at.Before(*v.CheckedInAt) {
+		v.CheckedInAt = &at
+		j.setGate(v)
+	}
+	switch {
+	case v.Status == VisitCheckedIn:
+		return ConflictAlreadyCheckedIn
+	case first && (v.CheckedOutAt == nil || !at.After(*v.CheckedOutAt)):
+		return "" // the check-out arrived first: both in order now
+	}
+	return ConflictAlreadyCheckedOut
+}
+
+// checkOut applies an exit at the gate's scan time.
+func (j *factJudge) checkOut(v *Visit) string {
+	at := j.f.At
+	switch {
+	case ended(v.Status):
+		return ConflictEnded
+	case v.Status == VisitAwaitingApproval:
+		return ConflictAwaitingApproval
+	case v.Status == VisitCheckedIn:
+		v.Status, v.CheckedOutAt, v.NeedsSomeone = VisitCheckedOut, &at, false
+		return ""
+	case v.Status == VisitExpected:
+		// The visitor left: whether the check-in is still on its way or
+		// never happened, the visit is over.
+		v.Status, v.CheckedOutAt, v.NeedsSomeone = VisitCheckedOut, &at, false
+		return ConflictNotCheckedIn
+	}
+	if v.CheckedOutAt == nil || at.After(*v.CheckedOutAt) {
+		v.CheckedOutAt = &at // the last exit
+	}
+	return ConflictAlreadyCheckedOut
+}
+
+// reEntry makes the new visit of a re-entry, as Service.ReEnter does,
+// from the newest visit of the pass: the pass visit's chain of re-entries
+// followed to its end.
+func (j *factJudge) reEntry() (string, VisitStatus, error) {
+	newID := j.f.VisitID
+	taken, err := j.load(newID)
+	switch {
+	case err == nil:
+		if taken.SiteID == j.siteID {
+			j.touch(&taken)
+		}
+		return ConflictVisitExists, taken.Status, nil
+	case !errors.Is(err, ErrNotFound):
+		return "", "", err
+	}
+	p, err := j.visit(j.f.PassVisitID)
+	if err != nil || p == nil {
+		return ConflictUnknownVisit, "", err
+	}
+	from := p
+	seen := map[string]bool{p.ID: true}
+	for from.ReenteredAs != "" && len(seen) < maxReentries {
+		next, err := j.visit(from.ReenteredAs)
+		if err != nil {
+			return "", "", err
+		}
+		if next == nil || seen[next.ID] {
+			break
+		}
+		seen[next.ID] = true
+		from = next
+	}
+	status := from.Status
+	var conflict string
+	switch {
+	case ended(from.Status) || from.Pass.Revoked:
+		conflict = ConflictEnded
+	case from.Status != VisitCheckedOut || from.ReenteredAs != "":
+		conflict = ConflictNotCheckedOut
+	}
+	// The visitor is on site: the new visit is made whatever the
+	// conflict, and the pass's visits keep their state.
+	holder := from.Pass.ForVisitID
+	if holder == "" {
+		holder = from.ID
+	}
+	at := j.f.At
+	next := Visit{
+		ID: newID, Tenant: j.t, Status: VisitCheckedIn, Type: from.Type, Source: from.Source,
+		SiteID: from.SiteID, HostID: from.HostID, Audience: from.Audience, Hosts: currentHosts(from.Hosts), Team: from.Team,
+		NeedsSomeone: len(from.Hosts) == 0, VisitorID: from.VisitorID, Visitor: from.Visitor, Purpose: from.Purpose,
+		VehiclePlate: from.VehiclePlate, ExpectedAt: from.ExpectedAt, ExpectedUntil: from.ExpectedUntil, CheckedInAt: &at,
+		BookingID: from.BookingID, CustomFields: from.CustomFields, Receiver: from.Receiver, CreatedAt: j.now, UpdatedAt: j.now,
+	}
+	if next.Hosts == nil {
+		next.Hosts = []Host{}
+	}
+	next.Pass = from.Pass
+	next.Pass.Channels = slices.Clone(from.Pass.Channels)
+	next.Pass.Rules.GateIDs = slices.Clone(from.Pass.Rules.GateIDs)
+	next.Pass.ForVisitID = holder
+	next.Pass.Uses = from.Pass.Uses + 1
+	j.setGate(&next)
+	if from.ReenteredAs == "" {
+		from.ReenteredAs = newID
+	}
+	j.touch(p)
+	j.touch(from)
+	j.w.New = append(j.w.New, next)
+	return conflict, status, nil
+}
+
+// event is the audit record of a conflicting fact, by its edge.
+func (j *factJudge) event(conflict string, status VisitStatus) AuditEvent {
+	f := j.f
+	detail := map[string]any{"fact_id": f.ID, "kind": f.Kind, "conflict": conflict, "at": f.At, "gate_id": f.GateID,
+		"counter": f.Counter}
+	if f.PassVisitID != "" {
+		detail["pass_visit_id"] = f.PassVisitID
+	}
+	if status != "" {
+		detail["status"] = status // the cloud's, when the fact arrived
+	}
+	raw, _ := json.Marshal(detail) // strings, numbers and a time always marshal
+	return AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: j.t, Action: AuditEdgeFactConflicted, ActorKind: ActorEdge,
+		ActorID: f.EdgeID, ObjectType: "visit", ObjectID: f.VisitID, Detail: raw, CreatedAt: j.now}
+}
+
+// SiteChanges returns the site's changes after sequence after (at most
+// limit, protocol.MaxChanges when limit is outside 1..MaxChanges) and the
+// feed's head, for a resync. ErrNotFound for a site that does not exist.
+func (s *Service) SiteChanges(ctx context.Context, site protocol.Site, after uint64, limit int) ([]protocol.Change, uint64, error) {
+	if !site.Valid() {
+		return nil, 0, ErrNotFound
+	}
+	t, siteID := SiteTenant(site)
+	return s.store.SiteChanges(ctx, t, siteID, after, limit)
+}
+
+// SiteSnapshot returns the site's whole state as its edge needs it now
+// (EdgeSnapshot); the caller splits it into the protocol's parts.
+// ErrNotFound for a site that does not exist.
+func (s *Service) SiteSnapshot(ctx context.Context, site protocol.Site) (EdgeSnapshot, error) {
+	if !site.Valid() {
+		return EdgeSnapshot{}, ErrNotFound
+	}
+	t, siteID := SiteTenant(site)
+	return s.store.SiteSnapshot(ctx, t, siteID, s.Now())
+}
+
+// PublishFeeds hands fn what the sites' feeds hold that has not been
+// published, as Store.PublishFeeds does.
+func (s *Service) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Site, []protocol.Change) error) (int, error) {
+	return s.store.PublishFeeds(ctx, limit, fn)
+}
+
+// RecordEdgeStatus stores an edge's status, received now. A status that
+// is not well formed, or from an edge that is not one of the site's,
+// returns an error wrapping ErrEdgeRejected.
+func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error {
+	if !site.Valid() {
+		return fmt.Errorf("%w: %q is not a site's topic prefix", ErrEdgeRejected, site.Prefix())
+	}
+	if _, err := protocol.Encode(&st); err != nil {
+		return fmt.Errorf("%w: %w", ErrEdgeRejected, err)
+	}
+	t, siteID := SiteTenant(site)
+	err := s.store.RecordEdgeStatus(ctx, t, siteID, st, s.Now())
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: edge %s is not one of site %s's", ErrEdgeRejected, st.EdgeID, site.Prefix())
+	}
+	return err
+}
+
+// Edges returns the tenant's edges at the site, or at every site when
+// siteID is empty, oldest first.
+func (s *Service) Edges(ctx context.Context, t Tenant, siteID string) ([]Edge, error) {
+	return s.store.ListEdges(ctx, t, siteID)
+}

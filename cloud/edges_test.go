@@ -1,0 +1,544 @@
+package cloud_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
+	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// eachStore runs fn on SQLite, and on PostgreSQL when
+// SVC_TEST_POSTGRES_URL is set.
+func eachStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		fn(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) { fn(t, postgrestest.New(t)) })
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// edgeEnv is a seeded organisation with an edge at its London site.
+type edgeEnv struct {
+	svc     *cloud.Service
+	store   cloud.Store
+	clock   *clock
+	tenant  cloud.Tenant
+	actor   cloud.Actor
+	site    protocol.Site
+	entry   string // the site's entry gate
+	exit    string // and its exit
+	other   cloud.SeedSite
+	edge    cloud.Edge
+	secret  string
+	counter uint64
+}
+
+func newEdgeEnv(t *testing.T, store cloud.Store) *edgeEnv {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
+	svc := cloud.NewService(store, c.Now)
+	res, err := svc.Seed(t.Context(), "Acme", cloud.PlanPro)
+	require.NoError(t, err)
+	tn := cloud.Tenant{OrgID: res.Organisation.ID, Mode: cloud.ModeLive}
+	london := res.Live.Sites[0]
+	e := &edgeEnv{svc: svc, store: store, clock: c, tenant: tn, site: cloud.EdgeSite(tn, london.ID),
+		actor: cloud.Actor{Tenant: tn, KeyID: ids.New(ids.Key), Plan: cloud.PlanPro},
+		entry: london.Gates[0], exit: london.Gates[1], other: res.Live.Sites[1]}
+	e.edge, e.secret, err = svc.CreateEdge(t.Context(), tn, london.ID, "Reception")
+	require.NoError(t, err)
+	return e
+}
+
+// visit creates a visit expected at the site now, for "Ada Lovelace".
+func (e *edgeEnv) visit(t *testing.T) cloud.Visit {
+	t.Helper()
+	at := e.clock.Now()
+	v, err := e.svc.CreateVisit(t.Context(), e.actor, cloud.VisitInput{
+		SiteID: cloud.Some(e.site.SiteID), Type: cloud.Some("meeting"), ExpectedAt: cloud.Some(&at),
+		Visitor: cloud.Some(&cloud.VisitorInput{Name: cloud.Some("Ada Lovelace")}),
+	})
+	require.NoError(t, err)
+	return v
+}
+
+// fact is a fact of the env's edge at its entry gate, scanned a minute
+// before now (it reaches the cloud late).
+func (e *edgeEnv) fact(kind protocol.FactKind, visitID string) protocol.Fact {
+	e.counter++
+	return protocol.Fact{ID: ids.New(ids.Fact), Kind: kind, EdgeID: e.edge.ID, Counter: e.counter,
+		At: e.clock.Now().Add(-time.Minute), GateID: e.entry, VisitID: visitID}
+}
+
+func (e *edgeEnv) get(t *testing.T, id string) cloud.Visit {
+	t.Helper()
+	v, err := e.store.Visit(t.Context(), e.tenant, id)
+	require.NoError(t, err)
+	return v
+}
+
+func (e *edgeEnv) head(t *testing.T) uint64 {
+	t.Helper()
+	_, h, err := e.svc.SiteChanges(t.Context(), e.site, 1<<62, 1)
+	require.NoError(t, err)
+	return h
+}
+
+// changesAfter returns the site's changes after seq.
+func (e *edgeEnv) changesAfter(t *testing.T, seq uint64) []protocol.Change {
+	t.Helper()
+	cs, _, err := e.svc.SiteChanges(t.Context(), e.site, seq, 0)
+	require.NoError(t, err)
+	return cs
+}
+
+func (e *edgeEnv) recorded(t *testing.T, id string) cloud.EdgeFact {
+	t.Helper()
+	rec, err := e.store.EdgeFact(t.Context(), e.tenant, id)
+	require.NoError(t, err)
+	return rec
+}
+
+// conflicts returns the audit events of conflicting facts about a visit.
+func (e *edgeEnv) conflicts(t *testing.T, visitID string) []cloud.AuditEvent {
+	t.Helper()
+	evs, _, err := e.store.ListAuditEvents(t.Context(), e.tenant,
+		cloud.AuditFilter{Action: cloud.AuditEdgeFactConflicted, ObjectID: visitID}, cloud.Page{Limit: 100})
+	require.NoError(t, err)
+	return evs
+}
+
+func TestCreateEdge_Authenticate(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		require.True(t, ids.Valid(ids.Edge, e.edge.ID))
+		require.Equal(t, e.edge.ID, e.edge.Username)
+		require.True(t, strings.HasPrefix(e.secret, "svc_edge_"))
+		require.Equal(t, cloud.EdgeOffline, e.edge.State)
+		require.NotContains(t, string(e.edge.SecretHash), e.secret)
+
+		got, err := e.svc.AuthenticateEdge(t.Context(), e.edge.Username, e.secret)
+		require.NoError(t, err)
+		require.Equal(t, e.edge.ID, got.ID)
+		require.Equal(t, e.site.SiteID, got.SiteID)
+		for _, c := range [][2]string{
+			{e.edge.Username, e.secret + "x"},
+			{e.edge.Username, ""},
+			{ids.New(ids.Edge), e.secret},
+			{"not an edge", e.secret},
+		} {
+			_, err := e.svc.AuthenticateEdge(t.Context(), c[0], c[1])
+			require.ErrorIs(t, err, cloud.ErrUnauthorized, "%q", c)
+		}
+
+		var ve *cloud.ValidationError
+		_, _, err = e.svc.CreateEdge(t.Context(), cloud.Tenant{OrgID: e.tenant.OrgID, Mode: cloud.ModeTest}, e.site.SiteID, "")
+		require.ErrorAs(t, err, &ve, "the site is live mode's")
+		require.Equal(t, "site_id", ve.Fields[0].Field)
+		_, _, err = e.svc.CreateEdge(t.Context(), e.tenant, "site_x", "")
+		require.ErrorAs(t, err, &ve)
+		_, _, err = e.svc.CreateEdge(t.Context(), cloud.Tenant{OrgID: e.tenant.OrgID, Mode: "staging"}, e.site.SiteID, "")
+		require.Error(t, err)
+
+		second, _, err := e.svc.CreateEdge(t.Context(), e.tenant, e.site.SiteID, "")
+		require.NoError(t, err)
+		require.Equal(t, cloud.DefaultEdgeName, second.Name)
+		edges, err := e.svc.Edges(t.Context(), e.tenant, e.site.SiteID)
+		require.NoError(t, err)
+		require.Len(t, edges, 2)
+	})
+}
+
+// A check-in from the gate checks the visit in at the scan time, once.
+func TestApplyFact_CheckInAtScanTime(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		e.clock.Advance(10 * time.Minute)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		before := e.head(t)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedIn, got.Status)
+		require.True(t, f.At.Equal(*got.CheckedInAt), "checked in at %v, scanned at %v", got.CheckedInAt, f.At)
+		require.False(t, e.clock.Now().Equal(*got.CheckedInAt))
+		require.Equal(t, e.entry, got.GateID)
+		require.Equal(t, 1, got.Pass.Uses)
+		require.True(t, got.NeedsSomeone, "nobody hosts it")
+
+		rec := e.recorded(t, f.ID)
+		require.Empty(t, rec.Conflict)
+		require.True(t, e.clock.Now().Equal(rec.ReceivedAt))
+		require.Equal(t, e.edge.ID, rec.Fact.EdgeID)
+		require.Empty(t, e.conflicts(t, v.ID))
+
+		cs := e.changesAfter(t, before)
+		require.Len(t, cs, 1)
+		require.Equal(t, cloud.EdgeVisit(got), *cs[0].Visit)
+
+		e.clock.Advance(time.Minute)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f), "a fact applied before is acknowledged again")
+		require.Equal(t, 1, e.get(t, v.ID).Pass.Uses)
+		require.Equal(t, before+1, e.head(t))
+	})
+}
+
+// A fact that is not well formed, or not from an edge of its site, is
+// rejected and not recorded.
+func TestApplyFact_Rejected(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		elsewhere, _, err := e.svc.CreateEdge(t.Context(), e.tenant, e.other.ID, "New York")
+		require.NoError(t, err)
+		malformed := e.fact(protocol.FactCheckIn, v.ID)
+		malformed.Counter = 0
+		stranger := e.fact(protocol.FactCheckIn, v.ID)
+		stranger.EdgeID = elsewhere.ID
+		unknown := e.fact(protocol.FactCheckIn, v.ID)
+		unknown.EdgeID = ids.New(ids.Edge)
+		otherMode := e.site
+		otherMode.Mode = string(cloud.ModeTest)
+		cases := []struct {
+			name string
+			site protocol.Site
+			f    protocol.Fact
+		}{
+			{"malformed", e.site, malformed},
+			{"another site's edge", e.site, stranger},
+			{"unknown edge", e.site, unknown},
+			{"the site in another mode", otherMode, e.fact(protocol.FactCheckIn, v.ID)},
+			{"not a site", protocol.Site{Mode: "live", OrgID: "x", SiteID: "y"}, e.fact(protocol.FactCheckIn, v.ID)},
+		}
+		head := e.head(t)
+		for _, c := range cases {
+			err := e.svc.ApplyFact(t.Context(), c.site, c.f)
+			require.ErrorIs(t, err, cloud.ErrEdgeRejected, c.name)
+			_, err = e.store.EdgeFact(t.Context(), e.tenant, c.f.ID)
+			require.ErrorIs(t, err, cloud.ErrNotFound, c.name)
+		}
+		require.Equal(t, cloud.VisitExpected, e.get(t, v.ID).Status)
+		require.Equal(t, head, e.head(t))
+	})
+}
+
+// A check-in of a cancelled visit is recorded and flagged, the visit stays
+// cancelled, and goes out again so the edge converges.
+func TestApplyFact_ConflictWithCancelledVisit(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		_, err := e.svc.Cancel(t.Context(), e.actor, v.ID)
+		require.NoError(t, err)
+		before := e.head(t)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCancelled, got.Status, "the cloud's ending wins")
+		require.Nil(t, got.CheckedInAt)
+		require.Zero(t, got.Pass.Uses)
+		require.Equal(t, cloud.ConflictEnded, e.recorded(t, f.ID).Conflict)
+
+		evs := e.conflicts(t, v.ID)
+		require.Len(t, evs, 1)
+		ev := evs[0]
+		require.Equal(t, cloud.ActorEdge, ev.ActorKind)
+		require.Equal(t, e.edge.ID, ev.ActorID)
+		require.Equal(t, "visit", ev.ObjectType)
+		var detail map[string]any
+		require.NoError(t, json.Unmarshal(ev.Detail, &detail))
+		require.Equal(t, f.ID, detail["fact_id"])
+		require.Equal(t, "check_in", detail["kind"])
+		require.Equal(t, cloud.ConflictEnded, detail["conflict"])
+		require.Equal(t, "cancelled", detail["status"])
+
+		cs := e.changesAfter(t, before)
+		require.Len(t, cs, 1, "the visit goes out again")
+		require.Equal(t, "cancelled", cs[0].Visit.Status)
+	})
+}
+
+// Check-out, then re-entries on the same pass: each new visit is a copy
+// of the newest visit of the pass, checked in at the scan time.
+func TestApplyFact_CheckOutAndReEntry(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		in := e.fact(protocol.FactCheckIn, v.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, in))
+		e.clock.Advance(time.Hour)
+		out := e.fact(protocol.FactCheckOut, v.ID)
+		out.GateID = e.exit
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, out))
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedOut, got.Status)
+		require.True(t, out.At.Equal(*got.CheckedOutAt))
+		require.True(t, in.At.Equal(*got.CheckedInAt))
+
+		e.clock.Advance(time.Hour)
+		before := e.head(t)
+		re := e.fact(protocol.FactReEntry, ids.New(ids.Visit))
+		re.PassVisitID = v.ID
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, re))
+		holder := e.get(t, v.ID)
+		require.Equal(t, re.VisitID, holder.ReenteredAs)
+		require.Equal(t, cloud.VisitCheckedOut, holder.Status)
+		first := e.get(t, re.VisitID)
+		require.Equal(t, cloud.VisitCheckedIn, first.Status)
+		require.True(t, re.At.Equal(*first.CheckedInAt))
+		require.Equal(t, v.ID, first.Pass.ForVisitID)
+		require.Equal(t, 2, first.Pass.Uses)
+		require.Equal(t, holder.VisitorID, first.VisitorID)
+		require.Equal(t, "Ada Lovelace", first.Visitor.Name)
+		require.Equal(t, holder.Type, first.Type)
+		require.Equal(t, e.entry, first.GateID)
+		require.Empty(t, e.recorded(t, re.ID).Conflict)
+		cs := e.changesAfter(t, before)
+		require.Len(t, cs, 2)
+		require.Equal(t, v.ID, cs[0].Visit.ID)
+		require.Equal(t, re.VisitID, cs[0].Visit.ReenteredAs)
+		require.Equal(t, re.VisitID, cs[1].Visit.ID)
+		require.Equal(t, v.ID, cs[1].Visit.ForVisitID)
+
+		// Out again, and in again on the holder's pass: the new visit is
+		// made from the first re-entry, the newest.
+		out2 := e.fact(protocol.FactCheckOut, re.VisitID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, out2))
+		re2 := e.fact(protocol.FactReEntry, ids.New(ids.Visit))
+		re2.PassVisitID = v.ID
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, re2))
+		require.Equal(t, re2.VisitID, e.get(t, re.VisitID).ReenteredAs)
+		require.Equal(t, re.VisitID, e.get(t, v.ID).ReenteredAs, "the holder keeps its first re-entry")
+		second := e.get(t, re2.VisitID)
+		require.Equal(t, v.ID, second.Pass.ForVisitID)
+		require.Equal(t, 3, second.Pass.Uses)
+		require.Empty(t, e.recorded(t, re2.ID).Conflict)
+
+		// A re-entry from a visit still checked in is made and flagged.
+		re3 := e.fact(protocol.FactReEntry, ids.New(ids.Visit))
+		re3.PassVisitID = v.ID
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, re3))
+		require.Equal(t, cloud.ConflictNotCheckedOut, e.recorded(t, re3.ID).Conflict)
+		require.Equal(t, cloud.VisitCheckedIn, e.get(t, re3.VisitID).Status)
+		require.Len(t, e.conflicts(t, re3.VisitID), 1)
+
+		// A re-entry whose new visit ID is taken makes nothing.
+		dup := e.fact(protocol.FactReEntry, re3.VisitID)
+		dup.PassVisitID = v.ID
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, dup))
+		require.Equal(t, cloud.ConflictVisitExists, e.recorded(t, dup.ID).Conflict)
+	})
+}
+
+// Facts of one visit arriving out of order leave it as in order, the
+// check-out flagged as it found the visit not checked in.
+func TestApplyFact_OutOfOrder(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		in := e.fact(protocol.FactCheckIn, v.ID)
+		e.clock.Advance(time.Hour)
+		out := e.fact(protocol.FactCheckOut, v.ID)
+		out.GateID = e.exit
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, out))
+		require.Equal(t, cloud.ConflictNotCheckedIn, e.recorded(t, out.ID).Conflict)
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedOut, got.Status)
+		require.Nil(t, got.CheckedInAt)
+
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, in))
+		require.Empty(t, e.recorded(t, in.ID).Conflict)
+		got = e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedOut, got.Status)
+		require.True(t, in.At.Equal(*got.CheckedInAt))
+		require.True(t, out.At.Equal(*got.CheckedOutAt))
+		require.Equal(t, 1, got.Pass.Uses)
+		require.Equal(t, e.entry, got.GateID)
+	})
+}
+
+// A check-in of a visit the desk has checked in counts the use and is
+// flagged; the first admission's time stays.
+func TestApplyFact_AlreadyCheckedIn(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		_, err := e.svc.CheckIn(t.Context(), e.actor, v.ID, cloud.CheckInInput{})
+		require.NoError(t, err)
+		desk := e.get(t, v.ID).CheckedInAt
+		e.clock.Advance(time.Hour)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedIn, got.Status)
+		require.Equal(t, 2, got.Pass.Uses)
+		require.True(t, desk.Equal(*got.CheckedInAt))
+		require.Equal(t, cloud.ConflictAlreadyCheckedIn, e.recorded(t, f.ID).Conflict)
+	})
+}
+
+// A fact about a visit the site does not have, or through a gate that is
+// not the site's, is recorded and flagged.
+func TestApplyFact_UnknownVisitOrGate(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		head := e.head(t)
+		ghost := e.fact(protocol.FactCheckIn, ids.New(ids.Visit))
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, ghost))
+		require.Equal(t, cloud.ConflictUnknownVisit, e.recorded(t, ghost.ID).Conflict)
+		require.Len(t, e.conflicts(t, ghost.VisitID), 1)
+		require.Equal(t, head, e.head(t), "no visit to send")
+
+		v := e.visit(t)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		f.GateID = e.other.Gates[0]
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		require.Equal(t, cloud.ConflictUnknownGate, e.recorded(t, f.ID).Conflict)
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedIn, got.Status, "the visitor came in all the same")
+		require.Empty(t, got.GateID)
+	})
+}
+
+// A refused scan is recorded and changes nothing.
+func TestApplyFact_Refused(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		head := e.head(t)
+		f := e.fact(protocol.FactRefused, v.ID)
+		f.Reason = "expired"
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		rec := e.recorded(t, f.ID)
+		require.Equal(t, "expired", rec.Fact.Reason)
+		require.Empty(t, rec.Conflict)
+		require.Equal(t, head, e.head(t))
+		require.Equal(t, cloud.VisitExpected, e.get(t, v.ID).Status)
+	})
+}
+
+// The same fact through several callers at once is applied once.
+func TestApplyFact_Concurrent(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		var wg sync.WaitGroup
+		errs := make(chan error, 6)
+		for range 6 {
+			wg.Go(func() { errs <- e.svc.ApplyFact(t.Context(), e.site, f) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.Equal(t, 1, e.get(t, v.ID).Pass.Uses)
+	})
+}
+
+// OnChange hears of every committed write that may feed a site, and not
+// of a fact applied before.
+func TestOnChange(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		var n atomic.Int32
+		e.svc.OnChange(func() { n.Add(1) })
+		v := e.visit(t)
+		require.Equal(t, int32(1), n.Load())
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		require.Equal(t, int32(2), n.Load())
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		require.Equal(t, int32(2), n.Load(), "nothing new")
+		_, err := e.svc.Cancel(t.Context(), e.actor, v.ID)
+		require.Error(t, err)
+		require.Equal(t, int32(2), n.Load(), "a write that failed")
+		_, err = e.svc.CreateGate(t.Context(), e.tenant, cloud.GateInput{SiteID: cloud.Some(e.site.SiteID),
+			Name: cloud.Some("Side door"), Direction: cloud.Some(cloud.DirectionBoth)})
+		require.NoError(t, err)
+		require.Equal(t, int32(3), n.Load())
+	})
+}
+
+func TestRecordEdgeStatus(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		st := protocol.Status{EdgeID: e.edge.ID, State: cloud.EdgeOnline, At: e.clock.Now(), Seq: 12, Outbox: 2, Software: "0.4.0"}
+		require.NoError(t, e.svc.RecordEdgeStatus(t.Context(), e.site, st))
+		edges, err := e.svc.Edges(t.Context(), e.tenant, e.site.SiteID)
+		require.NoError(t, err)
+		require.Equal(t, cloud.EdgeOnline, edges[0].State)
+		require.Equal(t, uint64(12), edges[0].Seq)
+		require.True(t, e.clock.Now().Equal(*edges[0].LastSeenAt))
+
+		elsewhere := cloud.EdgeSite(e.tenant, e.other.ID)
+		require.ErrorIs(t, e.svc.RecordEdgeStatus(t.Context(), elsewhere, st), cloud.ErrEdgeRejected)
+		bad := st
+		bad.State = "asleep"
+		require.ErrorIs(t, e.svc.RecordEdgeStatus(t.Context(), e.site, bad), cloud.ErrEdgeRejected)
+	})
+}
+
+func TestSiteSnapshot(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		snap, err := e.svc.SiteSnapshot(t.Context(), e.site)
+		require.NoError(t, err)
+		require.Empty(t, snap.Keys, "no pass signed yet, no key")
+		_, err = e.svc.PassToken(t.Context(), e.actor, v.ID)
+		require.NoError(t, err)
+		keys, err := e.svc.PassKeySet(t.Context(), e.tenant)
+		require.NoError(t, err)
+		snap, err = e.svc.SiteSnapshot(t.Context(), e.site)
+		require.NoError(t, err)
+		require.Equal(t, e.head(t), snap.Seq)
+		require.Len(t, snap.Gates, 2)
+		require.Len(t, snap.Keys, 1, "signing the first pass made the tenant's first key")
+		require.Equal(t, []byte(keys[snap.Keys[0].ID]), snap.Keys[0].Public, "the key passes are verified with")
+		require.Len(t, snap.Visits, 1)
+		require.Equal(t, cloud.EdgeVisit(e.get(t, v.ID)), snap.Visits[0])
+		require.Equal(t, "Europe/London", snap.Settings.Timezone)
+
+		_, err = e.svc.SiteSnapshot(t.Context(), protocol.Site{Mode: "live", OrgID: "x", SiteID: "y"})
+		require.ErrorIs(t, err, cloud.ErrNotFound)
+		_, err = e.svc.SiteSnapshot(t.Context(), cloud.EdgeSite(e.tenant, ids.New(ids.Site)))
+		require.ErrorIs(t, err, cloud.ErrNotFound)
+		_, _, err = e.svc.SiteChanges(t.Context(), cloud.EdgeSite(e.tenant, ids.New(ids.Site)), 0, 0)
+		require.True(t, errors.Is(err, cloud.ErrNotFound))
+	})
+}

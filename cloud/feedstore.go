@@ -1,0 +1,107 @@
+package cloud
+
+import (
+	"context"
+	"time"
+)
+
+// feedStore is the Service's view of its Store: every write that may
+// append to a site feed (Store's "per-site change feed") tells the
+// service once it has committed, so the publisher need not wait for its
+// next poll.
+type feedStore struct {
+	Store
+	changed func()
+}
+
+func (f feedStore) after(err error) error {
+	if err == nil {
+		f.changed()
+	}
+	return err
+}
+
+func (f feedStore) CreateSite(ctx context.Context, s Site) error {
+	return f.after(f.Store.CreateSite(ctx, s))
+}
+
+func (f feedStore) UpdateSite(ctx context.Context, t Tenant, id string, fn func(*Site) error) (Site, error) {
+	s, err := f.Store.UpdateSite(ctx, t, id, fn)
+	return s, f.after(err)
+}
+
+func (f feedStore) CreateGate(ctx context.Context, g Gate) error {
+	return f.after(f.Store.CreateGate(ctx, g))
+}
+
+func (f feedStore) UpdateGate(ctx context.Context, t Tenant, id string, fn func(*Gate) error) (Gate, error) {
+	g, err := f.Store.UpdateGate(ctx, t, id, fn)
+	return g, f.after(err)
+}
+
+func (f feedStore) EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit), bfn func(*Booking)) error {
+	return f.after(f.Store.EraseVisitor(ctx, t, id, fn, bfn))
+}
+
+func (f feedStore) CreateVisit(ctx context.Context, v Visit, w VisitWrites) error {
+	return f.after(f.Store.CreateVisit(ctx, v, w))
+}
+
+func (f feedStore) UpdateVisit(ctx context.Context, t Tenant, id string, fn func(*Visit, *VisitWrites) error) (Visit, error) {
+	v, err := f.Store.UpdateVisit(ctx, t, id, fn)
+	return v, f.after(err)
+}
+
+func (f feedStore) CreateBooking(ctx context.Context, b Booking, w BookingWrites, now time.Time) error {
+	err := f.Store.CreateBooking(ctx, b, w, now)
+	if len(w.NewVisits)+len(w.Visits) == 0 {
+		return err
+	}
+	return f.after(err)
+}
+
+func (f feedStore) UpdateBooking(ctx context.Context, t Tenant, id string, now time.Time, fn func(*Booking, *BookingWrites) error) (Booking, error) {
+	visits := false
+	b, err := f.Store.UpdateBooking(ctx, t, id, now, func(b *Booking, w *BookingWrites) error {
+		err := fn(b, w)
+		visits = len(w.NewVisits)+len(w.Visits) > 0
+		return err
+	})
+	if !visits {
+		return b, err
+	}
+	return b, f.after(err)
+}
+
+func (f feedStore) CreatePassKey(ctx context.Context, k PassKey) error {
+	return f.after(f.Store.CreatePassKey(ctx, k))
+}
+
+func (f feedStore) ApplyFact(ctx context.Context, ef EdgeFact, fn func(func(string) (Visit, error), *FactWrites) error) (bool, error) {
+	applied, err := f.Store.ApplyFact(ctx, ef, fn)
+	if !applied {
+		return applied, err
+	}
+	return applied, f.after(err)
+}
+
+// OnChange registers fn to be called after every write of the service
+// that may have appended to a site's change feed, once it has committed:
+// the feed's publisher runs at once instead of at its next poll. It is a
+// hint (the publisher must poll as well): fn is called on the writer's
+// goroutine and must not block, such as a send to a channel with room
+// for one that drops when it is full.
+func (s *Service) OnChange(fn func()) {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+	s.onChange = append(s.onChange, fn)
+}
+
+func (s *Service) changed() {
+	s.changeMu.Lock()
+	fns := s.onChange
+	s.changeMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
