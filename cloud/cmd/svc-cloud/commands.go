@@ -28,6 +28,7 @@ const usage = `usage:
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
+  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--json]
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
@@ -45,6 +46,10 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 		}
 		if len(args) > 1 && args[1] == "revoke" {
 			return keysRevoke(ctx, args[2:], stdout, stderr)
+		}
+	case "edges":
+		if len(args) > 1 && args[1] == "create" {
+			return edgesCreate(ctx, args[2:], stdout, stderr)
 		}
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)

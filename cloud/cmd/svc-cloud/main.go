@@ -1,5 +1,6 @@
 // Command svc-cloud runs the cloud API and its administrative commands:
-// serve, seed, keys create and keys revoke. It holds flags and wiring only.
+// serve, seed, keys create, keys revoke and edges create. It holds flags
+// and wiring only.
 package main
 
 import (

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +19,9 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // TestMain lets the test binary act as svc-cloud itself, for tests that
@@ -209,4 +213,97 @@ func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "exit status after SIGTERM")
+}
+
+// TestEdges_Create makes an edge for a seeded site: its credentials
+// authenticate, and the configuration printed is one the appliance loads.
+func TestEdges_Create(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	site := seed.Test.Sites[0]
+	var created struct {
+		ID       string          `json:"id"`
+		Username string          `json:"username"`
+		Password string          `json:"password"`
+		Config   json.RawMessage `json:"config"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "edges", "create", "--data", dir, "--org", seed.OrganisationID,
+		"--mode", "test", "--site", site.ID, "--name", "Reception", "--broker", "ssl://mqtt.example.com:8883", "--json")), &created))
+	require.True(t, ids.Valid(ids.Edge, created.ID))
+	require.Equal(t, created.ID, created.Username)
+
+	cfg, err := config.Parse(created.Config, config.Options{})
+	require.NoError(t, err, "the appliance loads the configuration:\n%s", created.Config)
+	require.Equal(t, protocol.Site{Mode: "test", OrgID: seed.OrganisationID, SiteID: site.ID}, cfg.Site)
+	require.Equal(t, created.ID, cfg.EdgeID)
+	require.Equal(t, config.Broker{URL: "ssl://mqtt.example.com:8883", Username: created.Username, Password: created.Password}, cfg.Broker)
+	require.Len(t, cfg.Gates, len(site.Gates))
+	for i, g := range cfg.Gates {
+		require.Equal(t, site.Gates[i], g.ID, "the site's gates, oldest first")
+		require.Equal(t, []config.Reader{{Kind: config.TCP, Listen: fmt.Sprintf("0.0.0.0:%d", 9001+i)}}, g.Readers)
+		require.Equal(t, fmt.Sprintf("SIM%d", 17+i), g.Relay.Pin)
+		require.Equal(t, config.FailSecure, g.WhenStale)
+	}
+
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	require.NoError(t, err)
+	defer store.Close()
+	svc := cloud.NewService(store, time.Now)
+	e, err := svc.AuthenticateEdge(context.Background(), created.Username, created.Password)
+	require.NoError(t, err)
+	require.Equal(t, "Reception", e.Name)
+	require.Equal(t, cloud.Tenant{OrgID: seed.OrganisationID, Mode: cloud.ModeTest}, e.Tenant)
+	require.Equal(t, site.ID, e.SiteID)
+}
+
+func TestEdges_CreateHumanOutput(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	site := seed.Live.Sites[1]
+	out := runCLI(t, "edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", site.ID)
+	lines := strings.Split(out, "\n")
+	require.Regexp(t, `^edge edge_[0-9a-z]{26} \(Edge\) at site `+site.ID+`, live mode$`, lines[0])
+	require.Regexp(t, `^broker username: edge_[0-9a-z]{26}$`, lines[1])
+	require.Regexp(t, `^broker password: svc_edge_[0-9A-Za-z]{32} \(shown once\)$`, lines[2])
+	start := strings.Index(out, "{")
+	require.Positive(t, start)
+	cfg, err := config.Parse([]byte(out[start:]), config.Options{})
+	require.NoError(t, err)
+	require.Equal(t, "tcp://127.0.0.1:1883", cfg.Broker.URL, "the default broker")
+	require.Equal(t, strings.TrimPrefix(lines[1], "broker username: "), cfg.Broker.Username)
+}
+
+func TestEdges_CreateErrors(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "live", "--site", seed.Test.Sites[0].ID}, "has no live-mode site"},
+		{[]string{"--mode", "live", "--site", ids.New(ids.Site)}, "has no live-mode site"},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"edges", "create", "--data", dir, "--org", seed.OrganisationID}, c.args...)
+		err := run(context.Background(), args, &out, os.Stderr)
+		require.ErrorContains(t, err, c.want)
+		var ue usageError
+		require.False(t, errors.As(err, &ue), "not a usage error")
+	}
+	for _, args := range [][]string{
+		{"edges", "create", "--data", dir, "--mode", "live", "--site", seed.Live.Sites[0].ID},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "staging", "--site", seed.Live.Sites[0].ID},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live"},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "http://x"},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://u:p@x:1883"},
+		{"edges"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), args, &out, os.Stderr)
+		var ue usageError
+		require.ErrorAs(t, err, &ue, "svc-cloud %v", args)
+	}
 }

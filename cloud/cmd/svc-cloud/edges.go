@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/ids"
+)
+
+// edgeFile is the appliance's configuration file as edge/config reads it
+// (its testdata/example.json): what edges create prints for the installer.
+type edgeFile struct {
+	Site struct {
+		Mode   string `json:"mode"`
+		OrgID  string `json:"org_id"`
+		SiteID string `json:"site_id"`
+	} `json:"site"`
+	EdgeID string `json:"edge_id"`
+	Broker struct {
+		URL      string `json:"url"`
+		Username string `json:"username"`
+		Password string `json:"password"`
+	} `json:"broker"`
+	Gates []edgeFileGate `json:"gates"`
+}
+
+type edgeFileGate struct {
+	GateID  string           `json:"gate_id"`
+	Readers []edgeFileReader `json:"readers"`
+	Relay   struct {
+		Pin       string `json:"pin"`
+		ActiveLow bool   `json:"active_low"`
+		Pulse     string `json:"pulse"`
+	} `json:"relay"`
+	WhenStale string `json:"when_stale"`
+}
+
+type edgeFileReader struct {
+	Kind   string `json:"kind"`
+	Listen string `json:"listen"`
+}
+
+// Where the generated file starts numbering: a TCP reader per gate on
+// port 9001 and up, a simulated relay pin per gate from SIM17 (make run
+// drives simulated pins; an installer replaces them with GPIO lines).
+const (
+	firstReaderPort = 9001
+	firstRelayPin   = 17
+)
+
+// edgeConfig is the configuration of an appliance for the edge at the
+// gates, in the order they were made.
+func edgeConfig(e cloud.Edge, password, broker string, gates []cloud.Gate) edgeFile {
+	var f edgeFile
+	f.Site.Mode, f.Site.OrgID, f.Site.SiteID = string(e.Tenant.Mode), e.Tenant.OrgID, e.SiteID
+	f.EdgeID = e.ID
+	f.Broker.URL, f.Broker.Username, f.Broker.Password = broker, e.Username, password
+	f.Gates = []edgeFileGate{}
+	for i, g := range gates {
+		var fg edgeFileGate
+		fg.GateID = g.ID
+		fg.Readers = []edgeFileReader{{Kind: "tcp", Listen: fmt.Sprintf("0.0.0.0:%d", firstReaderPort+i)}}
+		fg.Relay.Pin, fg.Relay.Pulse = fmt.Sprintf("SIM%d", firstRelayPin+i), "500ms"
+		fg.WhenStale = "fail_secure"
+		f.Gates = append(f.Gates, fg)
+	}
+	return f
+}
+
+// siteGates returns every gate of the site, oldest first.
+func siteGates(ctx context.Context, store cloud.Store, t cloud.Tenant, siteID string) ([]cloud.Gate, error) {
+	var out []cloud.Gate
+	p := cloud.Page{Limit: 100}
+	for {
+		gs, more, err := store.ListGates(ctx, t, cloud.GateFilter{SiteID: siteID}, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gs...)
+		if !more || len(gs) == 0 {
+			break
+		}
+		last := gs[len(gs)-1]
+		p.After = &cloud.Position{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("edges create", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	org := fs.String("org", "", "organisation ID")
+	mode := fs.String("mode", "", "live or test")
+	site := fs.String("site", "", "ID of the site the edge serves")
+	name := fs.String("name", cloud.DefaultEdgeName, "name of the edge")
+	broker := fs.String("broker", env("SVC_EDGE_BROKER_URL", "tcp://127.0.0.1:1883"),
+		"URL of the MQTT broker the edge connects to (env SVC_EDGE_BROKER_URL)")
+	asJSON := fs.Bool("json", false, "print {\"id\", \"username\", \"password\", \"config\"}")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *org == "":
+		return usageError{"edges create: --org is required"}
+	case !cloud.Mode(*mode).Valid():
+		return usageError{fmt.Sprintf("edges create: --mode %q: want live or test", *mode)}
+	case !ids.Valid(ids.Site, *site):
+		return usageError{fmt.Sprintf("edges create: --site %q: want a site ID (site_...)", *site)}
+	}
+	if u, err := url.Parse(*broker); err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "ssl", "ws", "wss"}, u.Scheme) || u.User != nil {
+		return usageError{fmt.Sprintf("edges create: --broker %q: want tcp://, ssl://, ws:// or wss:// and a host, without credentials", *broker)}
+	}
+	t := cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}
+	var file edgeFile
+	var e cloud.Edge
+	err := withService(ctx, &cfg, func(svc *cloud.Service) error {
+		if _, err := svc.Store().Site(ctx, t, *site); errors.Is(err, cloud.ErrNotFound) {
+			return fmt.Errorf("edges create: organisation %s has no %s-mode site %s", *org, *mode, *site)
+		} else if err != nil {
+			return err
+		}
+		gates, err := siteGates(ctx, svc.Store(), t, *site)
+		if err != nil {
+			return err
+		}
+		if len(gates) == 0 {
+			return fmt.Errorf("edges create: site %s has no gates; an appliance serves at least one, so create them first", *site)
+		}
+		var secret string
+		if e, secret, err = svc.CreateEdge(ctx, t, *site, *name); err != nil {
+			return err
+		}
+		file = edgeConfig(e, secret, *broker, gates)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(struct {
+			ID       string   `json:"id"`
+			Username string   `json:"username"`
+			Password string   `json:"password"`
+			Config   edgeFile `json:"config"`
+		}{e.ID, e.Username, file.Broker.Password, file})
+	}
+	raw, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "edge %s (%s) at site %s, %s mode\nbroker username: %s\nbroker password: %s (shown once)\n"+
+		"configuration for the appliance (/etc/svc-edge/config.json; relay pins are simulated until set to GPIO lines):\n%s\n",
+		e.ID, e.Name, e.SiteID, e.Tenant.Mode, e.Username, file.Broker.Password, raw)
+	return nil
+}
