@@ -1,19 +1,28 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate/qrdecode"
 )
 
 const usage = `usage:
+  svc-edge run [--config FILE] [--simulate]
+                                    run the appliance until SIGINT or SIGTERM
+  svc-edge status [--addr HOST:PORT] [--json]
+                                    show the running daemon's sync, outbox, cache and gates
+  svc-edge scan --gate GATE_ID [--addr HOST:PORT] TOKEN
+                                    scan a pass token at a gate; exit 0 admitted, 1 refused, 2 error
   svc-edge qr decode FILE...        print the text of the QR code in each image (PNG or JPEG), one line each
   svc-edge config check [--config FILE]
                                     load and validate a config file, print it resolved with secrets hidden
@@ -33,12 +42,19 @@ var errUndecoded = errors.New("not every file decoded")
 
 // run runs the command in args and returns the process's exit code: 0 on
 // success, 2 for a usage mistake, 1 for any other failure, whose reason it
-// prints to stderr.
-func run(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout, stderr)
+// prints to stderr; a command with codes of its own (scan) returns an
+// exitError.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdin, stdout, stderr)
+	var exit exitError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &exit):
+		if exit.msg != "" {
+			fmt.Fprintln(stderr, "svc-edge:", exit.msg)
+		}
+		return exit.code
 	case errors.As(err, new(usageError)):
 		fmt.Fprintln(stderr, "svc-edge:", err)
 		return 2
@@ -48,11 +64,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func dispatch(args []string, stdout, stderr io.Writer) error {
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return usageError{usage}
 	}
 	switch args[0] {
+	case "run":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runDaemon(ctx, args[1:], stderr)
+	case "status":
+		return status(args[1:], stdout, stderr)
+	case "scan":
+		return scan(args[1:], stdin, stdout, stderr)
 	case "qr":
 		if len(args) > 1 && args[1] == "decode" {
 			return qrDecode(args[2:], stdout, stderr)
@@ -66,6 +90,16 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown command %q\n%s", strings.Join(args, " "), usage)}
+}
+
+// newFlagSet is a command's flags, with usage as its -h text.
+func newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 // parse parses a command's flags.

@@ -1,6 +1,8 @@
-// Command svc-edge is the site appliance's program. For now it holds the
-// installer's checks: qr decode (is a camera in focus?) and config check
-// (will this file do?). It holds flags and wiring only.
+// Command svc-edge is the site appliance's program: run (the daemon, the
+// edge package's App with the sync/mqttsync edge half), status and scan
+// (clients of the running daemon's local HTTP API), and the installer's
+// checks, qr decode (is a camera in focus?) and config check (will this
+// file do?). It holds flags and wiring only.
 package main
 
 import (
@@ -9,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

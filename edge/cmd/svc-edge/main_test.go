@@ -17,8 +17,14 @@ const example = "../../config/testdata/example.json"
 // runCLI runs svc-edge with args and returns its exit code and output.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIStdin(t, "", args...)
+}
+
+// runCLIStdin runs svc-edge with args and stdin.
+func runCLIStdin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(args, &out, &errOut)
+	code = run(args, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -143,11 +149,12 @@ func TestConfigCheck_Errors(t *testing.T) {
 }
 
 func TestRun_Usage(t *testing.T) {
-	for _, args := range [][]string{nil, {"run"}, {"qr"}, {"qr", "encode"}, {"config"}, {"config", "show"}, {"frobnicate"}} {
+	for _, args := range [][]string{nil, {"qr"}, {"qr", "encode"}, {"config"}, {"config", "show"}, {"frobnicate"}} {
 		code, out, errOut := runCLI(t, args...)
 		require.Equal(t, 2, code, "%q", args)
 		require.Empty(t, out)
-		require.Contains(t, errOut, "usage:\n  svc-edge qr decode FILE...", "%q", args)
+		require.Contains(t, errOut, "usage:\n  svc-edge run [--config FILE]", "%q", args)
+		require.Contains(t, errOut, "\n  svc-edge qr decode FILE...", "%q", args)
 	}
 	code, out, errOut := runCLI(t, "help")
 	require.Equal(t, 0, code, "asked-for help is not a mistake")

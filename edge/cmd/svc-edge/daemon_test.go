@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/edge"
+	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passtoken"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// freePort is a port nothing listens on, for a config file (which refuses
+// port 0).
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is stderr for a daemon running in a goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// daemon is `svc-edge run --simulate` on a config and a cache the cloud
+// has filled, with a broker that is not there.
+type daemon struct {
+	addr, gate, exit string
+	key              passtoken.Key
+	siteID           string
+	visits           []protocol.Visit
+	stderr           *syncBuffer
+	stop             func() error
+}
+
+func startDaemon(t *testing.T) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	key, err := passtoken.NewKey(nil)
+	require.NoError(t, err)
+	d := &daemon{addr: freePort(t), gate: ids.New(ids.Gate), exit: ids.New(ids.Gate), key: key, siteID: ids.New(ids.Site), stderr: &syncBuffer{}}
+	edgeID := ids.New(ids.Edge)
+	cfg := fmt.Sprintf(`{
+  "site": {"mode": "test", "org_id": %q, "site_id": %q},
+  "edge_id": %q,
+  "broker": {"url": "tcp://%s", "username": "edge", "password": "secret"},
+  "data_dir": "data",
+  "listen": %q,
+  "gates": [
+    {"gate_id": %q, "readers": [{"kind": "tcp", "listen": %q}], "relay": {"pin": "GPIO17", "pulse": "1ms"}},
+    {"gate_id": %q, "readers": [{"kind": "camera"}], "relay": {"pin": "GPIO22", "pulse": "1ms"}, "when_stale": "fail_open"}
+  ]
+}`, ids.New(ids.Organisation), d.siteID, edgeID, freePort(t), d.addr, d.gate, freePort(t), d.exit)
+	path := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+
+	// The cloud's snapshot, as the sync half would have stored it.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "data"), 0o700))
+	c, err := cache.Open(filepath.Join(dir, "data", "cache.db"), cache.Options{EdgeID: edgeID})
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	for range 2 {
+		id := ids.New(ids.Visit)
+		at, until := now.Add(-time.Hour), now.Add(time.Hour)
+		d.visits = append(d.visits, protocol.Visit{ID: id, Status: "expected", ForVisitID: id, ExpectedAt: &at, ExpectedUntil: &until,
+			Rules: protocol.Rules{GateIDs: []string{}}, VisitorName: "Vera Visitor"})
+	}
+	pub := key.Public()
+	require.NoError(t, c.ReplaceSnapshot([]protocol.Snapshot{{Seq: 3, Part: 1, Parts: 1,
+		Settings: &protocol.Settings{Timezone: "Europe/London", OfflineLimitMinutes: 60},
+		Gates:    []protocol.Gate{{ID: d.gate, Name: "Front turnstile", Direction: "entry"}, {ID: d.exit, Name: "Back", Direction: "exit"}},
+		Keys:     []protocol.Key{{ID: pub.ID, Public: pub.Key}}, Visits: d.visits}}))
+	require.NoError(t, c.MarkSynced(now))
+	require.NoError(t, c.Close())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runDaemon(ctx, []string{"--config", path, "--simulate"}, d.stderr) }()
+	d.stop = sync.OnceValue(func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Error("run did not return after its context ended")
+			return nil
+		}
+	})
+	t.Cleanup(func() { _ = d.stop() })
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + d.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, d.stderr.String())
+			return d
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned %v:\n%s", err, d.stderr)
+		case <-time.After(5 * time.Millisecond): // the pause between polls
+		}
+		require.True(t, time.Now().Before(deadline), "the daemon did not serve: %s", d.stderr)
+	}
+}
+
+func (d *daemon) token(t *testing.T, v protocol.Visit) string {
+	t.Helper()
+	tok, err := passtoken.Sign(d.key, passtoken.Claims{VisitID: v.ID, SiteID: d.siteID, IssuedAt: time.Now().Add(-time.Hour),
+		NotBefore: *v.ExpectedAt, NotAfter: *v.ExpectedUntil})
+	require.NoError(t, err)
+	return tok
+}
+
+func TestRunScanStatus(t *testing.T) {
+	d := startDaemon(t)
+	tok := d.token(t, d.visits[0])
+
+	code, out, errOut := runCLI(t, "scan", "--gate", d.gate, "--addr", d.addr, tok)
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(out, "admitted: check_in visit "+d.visits[0].ID+", fact fact_"), out)
+	require.Empty(t, errOut)
+
+	code, out, _ = runCLI(t, "scan", "--gate", d.gate, "--addr", d.addr, tok)
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(out, "refused: already_in visit "+d.visits[0].ID), out)
+
+	code, out, _ = runCLI(t, "scan", "--gate", d.exit, "--addr", "http://"+d.addr, tok)
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "admitted: check_out"), out)
+
+	code, out, _ = runCLI(t, "scan", "--gate", d.gate, "--addr", d.addr, "P1:NOTATOKEN")
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(out, "refused: invalid_token"), out)
+
+	code, _, errOut = runCLI(t, "scan", "--gate", ids.New(ids.Gate), "--addr", d.addr, tok)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "404 Not Found: no gate gate_")
+
+	code, out, errOut = runCLIStdin(t, d.token(t, d.visits[1])+"\n", "scan", "--gate", d.gate, "--addr", d.addr, "-")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, d.visits[1].ID)
+
+	code, out, errOut = runCLI(t, "status", "--addr", d.addr)
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{
+		"edge       edge_", "sequence   3\n", "cache      fresh\n", "cached     2 visits, 2 gates, 1 keys\n",
+		"outbox     5 facts waiting, oldest ",
+		"broker\n  Connected     false\n  LastContact   never\n", "  Counters      Connects=0 ChangesApplied=0",
+		"gates\n  " + d.gate + "  Front turnstile  entry  fail_secure  tcp 127.0.0.1:",
+		"  " + d.exit + "  Back             exit   fail_open    camera",
+	} {
+		require.Contains(t, out, want)
+	}
+
+	code, out, errOut = runCLI(t, "status", "--addr", d.addr, "--json")
+	require.Equal(t, 0, code, errOut)
+	var st edge.StatusResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	require.Equal(t, 5, st.Outbox.Depth)
+
+	require.NoError(t, d.stop(), d.stderr.String())
+	require.Contains(t, d.stderr.String(), "level=INFO msg=\"edge running\"")
+	require.Contains(t, d.stderr.String(), `msg="simulated pin out" pin=GPIO17 level=High`, "simulated pins log their pulses")
+
+	code, _, errOut = runCLI(t, "status", "--addr", d.addr)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "is svc-edge running?")
+	code, _, errOut = runCLI(t, "scan", "--gate", d.gate, "--addr", d.addr, tok)
+	require.Equal(t, 2, code, "no daemon is an error, not a refusal")
+	require.Contains(t, errOut, "is svc-edge running?")
+}
+
+func TestScan_Usage(t *testing.T) {
+	for _, args := range [][]string{
+		{"scan", "P1:X"},
+		{"scan", "--gate", "gate_x"},
+		{"scan", "--gate", "gate_x", "a", "b"},
+		{"status", "extra"},
+		{"run", "--config", "x.json", "extra"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		require.Equal(t, 2, code, "%q: %s", args, errOut)
+	}
+}
+
+func TestRun_BadConfig(t *testing.T) {
+	code, _, errOut := runCLI(t, "run", "--config", filepath.Join(t.TempDir(), "none.json"))
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no such file or directory")
+}
