@@ -8,8 +8,8 @@
 -- documents (julianday keeps milliseconds, plenty for an eight-day
 -- horizon).
 ALTER TABLE visits ADD COLUMN edge_until INTEGER;
-UPDATE visits SET edge_until = CAST(round((julianday(coalesce(json_extract(doc, '$.expected_until'),
-        datetime(json_extract(doc, '$.checked_in_at'), '+1 day'))) - 2440587.5) * 86400000000.0) AS INTEGER)
+UPDATE visits SET edge_until = CAST(round((coalesce(julianday(json_extract(doc, '$.expected_until')),
+        julianday(json_extract(doc, '$.checked_in_at')) + 1.0) - 2440587.5) * 86400000000.0) AS INTEGER)
     WHERE json_extract(doc, '$.expected_until') IS NOT NULL OR json_extract(doc, '$.checked_in_at') IS NOT NULL;
 CREATE INDEX visits_edge ON visits (org_id, mode, site_id, edge_until);
 

@@ -1,0 +1,82 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
+	"github.com/svc-vms/svc/shared/ids"
+)
+
+// TestMigration6_FillsEdgeUntil takes a schema back to before migration 6
+// with visits in it, opens it again and checks the migration filled their
+// edge_until from the documents, exactly as visits written after it get it.
+func TestMigration6_FillsEdgeUntil(t *testing.T) {
+	url := postgrestest.URL(t)
+	schema := postgrestest.NewSchema(t, url)
+	ctx := context.Background()
+	s, err := postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
+	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "HQ", Timezone: "Europe/London", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateSite(ctx, site))
+	visit := func(edit func(*cloud.Visit)) cloud.Visit {
+		v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: site.ID,
+			CreatedAt: now, UpdatedAt: now}
+		edit(&v)
+		require.NoError(t, s.CreateVisit(ctx, v, cloud.VisitWrites{}))
+		return v
+	}
+	at := func(d time.Duration) *time.Time { x := now.Add(d).Add(123456 * time.Microsecond); return &x }
+	day := 24 * time.Hour
+	in := []cloud.Visit{
+		visit(func(v *cloud.Visit) { v.ExpectedAt, v.ExpectedUntil = at(-7*day-time.Hour), at(-7*day) }),
+		visit(func(v *cloud.Visit) { v.Status, v.CheckedInAt = cloud.VisitCheckedIn, at(-2*day) }),
+		visit(func(*cloud.Visit) {}),
+	}
+	out := []cloud.Visit{
+		visit(func(v *cloud.Visit) { v.ExpectedAt, v.ExpectedUntil = at(-9*day-time.Hour), at(-9*day) }),
+		visit(func(v *cloud.Visit) { v.Status, v.CheckedInAt = cloud.VisitCheckedIn, at(-10*day) }),
+	}
+	_ = s.Close()
+
+	for _, q := range []string{
+		`DROP TABLE edge_facts, edges, site_feed_cursors, site_feed, site_feed_heads`,
+		`ALTER TABLE visits DROP COLUMN edge_until`,
+		`DELETE FROM schema_migrations WHERE version = 6`,
+	} {
+		postgrestest.Exec(t, url, `SET search_path TO `+schema+`; `+q)
+	}
+
+	s, err = postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	defer s.Close()
+	snap, err := s.SiteSnapshot(ctx, tn, site.ID, now)
+	require.NoError(t, err)
+	var got []string
+	for _, v := range snap.Visits {
+		got = append(got, v.ID)
+	}
+	require.ElementsMatch(t, []string{in[0].ID, in[1].ID, in[2].ID}, got, "left out: %s, %s", out[0].ID, out[1].ID)
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, v := range append(in, out...) {
+		var until *time.Time
+		require.NoError(t, conn.QueryRow(ctx, `SELECT edge_until FROM `+schema+`.visits WHERE id = $1`, v.ID).Scan(&until))
+		want := cloud.EdgeUntil(v)
+		if want == nil {
+			require.Nil(t, until)
+			continue
+		}
+		require.NotNil(t, until)
+		require.True(t, want.Equal(*until), "edge_until of %s: %v, want %v", v.ID, until, want)
+	}
+}

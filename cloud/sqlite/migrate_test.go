@@ -1,0 +1,87 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/ids"
+)
+
+// TestMigration6_FillsEdgeUntil takes a file back to before migration 6
+// with visits in it, opens it again and checks the migration filled their
+// edge_until from the documents, so a snapshot picks the same visits as
+// for visits written after it.
+func TestMigration6_FillsEdgeUntil(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cloud.db")
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
+	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "HQ", Timezone: "Europe/London", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateSite(ctx, site))
+	visit := func(edit func(*cloud.Visit)) cloud.Visit {
+		v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: site.ID,
+			CreatedAt: now, UpdatedAt: now}
+		edit(&v)
+		require.NoError(t, s.CreateVisit(ctx, v, cloud.VisitWrites{}))
+		return v
+	}
+	at := func(d time.Duration) *time.Time { x := now.Add(d).Add(123456 * time.Microsecond); return &x }
+	day := 24 * time.Hour
+	in := []cloud.Visit{
+		visit(func(v *cloud.Visit) { v.ExpectedAt, v.ExpectedUntil = at(-7*day-time.Hour), at(-7*day) }),
+		visit(func(v *cloud.Visit) { v.Status, v.CheckedInAt = cloud.VisitCheckedIn, at(-2*day) }),
+		visit(func(*cloud.Visit) {}),
+	}
+	out := []cloud.Visit{
+		visit(func(v *cloud.Visit) { v.ExpectedAt, v.ExpectedUntil = at(-9*day-time.Hour), at(-9*day) }),
+		visit(func(v *cloud.Visit) { v.Status, v.CheckedInAt = cloud.VisitCheckedIn, at(-10*day) }),
+	}
+	require.NoError(t, s.Close())
+
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	for _, q := range []string{
+		`DROP TABLE edge_facts`, `DROP TABLE edges`, `DROP TABLE site_feed_cursors`, `DROP TABLE site_feed`,
+		`DROP TABLE site_feed_heads`, `DROP INDEX visits_edge`, `ALTER TABLE visits DROP COLUMN edge_until`,
+		`DELETE FROM schema_migrations WHERE version = 6`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, db.Close())
+
+	s, err = sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	snap, err := s.SiteSnapshot(ctx, tn, site.ID, now)
+	require.NoError(t, err)
+	var got []string
+	for _, v := range snap.Visits {
+		got = append(got, v.ID)
+	}
+	require.ElementsMatch(t, []string{in[0].ID, in[1].ID, in[2].ID}, got, "left out: %s, %s", out[0].ID, out[1].ID)
+
+	db, err = sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	defer db.Close()
+	for _, v := range append(in, out...) {
+		var until sql.NullInt64
+		require.NoError(t, db.QueryRowContext(ctx, `SELECT edge_until FROM visits WHERE id = ?`, v.ID).Scan(&until))
+		want := cloud.EdgeUntil(v)
+		if want == nil {
+			require.False(t, until.Valid)
+			continue
+		}
+		require.True(t, until.Valid)
+		require.InDelta(t, want.UnixMicro(), until.Int64, 1000, "edge_until of %s to the millisecond", v.ID)
+	}
+}
