@@ -307,7 +307,8 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 // PublishFeeds implements cloud.Store. Each site is claimed in a
 // transaction of its own by locking its cursor row FOR UPDATE SKIP
 // LOCKED: another caller, in this process or another, passes over it
-// meanwhile. A writer holds a feed's head until it commits, and heads are
+// meanwhile. A call takes each site once, so a busy site does not keep
+// the others waiting. A writer holds a feed's head until it commits, and heads are
 // allocated in order, so what is visible of a feed has no gaps.
 func (s *Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Site, []protocol.Change) error) (int, error) {
 	if limit < 1 {
@@ -321,6 +322,7 @@ func (s *Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Si
 		return 0, fmt.Errorf("publish feeds: %w", err)
 	}
 	n := 0
+	done := []string{} // the feeds this call has published, each once a call
 	for range limit {
 		claimed := false
 		var fnErr error
@@ -330,8 +332,9 @@ func (s *Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Si
 			var published int64
 			err := tx.QueryRow(ctx, `SELECT c.org_id, c.mode, c.site_id, c.published_seq FROM site_feed_cursors c
 				JOIN site_feed_heads h ON h.org_id = c.org_id AND h.mode = c.mode AND h.site_id = c.site_id
-				WHERE h.seq > c.published_seq ORDER BY c.org_id, c.mode, c.site_id LIMIT 1
-				FOR UPDATE OF c SKIP LOCKED`).Scan(&t.OrgID, &mode, &site, &published)
+				WHERE h.seq > c.published_seq AND c.org_id || ' ' || c.mode || ' ' || c.site_id <> ALL($1::text[])
+				ORDER BY c.org_id, c.mode, c.site_id LIMIT 1
+				FOR UPDATE OF c SKIP LOCKED`, done).Scan(&t.OrgID, &mode, &site, &published)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
@@ -339,6 +342,7 @@ func (s *Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Si
 				return err
 			}
 			claimed, t.Mode = true, cloud.Mode(mode)
+			done = append(done, t.OrgID+" "+mode+" "+site)
 			for {
 				cs, err := changesAfter(ctx, tx, t, site, uint64(published), protocol.MaxChanges)
 				if err != nil || len(cs) == 0 {

@@ -34,6 +34,7 @@ func feedTests() []test {
 		{"PublishOnceInOrder", testPublishOnceInOrder},
 		{"PublishRetriesFailedBatch", testPublishRetry},
 		{"PublishBatchesOfMaxChanges", testPublishBatches},
+		{"PublishEachSiteOncePerCall", testPublishEachSiteOnce},
 	}
 }
 
@@ -972,4 +973,35 @@ func testEdgeStatus(t *testing.T, e *env) {
 		st.EdgeID = c.edge
 		requireNotFound(t, e.s.RecordEdgeStatus(t.Context(), c.tn, c.site, st, e.tick()), "%+v", c)
 	}
+}
+
+// A call publishes each site at most once: a site written to while it is
+// published waits for the next call, and does not keep the others
+// waiting.
+func testPublishEachSiteOnce(t *testing.T, e *env) {
+	busy, quiet := e.newSite(t, e.a), e.newSite(t, e.a)
+	if quiet.ID < busy.ID {
+		busy, quiet = quiet, busy // busy is the one published first
+	}
+	v := e.newVisit(t, e.a, busy.ID)
+	var order []string
+	n, err := e.s.PublishFeeds(t.Context(), 2, func(site protocol.Site, cs []protocol.Change) error {
+		order = append(order, site.SiteID)
+		if site.SiteID == busy.ID {
+			_, err := e.s.UpdateVisit(t.Context(), e.a, v.ID, func(x *cloud.Visit, _ *cloud.VisitWrites) error {
+				x.Pass.Uses++
+				return nil
+			})
+			return err
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{busy.ID, quiet.ID}, order)
+	require.Equal(t, 3, n, "the busy site's settings and visit, the quiet one's settings")
+	var p published
+	n, err = e.s.PublishFeeds(t.Context(), 2, p.fn)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, []uint64{3}, p.bySeq[cloud.EdgeSite(e.a, busy.ID)])
 }
