@@ -172,9 +172,10 @@ type Store interface {
 	// has no such site.
 	SiteSnapshot(ctx context.Context, t Tenant, siteID string, now time.Time) (EdgeSnapshot, error)
 	// PublishFeeds hands fn the changes of up to limit site feeds (at least
-	// one) whose head is past what was published, each site's in sequence
-	// order and at most protocol.MaxChanges a call, and marks them
-	// published when fn returns nil. Each call works on one site at a
+	// one; each at most once a call) whose head is past what was
+	// published, each site's in sequence order and at most
+	// protocol.MaxChanges a call of fn, and marks them published when fn
+	// returns nil. Each call works on one site at a
 	// time, which no other caller (in any process sharing the store) works
 	// on meanwhile, so no change is handed over twice once fn has returned
 	// nil, and a site's changes go out in order. fn's error stops the call
