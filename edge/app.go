@@ -41,6 +41,9 @@ const (
 	shutdownGrace = 5 * time.Second
 	// maxScanBody bounds POST /gates/{gate_id}/scan: a token is far shorter.
 	maxScanBody = 4 << 10
+	// readTimeout bounds reading a request, body included: 8 MiB of frame
+	// in 30 s is 2 Mbit/s, slower than any camera on a LAN.
+	readTimeout = 30 * time.Second
 )
 
 // Syncer is the MQTT edge half (sync/mqttsync): it publishes the outbox
@@ -187,7 +190,10 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { return s.syncer.Run(gctx) })
 	}
 	g.Go(func() error { return a.pruneLoop(gctx, s.cache) })
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	// ReadTimeout bounds a frame's upload, which holds one of the few
+	// decode slots; no WriteTimeout, as a scan answers after its pulse.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	g.Go(func() error {
 		if err := srv.Serve(s.http); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("local http: %w", err)
