@@ -8,11 +8,29 @@ TOOLS     := $(CURDIR)/.tools
 SPECTRAL  := $(TOOLS)/node_modules/.bin/spectral
 SPECTRAL_VERSION := 6.16.3
 
-.PHONY: run test vet unit lint-openapi build cross bench clean
+.PHONY: run run-cloud run-edge test vet unit lint-openapi build cross bench clean
 
-## run: start the cloud API on SQLite under ./data, seeding a demo organisation on first start
-run:
-	$(GO) run ./cloud/cmd/svc-cloud serve --data $(DATA) --demo
+BIN       := $(TOOLS)/bin
+
+## run: start the cloud API (SQLite under ./data, embedded MQTT broker) with a demo organisation, and one demo edge with simulated relays
+run: $(BIN)/svc-cloud $(BIN)/svc-edge
+	@trap 'kill 0' INT TERM; \
+	$(BIN)/svc-cloud serve --data $(DATA) --demo & \
+	for i in $$(seq 100); do [ -f $(DATA)/edge.json ] && break; sleep 0.1; done; \
+	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate & \
+	wait
+
+## run-cloud, run-edge: the two halves of make run, one per terminal (stop and start either alone)
+run-cloud: $(BIN)/svc-cloud
+	$(BIN)/svc-cloud serve --data $(DATA) --demo
+
+run-edge: $(BIN)/svc-edge
+	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate
+
+# Always rebuilt (go build is a no-op when nothing changed).
+.PHONY: $(BIN)/svc-cloud $(BIN)/svc-edge
+$(BIN)/svc-cloud $(BIN)/svc-edge:
+	$(GO) build -o $(BIN)/ ./$(if $(findstring cloud,$@),cloud,edge)/cmd/$(notdir $@)
 
 ## test: vet, every test (PostgreSQL and Mosquitto suites when SVC_TEST_* are set), OpenAPI lint, cross-builds
 test: vet unit lint-openapi cross

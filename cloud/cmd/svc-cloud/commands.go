@@ -24,7 +24,7 @@ import (
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
@@ -124,17 +124,25 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	syncs, brokerURL, err := syncParts(ctx, &cfg, svc, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	base := "http://" + ln.Addr().String() + "/v1"
 	if cfg.Demo {
-		if err := demo(ctx, svc, &cfg, base, stdout); err != nil {
+		if err := demo(ctx, svc, &cfg, base, brokerURL, stdout); err != nil {
 			ln.Close()
 			return err
 		}
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	log.Info("serving", "url", base, "store", kind)
+	log.Info("serving", "url", base, "store", kind, "broker", brokerURL)
 	g, gctx := errgroup.WithContext(ctx)
+	for _, part := range syncs {
+		g.Go(func() error { return part(gctx) })
+	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -155,7 +163,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 
 // demo seeds a demo organisation on the first start with --demo and keeps
 // its keys in DIR/demo.json (mode 0600), so later starts print them again.
-func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, stdout io.Writer) error {
+func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker string, stdout io.Writer) error {
 	dir := cfg.DataDir
 	if dir == "" {
 		dir = "."
@@ -183,6 +191,13 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, std
 		}
 	default:
 		return fmt.Errorf("demo: %w", err)
+	}
+	edgePath := filepath.Join(dir, "edge.json")
+	if broker != "" {
+		if err := demoEdge(ctx, svc, keys.SecretTest, edgePath, broker); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "demo edge configuration: %s (svc-edge run --config %s --simulate)\n", edgePath, edgePath)
 	}
 	fmt.Fprintf(stdout, "svc-cloud is serving %s\n\n  secret key, test mode:       %s\n  secret key, live mode:       %s\n  publishable key, test mode:  %s\n  publishable key, live mode:  %s\n\ntry:\n  curl -H 'Authorization: Bearer %s' %s/teams\n\n",
 		base, keys.SecretTest, keys.SecretLive, keys.PublishableTest, keys.PublishableLive, keys.SecretTest, base)

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +29,13 @@ type Config struct {
 	LogLevel    string
 	RateLimits  string // "free=120,pro=3000"
 	Demo        bool
+
+	// MQTTURL is an external broker; empty runs the embedded one on
+	// MQTTListen, and "off" runs no sync with edges at all.
+	MQTTURL      string
+	MQTTListen   string
+	MQTTUsername string
+	MQTTPassword string
 }
 
 // env returns the SVC_ variable name or def.
@@ -52,7 +61,16 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
 	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
+	fs.StringVar(&c.MQTTURL, "mqtt-url", env("SVC_MQTT_URL", ""), "external MQTT broker for the edges, e.g. tcp://127.0.0.1:1883; empty runs the embedded broker, off runs no edge sync (env SVC_MQTT_URL)")
+	fs.StringVar(&c.MQTTListen, "mqtt-listen", env("SVC_MQTT_LISTEN", DefaultMQTTListen), "address of the embedded broker (env SVC_MQTT_LISTEN)")
+	fs.StringVar(&c.MQTTUsername, "mqtt-username", env("SVC_MQTT_USERNAME", ""), "username at the external broker (env SVC_MQTT_USERNAME)")
+	fs.StringVar(&c.MQTTPassword, "mqtt-password", env("SVC_MQTT_PASSWORD", ""), "password at the external broker (env SVC_MQTT_PASSWORD)")
 }
+
+// DefaultMQTTListen is where the embedded broker listens: 1884, so that it
+// does not collide with an external broker (Mosquitto) on 1883 on the same
+// machine.
+const DefaultMQTTListen = "127.0.0.1:1884"
 
 // Validate names the first bad field.
 func (c *Config) Validate() error {
@@ -67,6 +85,20 @@ func (c *Config) Validate() error {
 	}
 	if _, err := c.limits(); err != nil {
 		return err
+	}
+	if c.MQTTURL != "" && c.MQTTURL != "off" {
+		u, err := url.Parse(c.MQTTURL)
+		if err != nil || u.Host == "" || (u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "ws" && u.Scheme != "wss") {
+			return usageError{fmt.Sprintf("--mqtt-url %q: want tcp://, ssl://, ws:// or wss:// with a host, or off", c.MQTTURL)}
+		}
+		if u.User != nil {
+			return usageError{"--mqtt-url: put credentials in --mqtt-username and --mqtt-password, not in the URL"}
+		}
+	}
+	if c.MQTTURL == "" && c.MQTTListen != "" {
+		if _, _, err := net.SplitHostPort(c.MQTTListen); err != nil {
+			return usageError{fmt.Sprintf("--mqtt-listen %q: want host:port", c.MQTTListen)}
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
@@ -29,7 +30,8 @@ type edgeFile struct {
 		Username string `json:"username"`
 		Password string `json:"password"`
 	} `json:"broker"`
-	Gates []edgeFileGate `json:"gates"`
+	DataDir string         `json:"data_dir,omitempty"`
+	Gates   []edgeFileGate `json:"gates"`
 }
 
 type edgeFileGate struct {
@@ -103,7 +105,7 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	mode := fs.String("mode", "", "live or test")
 	site := fs.String("site", "", "ID of the site the edge serves")
 	name := fs.String("name", cloud.DefaultEdgeName, "name of the edge")
-	broker := fs.String("broker", env("SVC_EDGE_BROKER_URL", "tcp://127.0.0.1:1883"),
+	broker := fs.String("broker", env("SVC_EDGE_BROKER_URL", "tcp://"+DefaultMQTTListen),
 		"URL of the MQTT broker the edge connects to (env SVC_EDGE_BROKER_URL)")
 	asJSON := fs.Bool("json", false, "print {\"id\", \"username\", \"password\", \"config\"}")
 	if err := parse(fs, args, stderr); err != nil {
@@ -161,5 +163,50 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	fmt.Fprintf(stdout, "edge %s (%s) at site %s, %s mode\nbroker username: %s\nbroker password: %s (shown once)\n"+
 		"configuration for the appliance (/etc/svc-edge/config.json; relay pins are simulated until set to GPIO lines):\n%s\n",
 		e.ID, e.Name, e.SiteID, e.Tenant.Mode, e.Username, file.Broker.Password, raw)
+	return nil
+}
+
+// demoEdge enrols an edge for the demo organisation's first test-mode site
+// and writes its appliance's configuration to path (mode 0600), unless the
+// file exists: make run starts svc-edge with it. The edge keeps its state
+// in the directory "edge" beside the file.
+func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path, broker string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("demo edge: %w", err)
+	}
+	p, err := svc.Authenticate(ctx, secretKey)
+	if err != nil {
+		return fmt.Errorf("demo edge: the demo key in demo.json: %w (delete the data directory to seed afresh)", err)
+	}
+	t := p.Tenant()
+	sites, _, err := svc.Store().ListSites(ctx, t, cloud.SiteFilter{}, cloud.Page{Limit: 100})
+	if err != nil {
+		return fmt.Errorf("demo edge: %w", err)
+	}
+	if len(sites) == 0 {
+		return errors.New("demo edge: the demo organisation has no test-mode site")
+	}
+	site := sites[len(sites)-1] // the oldest: the first seeded
+	gates, err := siteGates(ctx, svc.Store(), t, site.ID)
+	if err != nil {
+		return fmt.Errorf("demo edge: %w", err)
+	}
+	e, secret, err := svc.CreateEdge(ctx, t, site.ID, "Demo edge")
+	if err != nil {
+		return fmt.Errorf("demo edge: %w", err)
+	}
+	file := edgeConfig(e, secret, broker, gates)
+	file.DataDir = "edge"
+	for i := range file.Gates { // the demo's readers take lines from this machine only
+		for j := range file.Gates[i].Readers {
+			file.Gates[i].Readers[j].Listen = strings.Replace(file.Gates[i].Readers[j].Listen, "0.0.0.0:", "127.0.0.1:", 1)
+		}
+	}
+	raw, _ := json.MarshalIndent(file, "", "  ")
+	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
+		return fmt.Errorf("demo edge: %w", err)
+	}
 	return nil
 }

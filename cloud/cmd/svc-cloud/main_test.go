@@ -180,7 +180,7 @@ func TestCLI_UsageErrors(t *testing.T) {
 // process, waits for it to answer, sends SIGTERM and expects exit code 0.
 func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--demo")
+	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--demo")
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -210,6 +210,15 @@ func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &keys))
 	require.True(t, strings.HasPrefix(keys.SecretTest, "svc_sk_test_"))
+
+	// The demo edge's configuration is one svc-edge accepts, pointing at
+	// the embedded broker and keeping its state beside it.
+	edgeCfg, err := config.Load(filepath.Join(dir, "edge.json"))
+	require.NoError(t, err)
+	require.Equal(t, "test", edgeCfg.Site.Mode)
+	require.Equal(t, filepath.Join(dir, "edge"), edgeCfg.DataDir)
+	require.Regexp(t, `^tcp://127\.0\.0\.1:[1-9][0-9]*$`, edgeCfg.Broker.URL)
+	require.NotEqual(t, "tcp://127.0.0.1:0", edgeCfg.Broker.URL, "the broker's real port")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "exit status after SIGTERM")
@@ -271,7 +280,7 @@ func TestEdges_CreateHumanOutput(t *testing.T) {
 	require.Positive(t, start)
 	cfg, err := config.Parse([]byte(out[start:]), config.Options{})
 	require.NoError(t, err)
-	require.Equal(t, "tcp://127.0.0.1:1883", cfg.Broker.URL, "the default broker")
+	require.Equal(t, "tcp://"+DefaultMQTTListen, cfg.Broker.URL, "the default broker")
 	require.Equal(t, strings.TrimPrefix(lines[1], "broker username: "), cfg.Broker.Username)
 }
 
