@@ -175,6 +175,7 @@ type EdgeState struct {
 // EdgeCounters count events since NewEdge.
 type EdgeCounters struct {
 	Connects       uint64
+	ConnectErrors  uint64 // failed connection attempts
 	ChangesApplied uint64
 	ResyncRequests uint64
 	Snapshots      uint64 // snapshots applied
@@ -282,6 +283,7 @@ func (e *Edge) Run(ctx context.Context) error {
 			break
 		}
 		d := bo.next()
+		e.count(func(n *EdgeCounters) { n.ConnectErrors++ })
 		e.log.Warn("no connection to the broker; retrying", "error", err, "retry_in", d)
 		sleep(ctx, d)
 	}

@@ -405,6 +405,16 @@ func (s *fakeCloud) isApplied(id string) bool {
 	return ok
 }
 
+func (s *fakeCloud) callTotal() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		n += c
+	}
+	return n
+}
+
 func (s *fakeCloud) callCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,237 @@
+package mqttsync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+func newTestCloud(t testing.TB, store CloudStore) (*Cloud, *recorder) {
+	t.Helper()
+	c, err := NewCloud(CloudConfig{BrokerURL: "tcp://127.0.0.1:1", ClientID: "svc-cloud-test", Store: store, Logger: testLogger(t), SnapshotAfter: 1000})
+	require.NoError(t, err)
+	rec := &recorder{}
+	c.setClient(rec)
+	return c, rec
+}
+
+// replies decodes the replies among msgs.
+func replies(t *testing.T, msgs []message) []protocol.Reply {
+	t.Helper()
+	var out []protocol.Reply
+	for _, m := range msgs {
+		var r protocol.Reply
+		require.NoError(t, protocol.Decode(m.payload, &r), "a reply on %s", m.topic)
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestCloud_AnswerResync(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		head     int
+		pruned   uint64
+		after    uint64
+		snapshot bool
+		from, to uint64 // changes sent
+		more     bool
+	}{
+		{"a new edge", 10, 0, 0, true, 0, 0, false},
+		{"a new edge of an empty site", 0, 0, 0, true, 0, 0, false},
+		{"up to date", 10, 0, 10, false, 0, 0, false},
+		{"a few behind", 10, 0, 7, false, 8, 10, false},
+		{"more than a reply holds", 700, 0, 100, false, 101, 100 + protocol.MaxChanges, true},
+		{"far behind", 1200, 0, 100, true, 0, 0, false},
+		{"ahead of the feed", 10, 0, 20, true, 0, 0, false},
+		{"behind what is kept", 50, 30, 20, true, 0, 0, false},
+		{"just within what is kept", 50, 30, 30, false, 31, 50, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newFakeCloud()
+			site, edge := newSite(), ids.New(ids.Edge)
+			store.addVisits(site, tt.head)
+			store.prune(site, tt.pruned)
+			c, rec := newTestCloud(t, store)
+			req := encode(t, &protocol.ResyncRequest{RequestID: "r1", After: tt.after})
+			c.answerResync(context.Background(), message{site.Resync(edge), req})
+
+			msgs := rec.take()
+			require.NotEmpty(t, msgs)
+			for _, m := range msgs {
+				assert.Equal(t, site.Replies(edge), m.topic)
+			}
+			rs := replies(t, msgs)
+			if tt.snapshot {
+				visits := 0
+				for i, r := range rs {
+					require.Equal(t, protocol.ReplySnapshot, r.Kind)
+					assert.Equal(t, "r1", r.RequestID)
+					assert.Equal(t, i+1, r.Snapshot.Part)
+					assert.Equal(t, len(rs), r.Snapshot.Parts)
+					assert.Equal(t, uint64(tt.head), r.Snapshot.Seq)
+					visits += len(r.Snapshot.Visits)
+				}
+				assert.Equal(t, tt.head, visits)
+				return
+			}
+			require.Len(t, rs, 1)
+			r := rs[0]
+			assert.Equal(t, protocol.ReplyChanges, r.Kind)
+			assert.Equal(t, "r1", r.RequestID)
+			assert.Equal(t, tt.more, r.More)
+			if tt.from == 0 {
+				assert.Empty(t, r.Changes)
+				return
+			}
+			require.NotEmpty(t, r.Changes)
+			assert.Equal(t, tt.from, r.Changes[0].Seq)
+			assert.Equal(t, tt.to, r.Changes[len(r.Changes)-1].Seq)
+		})
+	}
+}
+
+func TestCloud_AcksInBatches(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	edges := []string{ids.New(ids.Edge), ids.New(ids.Edge)}
+	for _, e := range edges {
+		store.addEdge(site, e)
+	}
+	c, rec := newTestCloud(t, store)
+	c.cfg.AckEvery = time.Hour // only a full batch goes out
+
+	var want []string
+	for _, e := range edges {
+		fe := newFakeEdge(e)
+		fe.record(protocol.MaxAcks + 10)
+		facts, _ := fe.Outbox(0)
+		for i := range facts {
+			c.facts.push(message{site.Facts(), encode(t, &facts[i])})
+			if e == edges[0] && i < protocol.MaxAcks {
+				want = append(want, facts[i].ID)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.factsWorker(ctx); close(done) }()
+	waitFor(t, 10*time.Second, "two full acknowledgements", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.pubs) == 2
+	})
+	cancel()
+	<-done
+	msgs := rec.take()
+	rs := replies(t, msgs)
+	assert.Equal(t, site.Replies(edges[0]), msgs[0].topic)
+	assert.Equal(t, site.Replies(edges[1]), msgs[1].topic)
+	assert.Equal(t, want, rs[0].Acks, "MaxAcks facts of the first edge, in order")
+	assert.Len(t, rs[1].Acks, protocol.MaxAcks)
+	assert.Equal(t, 2*(protocol.MaxAcks+10), store.appliedCount())
+}
+
+func TestCloud_AcksAfterAckEvery(t *testing.T) {
+	store := newFakeCloud()
+	site, edge, stranger := newSite(), ids.New(ids.Edge), ids.New(ids.Edge)
+	store.addEdge(site, edge)
+	c, rec := newTestCloud(t, store)
+	fe, fs := newFakeEdge(edge), newFakeEdge(stranger)
+	fe.record(3)
+	fs.record(1)
+	facts, _ := fe.Outbox(0)
+	strange, _ := fs.Outbox(0)
+	for _, f := range append(facts, strange...) {
+		c.facts.push(message{site.Facts(), encode(t, &f)})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.factsWorker(ctx); close(done) }()
+	waitFor(t, 10*time.Second, "the acknowledgement", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.pubs) == 1
+	})
+	cancel()
+	<-done
+	rs := replies(t, rec.take())
+	assert.Equal(t, []string{facts[0].ID, facts[1].ID, facts[2].ID}, rs[0].Acks, "the unknown edge's fact is not acknowledged")
+	assert.Equal(t, uint64(1), c.State().FactsRejected)
+}
+
+func TestCloud_Status(t *testing.T) {
+	store := newFakeCloud()
+	site, edge := newSite(), ids.New(ids.Edge)
+	c, _ := newTestCloud(t, store)
+	st := protocol.Status{EdgeID: edge, State: "offline", At: t0, Seq: 4, Outbox: 2}
+	c.recordStatus(context.Background(), message{site.Status(edge), encode(t, &st)})
+	c.recordStatus(context.Background(), message{site.Status(edge), nil}) // a retained status cleared
+	c.recordStatus(context.Background(), message{site.Status(ids.New(ids.Edge)), encode(t, &st)})
+	got, ok := store.lastStatus(edge)
+	require.True(t, ok)
+	st.V = protocol.Version
+	assert.Equal(t, st, got)
+	assert.Len(t, store.statuses, 1)
+	assert.Equal(t, uint64(1), c.State().Dropped, "a status naming another edge than its topic")
+}
+
+func TestCloud_RouteDropsForeign(t *testing.T) {
+	c, _ := newTestCloud(t, newFakeCloud())
+	site := newSite()
+	c.route(message{"elsewhere/x", []byte("{}")})
+	c.route(message{site.Changes(), []byte("{}")})
+	c.route(message{site.Replies(ids.New(ids.Edge)), []byte("{}")})
+	assert.Equal(t, uint64(3), c.State().Dropped)
+	c.route(message{site.Facts(), []byte("{}")})
+	c.route(message{site.Resync(ids.New(ids.Edge)), []byte("{}")})
+	c.route(message{site.Status(ids.New(ids.Edge)), []byte("{}")})
+	assert.Len(t, c.facts.take(0), 1)
+	assert.Len(t, c.resync.take(0), 1)
+	assert.Len(t, c.status.take(0), 1)
+}
+
+func TestCloud_PublishFeedFailsWhenDisconnected(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	store.addVisits(site, 5)
+	c, _ := newTestCloud(t, store)
+	c.setClient(nil)
+	n, err := store.PublishFeeds(context.Background(), 100, c.publishFeed)
+	require.ErrorIs(t, err, errNotConnected)
+	assert.Zero(t, n)
+	assert.Equal(t, 5, store.unpublished(site), "the cursor stays")
+}
+
+func TestCloudConfig_Validate(t *testing.T) {
+	ok := CloudConfig{BrokerURL: "tcp://127.0.0.1:1883", ClientID: "svc-cloud-1", Store: newFakeCloud()}
+	require.NoError(t, ok.Validate())
+	for _, tt := range []struct {
+		name string
+		mod  func(*CloudConfig)
+		want string
+	}{
+		{"no broker", func(c *CloudConfig) { c.BrokerURL = "127.0.0.1:1883" }, "BrokerURL"},
+		{"no client ID", func(c *CloudConfig) { c.ClientID = "" }, "ClientID"},
+		{"no store", func(c *CloudConfig) { c.Store = nil }, "Store"},
+		{"a filter not shared", func(c *CloudConfig) { c.Filters = []string{"svc/v1/#"} }, "Filters"},
+		{"negative poll", func(c *CloudConfig) { c.PollEvery = -1 }, "PollEvery"},
+		{"too many workers", func(c *CloudConfig) { c.ResyncWorkers = 1000 }, "ResyncWorkers"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.mod(&c)
+			err := c.Validate()
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tt.want)
+			_, err = NewCloud(c)
+			require.ErrorIs(t, err, ErrConfig)
+		})
+	}
+}

@@ -1,0 +1,267 @@
+package mqttsync
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// recorder is a paho.Client that records publications instead of sending
+// them, for the halves' logic without a broker. Only Publish is used.
+type recorder struct {
+	paho.Client
+	mu   sync.Mutex
+	pubs []message
+}
+
+func (r *recorder) Publish(topic string, _ byte, _ bool, payload any) paho.Token {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pubs = append(r.pubs, message{topic: topic, payload: payload.([]byte)})
+	return failedToken{nil}
+}
+
+func (r *recorder) take() []message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.pubs
+	r.pubs = nil
+	return out
+}
+
+// resyncs decodes the resync requests among msgs.
+func resyncs(t *testing.T, msgs []message) []protocol.ResyncRequest {
+	t.Helper()
+	var out []protocol.ResyncRequest
+	for _, m := range msgs {
+		if _, kind, _, _ := protocol.ParseTopic(m.topic); kind != protocol.KindResync {
+			continue
+		}
+		var r protocol.ResyncRequest
+		require.NoError(t, protocol.Decode(m.payload, &r))
+		out = append(out, r)
+	}
+	return out
+}
+
+func newTestEdge(t testing.TB) (*Edge, *fakeEdge, *recorder) {
+	t.Helper()
+	site := newSite()
+	id := ids.New(ids.Edge)
+	store := newFakeEdge(id)
+	e, err := NewEdge(EdgeConfig{BrokerURL: "tcp://127.0.0.1:1", Site: site, EdgeID: id, Store: store, Logger: testLogger(t)})
+	require.NoError(t, err)
+	return e, store, &recorder{}
+}
+
+func changes(from, to uint64) []protocol.Change {
+	var out []protocol.Change
+	for s := from; s <= to; s++ {
+		v := newVisit("V")
+		out = append(out, protocol.Change{Seq: s, At: t0, Visit: &v})
+	}
+	return out
+}
+
+func encode[M protocol.Message](t testing.TB, m M) []byte {
+	t.Helper()
+	b, err := protocol.Encode(m)
+	require.NoError(t, err)
+	return b
+}
+
+func TestEdge_Feed(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	feed := func(from, to uint64) message {
+		return message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(from, to)})}
+	}
+
+	e.handle(rec, feed(1, 3))
+	assert.Equal(t, uint64(3), store.Seq(), "a batch that follows on is applied")
+	assert.Empty(t, resyncs(t, rec.take()))
+
+	e.handle(rec, feed(2, 5))
+	assert.Equal(t, []uint64{1, 2, 3, 4, 5}, store.appliedSeqs(), "what was applied before is skipped")
+
+	e.handle(rec, feed(1, 5))
+	assert.Empty(t, rec.take(), "a redelivery asks for nothing")
+
+	e.handle(rec, feed(9, 10))
+	assert.Equal(t, uint64(5), store.Seq(), "a gap is not applied")
+	reqs := resyncs(t, rec.take())
+	require.Len(t, reqs, 1)
+	assert.Equal(t, uint64(5), reqs[0].After)
+
+	e.handle(rec, feed(11, 12))
+	assert.Empty(t, rec.take(), "one request outstanding at a time")
+
+	// The answer fills the gap; the feed went on to 12, so it asks again.
+	reply := func(r protocol.Reply) message { return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &r)} }
+	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: "stale", Changes: changes(6, 8)}))
+	assert.Equal(t, uint64(5), store.Seq(), "an answer to another request is ignored")
+	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: reqs[0].RequestID, Changes: changes(6, 8), More: true}))
+	assert.Equal(t, uint64(8), store.Seq())
+	reqs = resyncs(t, rec.take())
+	require.Len(t, reqs, 1, "More: ask for the rest")
+	assert.Equal(t, uint64(8), reqs[0].After)
+	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: reqs[0].RequestID, Changes: changes(9, 10)}))
+	assert.Equal(t, uint64(10), store.Seq())
+	reqs = resyncs(t, rec.take())
+	require.Len(t, reqs, 1, "the feed went on to 12 meanwhile")
+	assert.Equal(t, uint64(10), reqs[0].After)
+	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: reqs[0].RequestID, Changes: changes(11, 12)}))
+	assert.Equal(t, uint64(12), store.Seq())
+	assert.Empty(t, rec.take())
+	assert.False(t, e.syncedAt.IsZero(), "a completed resync is a sync")
+	assert.Len(t, store.synced, 1, "MarkSynced once")
+	assert.Zero(t, e.State().Counters.Dropped)
+}
+
+func TestEdge_Snapshot(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	e.requestResync(rec)
+	req := resyncs(t, rec.take())[0]
+	assert.Equal(t, uint64(0), req.After)
+	part := func(p, n int, seq uint64) message {
+		v := newVisit("V")
+		r := protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: req.RequestID,
+			Snapshot: &protocol.Snapshot{Seq: seq, Part: p, Parts: n, Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{v}}}
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &r)}
+	}
+	e.handle(rec, part(3, 3, 40))
+	e.handle(rec, message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(1, 2)})})
+	assert.Empty(t, store.appliedSeqs(), "feed batches wait while a snapshot arrives")
+	e.handle(rec, part(1, 3, 40))
+	e.handle(rec, part(2, 4, 40)) // not of this snapshot
+	e.handle(rec, part(2, 3, 41)) // nor this
+	assert.Empty(t, store.snapshotParts())
+	e.handle(rec, part(2, 3, 40))
+	require.Len(t, store.snapshotParts(), 1, "replaced once all parts are there")
+	assert.Len(t, store.snapshotParts()[0], 3)
+	assert.Equal(t, uint64(40), store.Seq())
+	assert.Equal(t, 3, store.visitCount())
+	assert.Empty(t, resyncs(t, rec.take()), "the feed seen (1..2) is behind the snapshot")
+	assert.False(t, e.State().Resyncing)
+}
+
+func TestEdge_Facts(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	e.cfg.Window = 3
+	ids := store.record(5)
+	e.flush(rec)
+	pubs := rec.take()
+	require.Len(t, pubs, 3, "at most Window in flight")
+	for i, m := range pubs {
+		var f protocol.Fact
+		require.NoError(t, protocol.Decode(m.payload, &f))
+		assert.Equal(t, ids[i], f.ID, "in counter order")
+		assert.Equal(t, e.cfg.Site.Facts(), m.topic)
+	}
+	e.flush(rec)
+	assert.Empty(t, rec.take(), "the window is full")
+
+	ack := func(ids ...string) message {
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})}
+	}
+	require.True(t, e.handle(rec, ack(ids[0], ids[1])))
+	assert.Equal(t, 3, store.outboxLen(), "removed on the ack only")
+	e.flush(rec)
+	assert.Len(t, rec.take(), 2, "room for two more")
+
+	// Unacknowledged past AckTimeout: published again.
+	now := time.Now()
+	e.cfg.Now = func() time.Time { return now.Add(e.cfg.AckTimeout) }
+	e.onTick(rec)
+	var again []string
+	for _, m := range rec.take() {
+		var f protocol.Fact
+		if protocol.Decode(m.payload, &f) == nil {
+			again = append(again, f.ID)
+		}
+	}
+	assert.Equal(t, ids[2:], again)
+}
+
+func TestEdge_DropsMalformedAndForeign(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	store.record(1)
+	other := newSite()
+	batch := encode(t, &protocol.Batch{Changes: changes(1, 1)})
+	ack := encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: []string{ids.New(ids.Fact)}})
+	site, id := e.cfg.Site, e.cfg.EdgeID
+	for _, tt := range []struct {
+		name, topic string
+		payload     []byte
+	}{
+		{"not JSON", site.Changes(), []byte("{")},
+		{"empty", site.Changes(), nil},
+		{"another version", site.Changes(), []byte(`{"v":2,"changes":[]}`)},
+		{"trailing data", site.Changes(), append(append([]byte{}, batch...), batch...)},
+		{"too large", site.Changes(), make([]byte, protocol.MaxMessage+1)},
+		{"a reply on the feed", site.Changes(), ack},
+		{"a batch as a reply", site.Replies(id), batch},
+		{"another site's feed", other.Changes(), batch},
+		{"another edge's replies", site.Replies(ids.New(ids.Edge)), ack},
+		{"the facts topic", site.Facts(), batch},
+		{"a status topic", site.Status(id), batch},
+		{"not a protocol topic", "elsewhere", batch},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := e.State().Counters.Dropped
+			e.handle(rec, message{tt.topic, tt.payload})
+			assert.Equal(t, before+1, e.State().Counters.Dropped)
+		})
+	}
+	assert.Zero(t, store.Seq())
+	assert.Empty(t, store.appliedSeqs())
+	assert.Empty(t, store.acked)
+	assert.Empty(t, rec.take(), "nothing published in answer")
+}
+
+func TestEdgeConfig_Validate(t *testing.T) {
+	ok := EdgeConfig{BrokerURL: "tcp://127.0.0.1:1883", Site: newSite(), EdgeID: ids.New(ids.Edge), Store: newFakeEdge("")}
+	require.NoError(t, ok.Validate())
+	for _, tt := range []struct {
+		name string
+		mod  func(*EdgeConfig)
+		want string
+	}{
+		{"no broker", func(c *EdgeConfig) { c.BrokerURL = "" }, "BrokerURL"},
+		{"http broker", func(c *EdgeConfig) { c.BrokerURL = "http://x" }, "BrokerURL"},
+		{"bad site", func(c *EdgeConfig) { c.Site.Mode = "prod" }, "Site"},
+		{"bad edge", func(c *EdgeConfig) { c.EdgeID = "gate_x" }, "EdgeID"},
+		{"no store", func(c *EdgeConfig) { c.Store = nil }, "Store"},
+		{"negative window", func(c *EdgeConfig) { c.Window = -1 }, "Window"},
+		{"negative timeout", func(c *EdgeConfig) { c.AckTimeout = -time.Second }, "AckTimeout"},
+		{"long software", func(c *EdgeConfig) { c.Software = string(make([]byte, 65)) }, "Software"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.mod(&c)
+			err := c.Validate()
+			require.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tt.want)
+			_, err = NewEdge(c)
+			require.ErrorIs(t, err, ErrConfig)
+		})
+	}
+}
+
+// TestEdge_RunStopsWithoutBroker checks Run keeps retrying an unreachable
+// broker and returns once its context ends.
+func TestEdge_RunStopsWithoutBroker(t *testing.T) {
+	e, _, _ := newTestEdge(t)
+	e.cfg.MinBackoff, e.cfg.MaxBackoff = time.Millisecond, 5*time.Millisecond
+	stop := run(t, e.Run)
+	waitFor(t, 5*time.Second, "a few attempts", func() bool { return e.State().Counters.ConnectErrors >= 3 })
+	assert.False(t, e.State().Connected)
+	stop()
+	require.Error(t, e.Run(t.Context()), "Run twice")
+}

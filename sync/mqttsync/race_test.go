@@ -1,0 +1,5 @@
+//go:build race
+
+package mqttsync
+
+const raceEnabled = true
