@@ -2,6 +2,7 @@ package gate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -43,10 +44,11 @@ type Store interface {
 
 // Relay frees the turnstile for one passage. *relay.Relay is one.
 type Relay interface {
-	// Pulse holds the relay for d, the configured length when d is 0, and
-	// returns when the pulse is over. An error means the caller cannot
-	// count on a passage having been freed.
-	Pulse(ctx context.Context, d time.Duration) error
+	// Start drives the relay active for d, the configured length when d
+	// is 0, and returns once it is: finish waits out the pulse and drives
+	// it inactive. An error from Start means no passage was freed; one
+	// from finish, that the relay may be stuck active.
+	Start(ctx context.Context, d time.Duration) (finish func() error, err error)
 }
 
 // Config is what a Gate needs.
@@ -159,14 +161,24 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 	if d.unknownGate {
 		g.log.Warn("gate not in the cache; deciding as an entry gate")
 	}
-	if d.Admit() {
-		if err := g.relay.Pulse(context.WithoutCancel(ctx), 0); err != nil {
-			res.Err = fmt.Errorf("%w: %w", ErrRelay, err)
-			g.log.Error("relay failed; admit recorded as refused", "visit_id", d.judged, "pass_visit_id", d.PassVisitID, "error", err.Error())
-			d = Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonRelayFailed, VisitID: d.judged, PassVisitID: d.PassVisitID, judged: d.judged}
-		}
+	if !d.Admit() {
+		return g.finish(d, res, at)
 	}
-	return g.finish(d, res, at)
+	// The passage is recorded as soon as the relay has freed it, not when
+	// the pulse ends: a crash during the pulse must not lose the fact.
+	end, err := g.relay.Start(context.WithoutCancel(ctx), 0)
+	if err != nil {
+		res.Err = fmt.Errorf("%w: %w", ErrRelay, err)
+		g.log.Error("relay failed; admit recorded as refused", "visit_id", d.judged, "pass_visit_id", d.PassVisitID, "error", err.Error())
+		d = Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonRelayFailed, VisitID: d.judged, PassVisitID: d.PassVisitID, judged: d.judged}
+		return g.finish(d, res, at)
+	}
+	res = g.finish(d, res, at)
+	if err := end(); err != nil {
+		res.Err = errors.Join(res.Err, fmt.Errorf("%w: %w", ErrRelay, err))
+		g.log.Error("relay did not end its pulse; the gate may be left open", "visit_id", d.VisitID, "error", err.Error())
+	}
+	return res
 }
 
 // finish records d and fills in res.

@@ -640,9 +640,38 @@ func TestScan_AbandonedWait(t *testing.T) {
 	require.Len(t, f.outbox(), 1)
 }
 
+// relayFunc is a relay whose pulse, after it has started, is f.
 type relayFunc func(ctx context.Context, d time.Duration) error
 
-func (f relayFunc) Pulse(ctx context.Context, d time.Duration) error { return f(ctx, d) }
+func (f relayFunc) Start(ctx context.Context, d time.Duration) (func() error, error) {
+	return func() error { return f(ctx, d) }, nil
+}
+
+// TestScan_RecordedWhileThePulseRuns: the admit is in the outbox as soon as
+// the relay is active, before the pulse ends, so a crash during the pulse
+// cannot lose the passage it freed.
+func TestScan_RecordedWhileThePulseRuns(t *testing.T) {
+	f := newFixture(t)
+	v := visit()
+	f.put(v)
+	release := make(chan struct{})
+	pulsing := make(chan struct{})
+	g := f.newGate(f.entry, false, relayFunc(func(ctx context.Context, d time.Duration) error {
+		close(pulsing)
+		<-release
+		return nil
+	}))
+	done := make(chan gate.Result)
+	go func() { done <- scan(g, f.token(v), t0) }()
+	<-pulsing
+	out := f.outbox()
+	require.Len(t, out, 1, "the fact is recorded while the relay is still active")
+	require.Equal(t, protocol.FactCheckIn, out[0].Kind)
+	close(release)
+	res := <-done
+	require.True(t, res.Admitted)
+	require.NoError(t, res.Err)
+}
 
 // TestScan_RecordFailureAfterPulse: when the store cannot record, the
 // visitor the relay let through is reported admitted with ErrRecord.

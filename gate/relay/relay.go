@@ -117,33 +117,55 @@ func New(out Output, cfg Config) (*Relay, error) {
 //   - the Output's error when the pin could not be driven active (Pulse
 //     then also tries to drive it inactive) or back inactive.
 func (r *Relay) Pulse(ctx context.Context, d time.Duration) error {
+	finish, err := r.Start(ctx, d)
+	if err != nil {
+		return err
+	}
+	return finish()
+}
+
+// Start drives the relay active, as the first half of Pulse, and returns
+// the second half: finish waits out the caller's window (d, the configured
+// length when d is zero) and drives the relay inactive unless another
+// caller still holds it. Start returns once the pin is active, so a gate
+// can record the passage it freed before the pulse ends; finish must be
+// called exactly once, and its error is Pulse's for the second half.
+//
+// Start's errors are Pulse's for the first half: ErrPulseLength, ErrClosed,
+// the context's error, or the Output's error driving the pin active. After
+// one of them no passage was freed.
+func (r *Relay) Start(ctx context.Context, d time.Duration) (finish func() error, err error) {
 	if d == 0 {
 		d = r.pulse
 	}
 	if d < 0 || d > MaxPulse {
-		return fmt.Errorf("relay %s: pulse %v: %w", r.name, d, ErrPulseLength)
+		return nil, fmt.Errorf("relay %s: pulse %v: %w", r.name, d, ErrPulseLength)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("relay %s: pulse: %w", r.name, err)
+		return nil, fmt.Errorf("relay %s: pulse: %w", r.name, err)
 	}
 
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return fmt.Errorf("relay %s: pulse: %w", r.name, ErrClosed)
+		return nil, fmt.Errorf("relay %s: pulse: %w", r.name, ErrClosed)
 	}
 	if r.holders == 0 {
 		if err := r.out.Out(r.active); err != nil {
 			// Where the pin stands is unknown; leave it shut if we can.
 			err = errors.Join(err, r.out.Out(r.inactive))
 			r.mu.Unlock()
-			return fmt.Errorf("relay %s: drive active: %w", r.name, err)
+			return nil, fmt.Errorf("relay %s: drive active: %w", r.name, err)
 		}
 	}
 	r.holders++
 	r.mu.Unlock()
-
 	t := time.NewTimer(d)
+	return func() error { return r.finish(ctx, t) }, nil
+}
+
+// finish is the second half of a pulse started with timer t.
+func (r *Relay) finish(ctx context.Context, t *time.Timer) error {
 	defer t.Stop()
 	var cut error
 	select {

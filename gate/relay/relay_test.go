@@ -365,3 +365,40 @@ func BenchmarkRelay_Pulse(b *testing.B) {
 		}
 	}
 }
+
+// TestRelay_StartReturnsWithThePinActive: Start returns as soon as the pin
+// is active, before the pulse ends, and finish ends it at its length.
+func TestRelay_StartReturnsWithThePinActive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pin := newRecorder(t)
+		r := newRelay(t, relay.PinOutput(pin), relay.Config{Pin: "GPIO17"})
+		finish, err := r.Start(t.Context(), 300*ms)
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if pin.Read() != high {
+			t.Fatalf("pin reads %v when Start returns, want high", pin.Read())
+		}
+		assertWrites(t, pin.Writes(), write{0, low}, write{0, high})
+		if err := finish(); err != nil {
+			t.Fatalf("finish: %v", err)
+		}
+		assertWrites(t, pin.Writes(), write{0, low}, write{0, high}, write{300 * ms, low})
+	})
+}
+
+// TestRelay_StartFailsWithoutFreeingThePassage: when the pin cannot be
+// driven active, Start returns the error and no finish.
+func TestRelay_StartFailsWithoutFreeingThePassage(t *testing.T) {
+	broken := errors.New("line busy")
+	r := newRelay(t, fakeOutput{func(high bool) error {
+		if high {
+			return broken
+		}
+		return nil
+	}}, relay.Config{Pin: "GPIO17"})
+	finish, err := r.Start(t.Context(), 100*ms)
+	if !errors.Is(err, broken) || finish != nil {
+		t.Fatalf("Start = %v, %v; want nil and %v", finish != nil, err, broken)
+	}
+}
