@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -127,22 +129,36 @@ type client struct {
 type connOpts struct {
 	clientID, user, will string
 	wrongPassword        bool
+	conn                 *net.Conn // set to the connection's socket
 }
 
 func dial(t *testing.T, b *broker.Broker, o connOpts) (*client, error) {
+	t.Helper()
+	return dialAddr(t, b.Addr(), o)
+}
+
+func dialAddr(t *testing.T, addr string, o connOpts) (*client, error) {
 	t.Helper()
 	c := &client{msgs: make(chan paho.Message, 100), lost: make(chan struct{})}
 	pass := "secret-" + o.user
 	if o.wrongPassword {
 		pass = "wrong"
 	}
-	opts := paho.NewClientOptions().AddBroker("tcp://" + b.Addr()).SetClientID(o.clientID).
+	opts := paho.NewClientOptions().AddBroker("tcp://" + addr).SetClientID(o.clientID).
 		SetUsername(o.user).SetPassword(pass).SetProtocolVersion(4).SetAutoReconnect(false).
 		SetConnectTimeout(5 * time.Second).
 		SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { c.msgs <- m }).
 		SetConnectionLostHandler(func(paho.Client, error) { close(c.lost) })
 	if o.will != "" {
 		opts.SetWill(o.will, "offline", 1, true)
+	}
+	if o.conn != nil {
+		// The test keeps the socket, to drop it without a DISCONNECT.
+		opts.SetCustomOpenConnectionFn(func(u *url.URL, _ paho.ClientOptions) (net.Conn, error) {
+			c, err := net.Dial("tcp", u.Host)
+			*o.conn = c
+			return c, err
+		})
 	}
 	c.Client = paho.NewClient(opts)
 	tok := c.Connect()
