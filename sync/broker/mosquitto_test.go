@@ -64,12 +64,12 @@ password_file %s
 acl_file %s
 use_username_as_clientid true
 persistence false
-message_size_limit %d
+max_packet_size %d
 max_inflight_messages 100
 max_queued_messages 100000
 log_dest stderr
 log_type all
-`, port, pwFile, aclFile, protocol.MaxMessage), 0o600))
+`, port, pwFile, aclFile, protocol.MaxMessage+4<<10), 0o600))
 	var log bytes.Buffer
 	cmd := exec.Command(bin, "-c", conf)
 	cmd.Stdout, cmd.Stderr = &log, &log
