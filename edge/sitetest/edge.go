@@ -1,0 +1,385 @@
+package sitetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/svc-vms/svc/edge"
+	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/sync/mqttsync"
+)
+
+// EdgeOptions adjust an edge's sync half; a zero field takes the
+// harness's test default.
+type EdgeOptions struct {
+	// Window bounds the facts in flight (mqttsync.EdgeConfig.Window);
+	// default 256.
+	Window int
+	// ResyncEvery is how often the edge asks for what follows its
+	// sequence with nothing else happening; default 1s.
+	ResyncEvery time.Duration
+}
+
+// syncConfig is an edge half's configuration for cfg with the test
+// timings: an unacknowledged fact is published again after a second,
+// an unanswered resync asked again after a second, reconnections within
+// 200 ms.
+func syncConfig(cfg *config.Config, store mqttsync.EdgeStore, o EdgeOptions, log *slog.Logger) mqttsync.EdgeConfig {
+	ec := mqttsync.EdgeConfig{
+		BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password,
+		Site: cfg.Site, EdgeID: cfg.EdgeID, Store: store, Logger: log, Software: "sitetest",
+		ResyncEvery: time.Second, ResyncTimeout: time.Second, AckTimeout: time.Second,
+		StatusEvery: 2 * time.Second, SyncedEvery: 100 * time.Millisecond,
+		KeepAlive: 10 * time.Second, ConnectTimeout: 2 * time.Second,
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Window: o.Window,
+	}
+	if o.ResyncEvery > 0 {
+		ec.ResyncEvery = o.ResyncEvery
+	}
+	return ec
+}
+
+// Clock is an in-process edge's clock (edge.Deps.Now): the system's until
+// Set pins it.
+type Clock struct{ fixed atomic.Pointer[time.Time] }
+
+// Now is the pinned time, or the system's.
+func (c *Clock) Now() time.Time {
+	if p := c.fixed.Load(); p != nil {
+		return *p
+	}
+	return time.Now()
+}
+
+// Set pins the clock at t.
+func (c *Clock) Set(t time.Time) { c.fixed.Store(&t) }
+
+// Real unpins the clock.
+func (c *Clock) Real() { c.fixed.Store(nil) }
+
+// Edge is one of Site's appliances: enrolled in the cloud (its broker
+// credentials made by cloud.Service.CreateEdge), with a configuration
+// file in Dir and its cache beside it. It runs in the test process
+// (Start) or as a child process (StartChild), one at a time, on the same
+// file; it reaches the broker through Proxy.
+type Edge struct {
+	ID         string
+	Dir        string
+	ConfigPath string
+	CachePath  string
+	Proxy      *Proxy
+	// Clock is the in-process App's clock: gates decide and stamp facts
+	// with it. A child edge uses the system's.
+	Clock *Clock
+
+	w    *World
+	t    testing.TB
+	opts EdgeOptions
+
+	mu    sync.Mutex
+	run   *edgeRun
+	child *Child
+}
+
+// edgeRun is an App running in the test process.
+type edgeRun struct {
+	app   *edge.App
+	cache atomic.Pointer[cache.Cache]
+	half  atomic.Pointer[mqttsync.Edge]
+	addr  string
+	stop  func()
+	done  chan error
+}
+
+// NewEdge enrols an edge at Site and writes its configuration: a TCP
+// reader at each gate, simulated relays with a 1 ms pulse, gates that
+// fail secure, the broker through a new Proxy. It does not start it.
+func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
+	t.Helper()
+	ce, secret, err := w.Svc().CreateEdge(context.Background(), w.Tenant, w.Site.SiteID, "Sitetest edge")
+	must(t, err)
+	dir := t.TempDir()
+	e := &Edge{ID: ce.ID, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
+		Proxy: NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts}
+	ports := freePorts(t, 3)
+	gate := func(id string, port int, pin string) map[string]any {
+		return map[string]any{
+			"gate_id":    id,
+			"readers":    []any{map[string]any{"kind": "tcp", "listen": fmt.Sprintf("127.0.0.1:%d", port)}},
+			"relay":      map[string]any{"pin": pin, "pulse": "1ms"},
+			"when_stale": "fail_secure",
+		}
+	}
+	file := map[string]any{
+		"site":       map[string]any{"mode": w.Site.Mode, "org_id": w.Site.OrgID, "site_id": w.Site.SiteID},
+		"edge_id":    ce.ID,
+		"broker":     map[string]any{"url": e.Proxy.URL(), "username": ce.Username, "password": secret},
+		"data_dir":   dir,
+		"cache_path": e.CachePath,
+		"listen":     fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		"gates":      []any{gate(w.Entry, ports[1], "SIM17"), gate(w.Exit, ports[2], "SIM22")},
+	}
+	raw, err := json.MarshalIndent(file, "", "  ")
+	must(t, err)
+	must(t, os.WriteFile(e.ConfigPath, raw, 0o600))
+	if w.Opts.Broker == Mosquitto {
+		t.Cleanup(func() { w.forget(t, e) })
+	}
+	t.Cleanup(e.stopAll)
+	return e
+}
+
+// freePorts returns n ports free on 127.0.0.1 a moment ago: the
+// configuration file names its ports, and a restarted edge binds the same
+// ones again.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	var lns []net.Listener
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		must(t, err)
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	return ports
+}
+
+// forget removes the edge's persistent session and retained status from
+// a Mosquitto that outlives the test.
+func (w *World) forget(t testing.TB, e *Edge) {
+	opts := paho.NewClientOptions().AddBroker(w.brokerURL).SetClientID(e.ID).SetCleanSession(true).SetProtocolVersion(4)
+	c := paho.NewClient(opts)
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Logf("forget the session of %s: %v", e.ID, tok.Error())
+		return
+	}
+	c.Publish(w.Site.Status(e.ID), 1, true, []byte{}).WaitTimeout(5 * time.Second)
+	c.Disconnect(100)
+}
+
+// Start runs the edge's App in the test process, from its configuration
+// file, and waits until it serves. The App's sync half is the real
+// mqttsync edge half over its cache.
+func (e *Edge) Start() {
+	e.t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.run != nil || e.child != nil {
+		e.t.Fatal("sitetest: the edge is running already")
+	}
+	cfg, err := config.Load(e.ConfigPath)
+	must(e.t, err)
+	log := Logger(e.t, "edge")
+	r := &edgeRun{done: make(chan error, 1)}
+	deps := edge.Deps{
+		Logger:  log,
+		OpenPin: edge.SimulatedPins(slog.New(slog.DiscardHandler)),
+		NewSyncer: func(c *cache.Cache) (edge.Syncer, error) {
+			half, err := mqttsync.NewEdge(syncConfig(cfg, c, e.opts, log))
+			if err != nil {
+				return nil, err
+			}
+			r.cache.Store(c)
+			r.half.Store(half)
+			return half, nil
+		},
+		BrokerState: func() any { return r.half.Load().State() },
+		Now:         e.Clock.Now,
+	}
+	app, err := edge.New(cfg, deps)
+	must(e.t, err)
+	r.app = app
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { r.done <- app.Run(ctx) }()
+	select {
+	case <-app.Ready():
+	case err := <-r.done:
+		cancel()
+		e.t.Fatalf("edge %s did not start: %v", e.ID, err)
+	case <-time.After(wait):
+		cancel()
+		e.t.Fatalf("edge %s did not start within %v", e.ID, wait)
+	}
+	r.addr = app.Listening().HTTP.String()
+	r.stop = func() {
+		cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				e.t.Errorf("edge %s: %v", e.ID, err)
+			}
+		case <-time.After(wait):
+			e.t.Errorf("edge %s did not stop within %v", e.ID, wait)
+		}
+	}
+	e.run = r
+}
+
+// Stop stops the in-process App: readers and HTTP first, then the sync
+// half (which says offline), then the cache.
+func (e *Edge) Stop() {
+	e.mu.Lock()
+	r := e.run
+	e.run = nil
+	e.mu.Unlock()
+	if r != nil {
+		r.stop()
+	}
+}
+
+func (e *Edge) stopAll() {
+	e.Stop()
+	e.mu.Lock()
+	c := e.child
+	e.mu.Unlock()
+	if c != nil {
+		c.Kill()
+	}
+}
+
+func (e *Edge) running() *edgeRun {
+	e.t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.run == nil {
+		e.t.Fatal("sitetest: the edge is not running in the test process")
+	}
+	return e.run
+}
+
+// View is the running edge's cache as the gates see it now.
+func (e *Edge) View() *cache.View { return e.running().cache.Load().View() }
+
+// Cache is the running edge's cache.
+func (e *Edge) Cache() *cache.Cache { return e.running().cache.Load() }
+
+// Half is the running edge's MQTT half.
+func (e *Edge) Half() *mqttsync.Edge { return e.running().half.Load() }
+
+// Outbox is how many facts wait for the cloud's acknowledgement.
+func (e *Edge) Outbox() int {
+	e.t.Helper()
+	n, _, err := e.Cache().OutboxStats()
+	must(e.t, err)
+	return n
+}
+
+// Scan posts a token to a gate's scan endpoint, as svc-edge scan does, and
+// returns the decision.
+func (e *Edge) Scan(t testing.TB, gateID, token string) edge.ScanResponse {
+	t.Helper()
+	return scan(t, e.running().addr, gateID, token)
+}
+
+// Status is GET /status.
+func (e *Edge) Status(t testing.TB) edge.StatusResponse {
+	t.Helper()
+	return status(t, e.running().addr)
+}
+
+// ReaderScan sends a line to the gate's TCP reader, as an IP QR reader
+// does. It returns once the line is written; the gate decides after.
+func (e *Edge) ReaderScan(t testing.TB, gateID, text string) {
+	t.Helper()
+	addrs := e.running().app.Listening().Readers[gateID]
+	if len(addrs) == 0 {
+		t.Fatalf("gate %s has no TCP reader", gateID)
+	}
+	c, err := net.DialTimeout("tcp", addrs[0].String(), 5*time.Second)
+	must(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, text+"\n")
+	must(t, err)
+}
+
+// SaveCache copies the cache file of the stopped edge aside and returns
+// the copy's path.
+func (e *Edge) SaveCache(t testing.TB) string {
+	t.Helper()
+	e.mustBeStopped(t)
+	dst := filepath.Join(t.TempDir(), "cache-copy.db")
+	copyFile(t, e.CachePath, dst)
+	return dst
+}
+
+// RestoreCache puts a copy made by SaveCache back in place of the stopped
+// edge's cache file, as restoring an old backup would.
+func (e *Edge) RestoreCache(t testing.TB, src string) {
+	t.Helper()
+	e.mustBeStopped(t)
+	copyFile(t, src, e.CachePath)
+}
+
+// OpenCache opens the stopped edge's cache file, closed when t ends.
+func (e *Edge) OpenCache(t testing.TB) *cache.Cache {
+	t.Helper()
+	e.mustBeStopped(t)
+	c, err := cache.Open(e.CachePath, cache.Options{EdgeID: e.ID})
+	must(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func (e *Edge) mustBeStopped(t testing.TB) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.run != nil || e.child != nil {
+		t.Fatal("sitetest: stop the edge first")
+	}
+}
+
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	must(t, err)
+	must(t, os.WriteFile(dst, b, 0o600))
+}
+
+func scan(t testing.TB, addr, gateID, token string) edge.ScanResponse {
+	t.Helper()
+	resp, err := http.Post("http://"+addr+"/gates/"+gateID+"/scan", "text/plain", bytes.NewReader([]byte(token)))
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	var out edge.ScanResponse
+	if err := json.Unmarshal(body, &out); err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusInternalServerError) {
+		t.Fatalf("scan at %s: %s %s", gateID, resp.Status, body)
+	}
+	return out
+}
+
+func status(t testing.TB, addr string) edge.StatusResponse {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/status")
+	must(t, err)
+	defer resp.Body.Close()
+	var out edge.StatusResponse
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("status: %s %s", resp.Status, body)
+	}
+	must(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}

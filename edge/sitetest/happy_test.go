@@ -1,0 +1,102 @@
+package sitetest_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/edge/sitetest"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// Timeouts of the waits: generous, as -race on two cores is slow; a
+// passing run takes a fraction.
+const (
+	settle = 15 * time.Second // a change or a fact crossing once
+	heal   = 30 * time.Second // recovery from an outage or a restart
+)
+
+// waitVisit waits until the edge's cache holds the visit and has been
+// synced (a first snapshot shows its visits a moment before the sync time
+// is written, and gates refuse until then).
+func waitVisit(t *testing.T, e *sitetest.Edge, id string) protocol.Visit {
+	t.Helper()
+	var v protocol.Visit
+	sitetest.Eventually(t, settle, func() bool {
+		view := e.View()
+		var ok bool
+		v, ok = view.Visit(id)
+		return ok && !view.SyncedAt().IsZero()
+	}, "visit %s did not reach the edge", id)
+	return v
+}
+
+// A visit created in the cloud reaches the edge; its pass admits at the
+// gate; the check-in reaches the cloud at the time of the scan; and the
+// edge gets the visit back from the cloud as checked in.
+func TestSite_HappyPath(t *testing.T) {
+	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
+		w := sitetest.Start(t, opts)
+		e := w.NewEdge(t, sitetest.EdgeOptions{})
+		e.Start()
+
+		v := w.NewVisit(t)
+		tok := w.Token(t, v.ID)
+		cached := waitVisit(t, e, v.ID)
+		require.Equal(t, string(cloud.VisitExpected), cached.Status)
+		require.NotEmpty(t, e.View().Keys(), "the organisation's key came with the site")
+
+		// The gate's clock, a minute and a half behind the cloud's: the
+		// check-in must carry the scan's time, not the cloud's.
+		scanned := time.Now().Add(-90 * time.Second).UTC().Truncate(time.Microsecond)
+		e.Clock.Set(scanned)
+		res := e.Scan(t, w.Entry, tok)
+		e.Clock.Real()
+		require.True(t, res.Admitted, "%+v", res)
+		require.Equal(t, string(protocol.FactCheckIn), res.Kind)
+		require.Equal(t, v.ID, res.VisitID)
+
+		sitetest.Eventually(t, settle, func() bool { return w.Visit(t, v.ID).Status == cloud.VisitCheckedIn },
+			"the check-in did not reach the cloud")
+		got := w.Visit(t, v.ID)
+		require.NotNil(t, got.CheckedInAt)
+		require.True(t, scanned.Equal(*got.CheckedInAt), "checked in at %v, scanned at %v", got.CheckedInAt, scanned)
+		require.Equal(t, 1, got.Pass.Uses)
+		require.Equal(t, w.Entry, got.GateID)
+		rec, ok := w.EdgeFact(t, res.FactID)
+		require.True(t, ok, "fact %s recorded", res.FactID)
+		require.Equal(t, protocol.FactCheckIn, rec.Fact.Kind)
+		require.True(t, scanned.Equal(rec.Fact.At))
+		require.Empty(t, rec.Conflict)
+		rows := w.FactRows(t, e.ID)
+		require.Len(t, rows, 1)
+		require.Equal(t, res.FactID, rows[0].ID)
+
+		// Back at the edge: the outbox is empty, and the cache holds the
+		// cloud's visit, checked in, at the feed's head.
+		sitetest.Eventually(t, settle, func() bool { return e.Outbox() == 0 }, "the check-in was not acknowledged")
+		w.WaitConverged(t, e, settle)
+		cached, _ = e.View().Visit(v.ID)
+		require.Equal(t, string(cloud.VisitCheckedIn), cached.Status)
+		require.True(t, scanned.Equal(*cached.CheckedInAt))
+		require.Equal(t, 1, cached.Uses)
+
+		// The same through the gate's TCP reader, as an IP QR reader sends.
+		v2 := w.NewVisit(t)
+		tok2 := w.Token(t, v2.ID)
+		waitVisit(t, e, v2.ID)
+		e.ReaderScan(t, w.Entry, tok2)
+		sitetest.Eventually(t, settle, func() bool { return w.Visit(t, v2.ID).Status == cloud.VisitCheckedIn },
+			"the reader's check-in did not reach the cloud")
+		require.Len(t, w.FactRows(t, e.ID), 2)
+
+		// The cloud knows the edge is online, and how far it got.
+		sitetest.Eventually(t, settle, func() bool {
+			edges, err := w.Svc().Edges(t.Context(), w.Tenant, w.Site.SiteID)
+			require.NoError(t, err)
+			return len(edges) == 1 && edges[0].State == cloud.EdgeOnline && edges[0].Software == "sitetest"
+		}, "the edge's status did not reach the cloud")
+	})
+}
