@@ -297,7 +297,7 @@ func (w *World) AddProcess(t testing.TB) *Process {
 // Mosquitto, anonymously), for publishing what the halves never would.
 func (w *World) RawClient(t testing.TB) paho.Client {
 	t.Helper()
-	opts := paho.NewClientOptions().AddBroker(w.brokerURL).SetClientID("sitetest-raw-"+randomHex(6)).
+	opts := paho.NewClientOptions().AddBroker(w.brokerURL).SetClientID("sitetest-raw-" + randomHex(6)).
 		SetUsername(w.cloudUser).SetPassword(w.cloudPass).SetProtocolVersion(4).SetCleanSession(true).
 		SetAutoReconnect(false).SetConnectTimeout(5 * time.Second)
 	c := paho.NewClient(opts)
