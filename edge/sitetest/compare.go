@@ -15,11 +15,15 @@ import (
 // CacheDiff compares an edge's cache with the cloud's snapshot of Site
 // now: the same sequence, settings, gates, keys and visits, each visit as
 // the cloud would send it. It returns the first difference, or "" when
-// there is none.
+// there is none. A cache that was never synced (its sync time is not
+// written yet) differs.
 func (w *World) CacheDiff(t testing.TB, v *cache.View) string {
 	t.Helper()
 	snap, err := w.Svc().SiteSnapshot(context.Background(), w.Site)
 	must(t, err)
+	if v.SyncedAt().IsZero() {
+		return "the cache has never been synced"
+	}
 	if v.Seq() != snap.Seq {
 		return fmt.Sprintf("the cache is at sequence %d, the cloud's feed at %d", v.Seq(), snap.Seq)
 	}

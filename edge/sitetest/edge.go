@@ -88,9 +88,11 @@ type Edge struct {
 	// with it. A child edge uses the system's.
 	Clock *Clock
 
-	w    *World
-	t    testing.TB
-	opts EdgeOptions
+	w        *World
+	t        testing.TB
+	opts     EdgeOptions
+	username string // its broker credentials
+	password string
 
 	mu    sync.Mutex
 	run   *edgeRun
@@ -116,7 +118,7 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	must(t, err)
 	dir := t.TempDir()
 	e := &Edge{ID: ce.ID, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
-		Proxy: NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts}
+		Proxy: NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts, username: ce.Username, password: secret}
 	ports := freePorts(t, 3)
 	gate := func(id string, port int, pin string) map[string]any {
 		return map[string]any{
@@ -139,7 +141,8 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	must(t, err)
 	must(t, os.WriteFile(e.ConfigPath, raw, 0o600))
 	if w.Opts.Broker == Mosquitto {
-		t.Cleanup(func() { w.forget(t, e) })
+		// Mosquitto keeps sessions and retained messages on disk.
+		t.Cleanup(func() { e.endSession(t, true) })
 	}
 	t.Cleanup(e.stopAll)
 	return e
@@ -164,17 +167,32 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
-// forget removes the edge's persistent session and retained status from
-// a Mosquitto that outlives the test.
-func (w *World) forget(t testing.TB, e *Edge) {
-	opts := paho.NewClientOptions().AddBroker(w.brokerURL).SetClientID(e.ID).SetCleanSession(true).SetProtocolVersion(4)
-	c := paho.NewClient(opts)
-	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Logf("forget the session of %s: %v", e.ID, tok.Error())
-		return
+// DropSession makes the broker forget the stopped edge's persistent
+// session, and with it the feed's batches queued for the edge while it was
+// away, as a restarted embedded broker or an expired session would: the
+// edge must then ask for what it missed.
+func (e *Edge) DropSession(t testing.TB) {
+	t.Helper()
+	e.mustBeStopped(t)
+	if err := e.endSession(t, false); err != nil {
+		t.Fatal(err)
 	}
-	c.Publish(w.Site.Status(e.ID), 1, true, []byte{}).WaitTimeout(5 * time.Second)
+}
+
+// endSession connects as the edge with a clean session, which ends its
+// persistent one, and clears its retained status when asked.
+func (e *Edge) endSession(t testing.TB, clearStatus bool) error {
+	opts := paho.NewClientOptions().AddBroker(e.w.brokerURL).SetClientID(e.ID).SetUsername(e.username).SetPassword(e.password).
+		SetCleanSession(true).SetProtocolVersion(4).SetAutoReconnect(false)
+	c := paho.NewClient(opts)
+	if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+		return fmt.Errorf("end the session of %s: %v", e.ID, tok.Error())
+	}
+	if clearStatus {
+		c.Publish(e.w.Site.Status(e.ID), 1, true, []byte{}).WaitTimeout(5 * time.Second)
+	}
 	c.Disconnect(100)
+	return nil
 }
 
 // Start runs the edge's App in the test process, from its configuration
