@@ -214,7 +214,7 @@ func scenarioOutage(t *testing.T, b *backend) {
 		}
 		acked = append(acked, ids...) // Ack is called from the edge's one goroutine
 	}
-	first := e.store.record(1000)
+	first := e.store.record(3000)
 	e.Notify()
 	// Cut the link mid-flush: some facts are applied, some in flight,
 	// some not yet published.
@@ -234,7 +234,7 @@ func scenarioOutage(t *testing.T, b *backend) {
 	for _, id := range all {
 		require.True(t, store.isApplied(id), "fact %s applied", id)
 	}
-	assert.Equal(t, 1500, store.appliedCount(), "each fact applied once")
+	assert.Equal(t, 3500, store.appliedCount(), "each fact applied once")
 	assert.GreaterOrEqual(t, e.State().Counters.Connects, uint64(2))
 }
 
