@@ -195,9 +195,9 @@ func NewCloud(cfg CloudConfig) (*Cloud, error) {
 	return &Cloud{
 		cfg:    cfg,
 		log:    cfg.Logger.With("component", "mqttsync-cloud", "client_id", cfg.ClientID),
-		facts:  newInbox(inboxLimit),
-		resync: newInbox(inboxLimit),
-		status: newInbox(inboxLimit),
+		facts:  newInbox(inboxLimit, inboxBytes),
+		resync: newInbox(inboxLimit, inboxBytes),
+		status: newInbox(inboxLimit, inboxBytes),
 		notify: make(chan struct{}, 1),
 	}, nil
 }

@@ -20,6 +20,7 @@ const (
 	defaultMinBackoff     = 500 * time.Millisecond
 	defaultMaxBackoff     = 30 * time.Second
 	inboxLimit            = 100_000
+	inboxBytes            = 256 << 20 // a snapshot of 100,000 visits is about 60 MB
 )
 
 // subackFailure is the SUBACK return code of a refused subscription.

@@ -229,7 +229,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	e := &Edge{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "mqttsync-edge", "edge_id", cfg.EdgeID, "site_id", cfg.Site.SiteID),
-		in:       newInbox(inboxLimit),
+		in:       newInbox(inboxLimit, inboxBytes),
 		notify:   make(chan struct{}, 1),
 		inflight: make(map[string]time.Time),
 		badFacts: make(map[string]bool),

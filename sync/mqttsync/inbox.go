@@ -12,30 +12,34 @@ type message struct {
 // handles its messages. A paho callback must never block (paho issue 427:
 // a blocked handler stops the client reading, so acknowledgements and
 // pings stall and the connection deadlocks), so push never waits: past
-// limit it drops the message, which the protocol recovers from (a change
-// by a resync, a fact by the edge's republication).
+// limit messages or maxBytes of payload it drops the message, which the
+// protocol recovers from (a change by a resync, a fact by the edge's
+// republication).
 type inbox struct {
-	limit int
-	ready chan struct{} // signalled when items are waiting
+	limit    int
+	maxBytes int
+	ready    chan struct{} // signalled when items are waiting
 
 	mu      sync.Mutex
 	items   []message
+	bytes   int
 	dropped uint64
 }
 
-func newInbox(limit int) *inbox {
-	return &inbox{limit: limit, ready: make(chan struct{}, 1)}
+func newInbox(limit, maxBytes int) *inbox {
+	return &inbox{limit: limit, maxBytes: maxBytes, ready: make(chan struct{}, 1)}
 }
 
 // push queues m without blocking, reporting false when the inbox is full.
 func (q *inbox) push(m message) bool {
 	q.mu.Lock()
-	if len(q.items) >= q.limit {
+	if len(q.items) >= q.limit || q.bytes+len(m.payload) > q.maxBytes {
 		q.dropped++
 		q.mu.Unlock()
 		return false
 	}
 	q.items = append(q.items, m)
+	q.bytes += len(m.payload)
 	q.mu.Unlock()
 	q.signal()
 	return true
@@ -58,6 +62,9 @@ func (q *inbox) take(max int) []message {
 	}
 	out := make([]message, n)
 	copy(out, q.items)
+	for _, m := range out {
+		q.bytes -= len(m.payload)
+	}
 	rest := copy(q.items, q.items[n:])
 	clear(q.items[rest:])
 	q.items = q.items[:rest]

@@ -116,12 +116,13 @@ func TestSplitSnapshot(t *testing.T) {
 }
 
 func TestInbox(t *testing.T) {
-	q := newInbox(3)
+	q := newInbox(3, 10)
 	for i := range 4 {
 		ok := q.push(message{topic: string(rune('a' + i))})
 		assert.Equal(t, i < 3, ok, "push %d", i)
 	}
 	assert.Equal(t, uint64(1), q.droppedCount())
+	assert.False(t, q.push(message{topic: "big", payload: make([]byte, 11)}), "more bytes than the inbox holds")
 	select {
 	case <-q.ready:
 	default:
@@ -136,6 +137,7 @@ func TestInbox(t *testing.T) {
 	}
 	assert.Equal(t, []message{{topic: "c"}}, q.take(0))
 	assert.Empty(t, q.take(0))
+	assert.True(t, q.push(message{topic: "d", payload: make([]byte, 10)}), "room again once taken")
 }
 
 func TestBackoff(t *testing.T) {
