@@ -9,8 +9,8 @@
 //
 // # Access
 //
-// Every connection is authenticated; unknown credentials are refused with
-// "bad username or password". The cloud's own clients (Access.Cloud) may
+// Every connection is authenticated; unknown credentials are refused in the
+// CONNACK (an MQTT 3.1.1 client sees "not authorised"). The cloud's own clients (Access.Cloud) may
 // publish and subscribe anywhere under protocol.Root, directly or through
 // "$share/{group}/" filters. An edge must connect with its edge ID as its
 // client ID (so that it cannot take over another edge's persistent session),
