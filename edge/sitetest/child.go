@@ -204,6 +204,12 @@ func (c *Child) Scan(t testing.TB, gateID, token string) edge.ScanResponse {
 	return scan(t, c.HTTP, gateID, token)
 }
 
+// ScanAll scans every token at the child's gate, as Edge.ScanAll does.
+func (c *Child) ScanAll(t testing.TB, gateID string, tokens []string) []edge.ScanResponse {
+	t.Helper()
+	return scanAll(t, c.HTTP, gateID, tokens)
+}
+
 // Status is the child's GET /status.
 func (c *Child) Status(t testing.TB) edge.StatusResponse {
 	t.Helper()

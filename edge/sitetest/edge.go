@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -309,6 +310,13 @@ func (e *Edge) Scan(t testing.TB, gateID, token string) edge.ScanResponse {
 	return scan(t, e.running().addr, gateID, token)
 }
 
+// ScanAll scans every token at the gate, a few at once, as visitors at
+// several readers would, and returns the decisions in the tokens' order.
+func (e *Edge) ScanAll(t testing.TB, gateID string, tokens []string) []edge.ScanResponse {
+	t.Helper()
+	return scanAll(t, e.running().addr, gateID, tokens)
+}
+
 // Status is GET /status.
 func (e *Edge) Status(t testing.TB) edge.StatusResponse {
 	t.Helper()
@@ -374,23 +382,48 @@ func copyFile(t testing.TB, src, dst string) {
 	must(t, os.WriteFile(dst, b, 0o600))
 }
 
+// httpClient is the clients' of the edges' local HTTP: a scan answers
+// within its pulse.
+var httpClient = &http.Client{Timeout: wait}
+
 func scan(t testing.TB, addr, gateID, token string) edge.ScanResponse {
 	t.Helper()
-	resp, err := http.Post("http://"+addr+"/gates/"+gateID+"/scan", "text/plain", bytes.NewReader([]byte(token)))
+	res, err := postScan(addr, gateID, token)
 	must(t, err)
+	return res
+}
+
+// scanAll scans every token at the gate, four at a time, and returns the
+// decisions in the tokens' order.
+func scanAll(t testing.TB, addr, gateID string, tokens []string) []edge.ScanResponse {
+	t.Helper()
+	out := make([]edge.ScanResponse, len(tokens))
+	errs := make([]error, len(tokens))
+	parallel(len(tokens), func(i int) { out[i], errs[i] = postScan(addr, gateID, tokens[i]) })
+	must(t, errors.Join(errs...))
+	return out
+}
+
+func postScan(addr, gateID, token string) (edge.ScanResponse, error) {
+	var out edge.ScanResponse
+	resp, err := httpClient.Post("http://"+addr+"/gates/"+gateID+"/scan", "text/plain", bytes.NewReader([]byte(token)))
+	if err != nil {
+		return out, err
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	must(t, err)
-	var out edge.ScanResponse
-	if err := json.Unmarshal(body, &out); err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusInternalServerError) {
-		t.Fatalf("scan at %s: %s %s", gateID, resp.Status, body)
+	if err != nil {
+		return out, err
 	}
-	return out
+	if err := json.Unmarshal(body, &out); err != nil || (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusInternalServerError) {
+		return out, fmt.Errorf("scan at %s: %s %s", gateID, resp.Status, body)
+	}
+	return out, nil
 }
 
 func status(t testing.TB, addr string) edge.StatusResponse {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/status")
+	resp, err := httpClient.Get("http://" + addr + "/status")
 	must(t, err)
 	defer resp.Body.Close()
 	var out edge.StatusResponse

@@ -13,23 +13,12 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// tokens are the visits' pass tokens.
-func tokens(t *testing.T, w *sitetest.World, visits []cloud.Visit) []string {
-	t.Helper()
-	out := make([]string, len(visits))
-	for i, v := range visits {
-		out[i] = w.Token(t, v.ID)
-	}
-	return out
-}
-
-// checkIn scans every token at the entry and requires each admitted as a
-// check-in; it returns the facts' IDs.
-func checkIn(t *testing.T, scan func(t testing.TB, gateID, token string) edge.ScanResponse, gate string, toks []string) []string {
+// checkIn scans every token at the entry, a few at once, and requires
+// each admitted as a check-in; it returns the facts' IDs.
+func checkIn(t *testing.T, scanAll func(t testing.TB, gateID string, tokens []string) []edge.ScanResponse, gate string, toks []string) []string {
 	t.Helper()
 	var facts []string
-	for i, tok := range toks {
-		res := scan(t, gate, tok)
+	for i, res := range scanAll(t, gate, toks) {
 		require.True(t, res.Admitted, "scan %d: %+v", i, res)
 		require.Equal(t, string(protocol.FactCheckIn), res.Kind, "scan %d", i)
 		facts = append(facts, res.FactID)

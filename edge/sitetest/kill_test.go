@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/edge/sitetest"
 )
 
@@ -15,6 +16,7 @@ const killVisits = 300
 // outbox: the cloud has applied some facts and not others, and some it
 // applied were never acknowledged. Restarted on the same cache file, the
 // edge delivers the rest: every fact is applied exactly once, none lost.
+// The cloud learns of the death from the edge's last will.
 func TestEdge_KilledMidFlush(t *testing.T) {
 	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
 		w := sitetest.Start(t, opts)
@@ -22,7 +24,7 @@ func TestEdge_KilledMidFlush(t *testing.T) {
 		// kill finds it in the middle.
 		e := w.NewEdge(t, sitetest.EdgeOptions{Window: 8})
 		visits := w.NewVisits(t, killVisits)
-		toks := tokens(t, w, visits)
+		toks := w.Tokens(t, visits)
 		child := e.StartChild(t)
 		head := w.Head(t)
 		sitetest.Eventually(t, heal, func() bool {
@@ -31,7 +33,7 @@ func TestEdge_KilledMidFlush(t *testing.T) {
 		}, "the child edge did not sync")
 
 		w.StopCloud()
-		facts := checkIn(t, child.Scan, w.Entry, toks)
+		facts := checkIn(t, child.ScanAll, w.Entry, toks)
 		require.Equal(t, killVisits, child.Status(t).Outbox.Depth)
 
 		w.StartCloud()
@@ -54,6 +56,9 @@ func TestEdge_KilledMidFlush(t *testing.T) {
 		sitetest.Eventually(t, settle, func() bool { return len(w.FactRows(t, e.ID))+left > killVisits },
 			"no fact was applied and left unacknowledged by the kill")
 		t.Logf("%d facts applied and still in the outbox", len(w.FactRows(t, e.ID))+left-killVisits)
+
+		sitetest.Eventually(t, settle, func() bool { return w.CloudEdge(t, e.ID).State == cloud.EdgeOffline },
+			"the killed edge's last will did not reach the cloud")
 
 		child = e.StartChild(t)
 		waitDeliveredOnce(t, w, e.ID, facts, visits, func() int { return child.Status(t).Outbox.Depth })

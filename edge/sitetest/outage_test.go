@@ -20,7 +20,7 @@ const outageVisits = 50
 // link is back, each fact reaches the cloud once and the cache converges.
 func outage(t *testing.T, w *sitetest.World, e *sitetest.Edge, cut, restore func()) {
 	visits := w.NewVisits(t, outageVisits)
-	toks := tokens(t, w, visits)
+	toks := w.Tokens(t, visits)
 	cancelled := w.NewVisit(t)
 	cancelledTok := w.Token(t, cancelled.ID)
 	_, err := w.Svc().Cancel(t.Context(), w.Actor, cancelled.ID)
@@ -28,7 +28,7 @@ func outage(t *testing.T, w *sitetest.World, e *sitetest.Edge, cut, restore func
 	w.WaitConverged(t, e, settle)
 
 	cut()
-	facts := checkIn(t, e.Scan, w.Entry, toks)
+	facts := checkIn(t, e.ScanAll, w.Entry, toks)
 	// The cache, not the token, decides: the token alone would admit.
 	res := e.Scan(t, w.Entry, cancelledTok)
 	require.False(t, res.Admitted)
@@ -53,7 +53,8 @@ func outage(t *testing.T, w *sitetest.World, e *sitetest.Edge, cut, restore func
 
 // With the link between the edge and the broker cut, the gates go on
 // deciding from the cache and the facts queue; once it is back, each
-// reaches the cloud exactly once.
+// reaches the cloud exactly once. The cloud learns of the outage from the
+// edge's last will, and of its end from its status.
 func TestOutage_LinkCut(t *testing.T) {
 	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
 		w := sitetest.Start(t, opts)
@@ -65,9 +66,13 @@ func TestOutage_LinkCut(t *testing.T) {
 			before = connects()
 			e.Proxy.Cut()
 			sitetest.Eventually(t, settle, func() bool { return !e.Half().State().Connected }, "the edge did not notice the cut")
+			sitetest.Eventually(t, settle, func() bool { return w.CloudEdge(t, e.ID).State == cloud.EdgeOffline },
+				"the broker did not pass the edge's last will to the cloud")
 		}, func() {
 			e.Proxy.Restore()
 			sitetest.Eventually(t, heal, func() bool { return connects() > before }, "the edge did not reconnect")
+			sitetest.Eventually(t, settle, func() bool { return w.CloudEdge(t, e.ID).State == cloud.EdgeOnline },
+				"the cloud did not learn the edge is back")
 		})
 	})
 }

@@ -331,24 +331,73 @@ func (w *World) NewVisit(t testing.TB) cloud.Visit {
 // NewVisit does.
 func (w *World) NewVisitAt(t testing.TB, site protocol.Site) cloud.Visit {
 	t.Helper()
-	now := time.Now().UTC()
-	at, until := now.Add(-10*time.Minute), now.Add(2*time.Hour)
-	v, err := w.Svc().CreateVisit(context.Background(), w.Actor, cloud.VisitInput{
-		SiteID: cloud.Some(site.SiteID), Type: cloud.Some("meeting"), ExpectedAt: cloud.Some(&at), ExpectedUntil: cloud.Some(&until),
-		Visitor: cloud.Some(&cloud.VisitorInput{Name: cloud.Some("Vera Visitor")}),
-	})
+	return w.newVisit(t, w.Svc(), site)
+}
+
+// NewVisit creates a visit at Site through this process's service, as
+// World.NewVisit does.
+func (p *Process) NewVisit(t testing.TB) cloud.Visit {
+	t.Helper()
+	return p.w.newVisit(t, p.Service, p.w.Site)
+}
+
+func (w *World) newVisit(t testing.TB, svc *cloud.Service, site protocol.Site) cloud.Visit {
+	t.Helper()
+	v, err := w.createVisit(svc, site)
 	must(t, err)
 	return v
 }
 
-// NewVisits creates n visits as NewVisit does.
+func (w *World) createVisit(svc *cloud.Service, site protocol.Site) (cloud.Visit, error) {
+	now := time.Now().UTC()
+	at, until := now.Add(-10*time.Minute), now.Add(2*time.Hour)
+	return svc.CreateVisit(context.Background(), w.Actor, cloud.VisitInput{
+		SiteID: cloud.Some(site.SiteID), Type: cloud.Some("meeting"), ExpectedAt: cloud.Some(&at), ExpectedUntil: cloud.Some(&until),
+		Visitor: cloud.Some(&cloud.VisitorInput{Name: cloud.Some("Vera Visitor")}),
+	})
+}
+
+// NewVisits creates n visits as NewVisit does, a few at a time (their
+// order is not kept).
 func (w *World) NewVisits(t testing.TB, n int) []cloud.Visit {
 	t.Helper()
 	out := make([]cloud.Visit, n)
-	for i := range out {
-		out[i] = w.NewVisit(t)
-	}
+	errs := make([]error, n)
+	parallel(n, func(i int) {
+		out[i], errs[i] = w.createVisit(w.Svc(), w.Site)
+	})
+	must(t, errors.Join(errs...))
 	return out
+}
+
+// Tokens are the visits' pass tokens, in order.
+func (w *World) Tokens(t testing.TB, visits []cloud.Visit) []string {
+	t.Helper()
+	out := make([]string, len(visits))
+	errs := make([]error, len(visits))
+	parallel(len(visits), func(i int) {
+		out[i], errs[i] = w.Svc().PassToken(context.Background(), w.Actor, visits[i].ID)
+	})
+	must(t, errors.Join(errs...))
+	return out
+}
+
+// parallel calls fn(0) to fn(n-1) on four goroutines.
+func parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 4 {
+		wg.Go(func() {
+			for i := range next {
+				fn(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // Token is the pass token of a visit, as its QR code holds it.
@@ -373,6 +422,15 @@ func (w *World) Head(t testing.TB) uint64 {
 	_, head, err := w.Svc().SiteChanges(context.Background(), w.Site, 1<<62, 1)
 	must(t, err)
 	return head
+}
+
+// CloudEdge reads what the cloud knows of an edge: its state as its last
+// status (or last will) said.
+func (w *World) CloudEdge(t testing.TB, id string) cloud.Edge {
+	t.Helper()
+	e, err := w.Svc().Store().Edge(context.Background(), id)
+	must(t, err)
+	return e
 }
 
 // EdgeFact reads a recorded fact from the store; false when there is none.
