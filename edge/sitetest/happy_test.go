@@ -51,6 +51,7 @@ func TestSite_HappyPath(t *testing.T) {
 		// The gate's clock, a minute and a half behind the cloud's: the
 		// check-in must carry the scan's time, not the cloud's.
 		scanned := time.Now().Add(-90 * time.Second).UTC().Truncate(time.Microsecond)
+		head := w.Head(t)
 		e.Clock.Set(scanned)
 		res := e.Scan(t, w.Entry, tok)
 		e.Clock.Real()
@@ -75,9 +76,17 @@ func TestSite_HappyPath(t *testing.T) {
 		require.Equal(t, res.FactID, rows[0].ID)
 
 		// Back at the edge: the outbox is empty, and the cache holds the
-		// cloud's visit, checked in, at the feed's head.
+		// cloud's visit, checked in, at the feed's head, which is the
+		// cloud's change of the visit that the check-in made.
 		sitetest.Eventually(t, settle, func() bool { return e.Outbox() == 0 }, "the check-in was not acknowledged")
+		changes, _, err := w.Svc().SiteChanges(t.Context(), w.Site, head, 0)
+		require.NoError(t, err)
+		require.Len(t, changes, 1, "the check-in's change of the visit")
+		require.NotNil(t, changes[0].Visit)
+		require.Equal(t, v.ID, changes[0].Visit.ID)
+		require.Equal(t, string(cloud.VisitCheckedIn), changes[0].Visit.Status)
 		w.WaitConverged(t, e, settle)
+		require.Equal(t, changes[0].Seq, e.View().Seq())
 		cached, _ = e.View().Visit(v.ID)
 		require.Equal(t, string(cloud.VisitCheckedIn), cached.Status)
 		require.True(t, scanned.Equal(*cached.CheckedInAt))
