@@ -38,10 +38,12 @@ func tamper(t *testing.T, b []byte, old, new string) []byte {
 	return out
 }
 
-// oversize is a JSON object just over protocol.MaxMessage: under the
+// oversize is a message that would be valid but for its size: padded
+// with white space to just over protocol.MaxMessage, and under the
 // embedded broker's packet limit, so it reaches the halves.
-func oversize() []byte {
-	return []byte(`{"v":1,"pad":"` + strings.Repeat("x", protocol.MaxMessage+1000) + `"}`)
+func oversize(msg []byte) []byte {
+	pad := strings.Repeat(" ", protocol.MaxMessage+1000-len(msg))
+	return append([]byte("{"+pad), msg[1:]...)
 }
 
 // Messages that are malformed (garbage, another version, unknown fields,
@@ -86,7 +88,7 @@ func TestMQTT_MalformedAndForeignMessages(t *testing.T) {
 			{"fact of version 2", w.Site.Facts(), tamper(t, goodFact, `"v":1`, `"v":2`)},
 			{"fact with an unknown field", w.Site.Facts(), tamper(t, goodFact, `"v":1,`, `"v":1,"mood":"sneaky",`)},
 			{"fact without an ID", w.Site.Facts(), tamper(t, goodFact, `"id":"`+good.ID+`",`, ``)},
-			{"fact over MaxMessage", w.Site.Facts(), oversize()},
+			{"fact over MaxMessage", w.Site.Facts(), oversize(goodFact)},
 			{"garbage resync request", w.Site.Resync(e.ID), garbage},
 			{"resync request of version 2", w.Site.Resync(e.ID), []byte(`{"v":2,"request_id":"abc","after":0}`)},
 			{"garbage status", w.Site.Status(e.ID), garbage},
@@ -107,7 +109,7 @@ func TestMQTT_MalformedAndForeignMessages(t *testing.T) {
 			{"empty batch", w.Site.Changes(), []byte(`{"v":1,"changes":[]}`)},
 			{"batch of version 2", w.Site.Changes(), tamper(t, batch, `"v":1`, `"v":2`)},
 			{"batch with an unknown field", w.Site.Changes(), tamper(t, batch, `"v":1,`, `"v":1,"from":"mallory",`)},
-			{"batch over MaxMessage", w.Site.Changes(), oversize()},
+			{"batch over MaxMessage", w.Site.Changes(), oversize(batch)},
 			{"ack with an unknown field", w.Site.Replies(e.ID), []byte(`{"v":1,"kind":"ack","acks":["` + good.ID + `"],"extra":1}`)},
 			{"garbage reply", w.Site.Replies(e.ID), garbage},
 		}
