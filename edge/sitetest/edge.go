@@ -146,6 +146,9 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 		t.Cleanup(func() { e.endSession(t, true) })
 	}
 	t.Cleanup(e.stopAll)
+	w.mu.Lock()
+	w.edges = append(w.edges, e)
+	w.mu.Unlock()
 	return e
 }
 

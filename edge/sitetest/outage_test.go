@@ -97,3 +97,27 @@ func TestOutage_CloudStopped(t *testing.T) {
 		})
 	})
 }
+
+// With the broker gone for everyone (the embedded one stopped, losing its
+// sessions and queues, then started afresh; Mosquitto cut off from the
+// cloud halves and the edge), the gates go on deciding and the facts
+// queue; once it is back, each reaches the cloud once, and the change the
+// cloud made meanwhile reaches the edge.
+func TestOutage_Broker(t *testing.T) {
+	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
+		w := sitetest.Start(t, opts)
+		e := w.NewEdge(t, sitetest.EdgeOptions{})
+		e.Start()
+		outage(t, w, e, func() {
+			w.BrokerDown()
+			sitetest.Eventually(t, settle, func() bool {
+				return !e.Half().State().Connected && !w.Cloud().Half().State().Connected
+			}, "the halves did not lose the broker")
+		}, func() {
+			w.BrokerUp()
+			sitetest.Eventually(t, heal, func() bool {
+				return e.Half().State().Connected && w.Cloud().Half().State().Connected
+			}, "the halves did not reconnect")
+		})
+	})
+}

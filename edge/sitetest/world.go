@@ -47,15 +47,21 @@ type World struct {
 	Other     protocol.Site
 	OtherGate string // Other's gate (both ways)
 
-	t         testing.TB
-	open      func() (closer, error)
-	brokerURL string // for clients that connect without a proxy
-	cloudUser string
-	cloudPass string
-	facts     *factReader
+	t          testing.TB
+	open       func() (closer, error)
+	brokerURL  string // for clients that connect without a proxy
+	cloudProxy *Proxy // the cloud halves' way to the broker
+	// startBroker starts the embedded broker on addr and returns its
+	// address; stopBroker stops it.
+	startBroker func(addr string) string
+	stopBroker  func()
+	cloudUser   string
+	cloudPass   string
+	facts       *factReader
 
 	mu      sync.Mutex
 	primary *Process
+	edges   []*Edge
 }
 
 // Start makes a World: it opens the store, starts the broker when it is
@@ -93,21 +99,59 @@ func Start(t testing.TB, opts Options) *World {
 		auth := broker.AuthenticatorFunc(func(ctx context.Context, user, password string) (broker.Access, error) {
 			return edgesync.Authenticator(w.Svc(), pass).Authenticate(ctx, user, password)
 		})
-		b, err := broker.New(broker.Config{Listen: "127.0.0.1:0", Auth: auth, Logger: Logger(t, "broker")})
-		if err != nil {
-			t.Fatal(err)
+		w.startBroker = func(addr string) string {
+			b, err := broker.New(broker.Config{Listen: addr, Auth: auth, Logger: Logger(t, "broker")})
+			must(t, err)
+			w.stopBroker = runPart(t, "broker", b.Run)
+			return b.Addr()
 		}
-		runPart(t, "broker", b.Run)
-		w.brokerURL, w.cloudUser, w.cloudPass = "tcp://"+b.Addr(), edgesync.CloudUsername, pass
+		w.brokerURL, w.cloudUser, w.cloudPass = "tcp://"+w.startBroker("127.0.0.1:0"), edgesync.CloudUsername, pass
 	case Mosquitto:
 		w.brokerURL = mosquittoURL(t)
 	default:
 		t.Fatalf("sitetest: unknown broker %q", opts.Broker)
 	}
 
+	// The cloud halves reach the broker through a proxy of their own, so a
+	// test can cut them off a broker it cannot stop.
+	w.cloudProxy = NewProxy(t, w.brokerURL)
 	w.setUp(t)
 	w.primary.StartHalf()
 	return w
+}
+
+// BrokerDown takes the broker away from everyone: the embedded broker
+// stops (its sessions and queued messages are lost, as in a restart);
+// Mosquitto, which the test cannot stop, is cut off from the cloud halves
+// and every edge by their proxies. BrokerUp brings it back: a new embedded
+// broker on the same address, or the proxies open again.
+func (w *World) BrokerDown() {
+	w.t.Helper()
+	if w.Opts.Broker == Embedded {
+		w.stopBroker()
+		return
+	}
+	w.cloudProxy.Cut()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.edges {
+		e.Proxy.Cut()
+	}
+}
+
+// BrokerUp ends BrokerDown.
+func (w *World) BrokerUp() {
+	w.t.Helper()
+	if w.Opts.Broker == Embedded {
+		w.startBroker(strings.TrimPrefix(w.brokerURL, "tcp://"))
+		return
+	}
+	w.cloudProxy.Restore()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.edges {
+		e.Proxy.Restore()
+	}
 }
 
 // setUp creates the organisation, its sites and gates, and its
@@ -228,7 +272,7 @@ func (p *Process) Close() {
 // feed polled every 20 ms, reconnections within 200 ms.
 func (w *World) cloudConfig(svc *cloud.Service) mqttsync.CloudConfig {
 	cfg := mqttsync.CloudConfig{
-		BrokerURL: w.brokerURL, Username: w.cloudUser, Password: w.cloudPass,
+		BrokerURL: w.cloudProxy.URL(), Username: w.cloudUser, Password: w.cloudPass,
 		ClientID: "sitetest-cloud-" + randomHex(6),
 		Store:    edgesync.Store{Service: svc}, Logger: Logger(w.t, "cloud"),
 		PollEvery: 20 * time.Millisecond, KeepAlive: 10 * time.Second, ConnectTimeout: 2 * time.Second,
