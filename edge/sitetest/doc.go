@@ -20,6 +20,17 @@
 //     SIGKILL; a test binary that uses StartChild calls MainChild first
 //     thing in its TestMain.
 //
+// The cloud halves reach the broker through a proxy too, so that
+// World.BrokerDown can take the broker from everyone: it stops the
+// embedded one (which loses its sessions, as a restart does) or cuts
+// Mosquitto off. World.StopCloud, StartCloud and RestartCloud stop the
+// cloud half, or the whole cloud process, under a running site;
+// World.AddProcess starts a second cloud process on the same PostgreSQL
+// database. What the cloud recorded is read back through the store and,
+// for "exactly once", with a query of the harness's own (World.FactRows);
+// an edge's cache through its View, compared with the cloud's snapshot by
+// World.CacheDiff.
+//
 // Each combination runs as a subtest: Each gives "embedded/sqlite",
 // "embedded/postgres", "mosquitto/sqlite" and "mosquitto/postgres", and
 // skips those whose service is not configured, unless
