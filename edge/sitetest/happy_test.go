@@ -109,3 +109,51 @@ func TestSite_HappyPath(t *testing.T) {
 		}, "the edge's status did not reach the cloud")
 	})
 }
+
+// A visitor checks in, leaves through the exit gate and comes back on the
+// same pass: the cloud records the check-out at the exit's scan time and
+// makes the re-entry's visit the edge made, and the edge's cache ends
+// equal to the cloud's.
+func TestSite_ExitAndReEntry(t *testing.T) {
+	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
+		w := sitetest.Start(t, opts)
+		e := w.NewEdge(t, sitetest.EdgeOptions{})
+		e.Start()
+		v := w.NewVisit(t)
+		tok := w.Token(t, v.ID)
+		waitVisit(t, e, v.ID)
+
+		at := time.Now().Add(-5 * time.Minute).UTC().Truncate(time.Microsecond)
+		inAt, outAt, againAt := at, at.Add(time.Minute), at.Add(2*time.Minute)
+		e.Clock.Set(inAt)
+		in := e.Scan(t, w.Entry, tok)
+		require.Equal(t, string(protocol.FactCheckIn), in.Kind, "%+v", in)
+		e.Clock.Set(outAt)
+		out := e.Scan(t, w.Exit, tok)
+		require.Equal(t, string(protocol.FactCheckOut), out.Kind, "%+v", out)
+		e.Clock.Set(againAt)
+		again := e.Scan(t, w.Entry, tok)
+		e.Clock.Real()
+		require.Equal(t, string(protocol.FactReEntry), again.Kind, "%+v", again)
+		require.NotEqual(t, v.ID, again.VisitID)
+		require.Equal(t, v.ID, again.PassVisitID)
+
+		sitetest.Eventually(t, settle, func() bool { return e.Outbox() == 0 }, "the facts were not acknowledged")
+		require.Len(t, w.FactRows(t, e.ID), 3)
+		first := w.Visit(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedOut, first.Status)
+		require.True(t, inAt.Equal(*first.CheckedInAt))
+		require.True(t, outAt.Equal(*first.CheckedOutAt), "checked out at %v, scanned at %v", first.CheckedOutAt, outAt)
+		require.Equal(t, again.VisitID, first.ReenteredAs)
+		next := w.Visit(t, again.VisitID)
+		require.Equal(t, cloud.VisitCheckedIn, next.Status)
+		require.Equal(t, v.ID, next.Pass.ForVisitID)
+		require.True(t, againAt.Equal(*next.CheckedInAt))
+		for _, f := range []string{in.FactID, out.FactID, again.FactID} {
+			rec, ok := w.EdgeFact(t, f)
+			require.True(t, ok)
+			require.Empty(t, rec.Conflict, "fact %s", f)
+		}
+		w.WaitConverged(t, e, settle)
+	})
+}
