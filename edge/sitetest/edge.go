@@ -199,6 +199,13 @@ func (e *Edge) endSession(t testing.TB, clearStatus bool) error {
 	return nil
 }
 
+// SetOptions changes the sync half's options from the edge's next start.
+func (e *Edge) SetOptions(o EdgeOptions) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.opts = o
+}
+
 // Start runs the edge's App in the test process, from its configuration
 // file, and waits until it serves. The App's sync half is the real
 // mqttsync edge half over its cache.
@@ -212,12 +219,13 @@ func (e *Edge) Start() {
 	cfg, err := config.Load(e.ConfigPath)
 	must(e.t, err)
 	log := Logger(e.t, "edge")
+	opts := e.opts
 	r := &edgeRun{done: make(chan error, 1)}
 	deps := edge.Deps{
 		Logger:  log,
 		OpenPin: edge.SimulatedPins(slog.New(slog.DiscardHandler)),
 		NewSyncer: func(c *cache.Cache) (edge.Syncer, error) {
-			half, err := mqttsync.NewEdge(syncConfig(cfg, c, e.opts, log))
+			half, err := mqttsync.NewEdge(syncConfig(cfg, c, opts, log))
 			if err != nil {
 				return nil, err
 			}

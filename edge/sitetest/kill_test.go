@@ -60,6 +60,7 @@ func TestEdge_KilledMidFlush(t *testing.T) {
 		sitetest.Eventually(t, settle, func() bool { return w.CloudEdge(t, e.ID).State == cloud.EdgeOffline },
 			"the killed edge's last will did not reach the cloud")
 
+		e.SetOptions(sitetest.EdgeOptions{}) // the rest in one window
 		child = e.StartChild(t)
 		waitDeliveredOnce(t, w, e.ID, facts, visits, func() int { return child.Status(t).Outbox.Depth })
 		child.Stop(t)
