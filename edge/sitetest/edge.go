@@ -34,6 +34,9 @@ type EdgeOptions struct {
 	// ResyncEvery is how often the edge asks for what follows its
 	// sequence with nothing else happening; default 1s.
 	ResyncEvery time.Duration
+	// AckTimeout is how long a published fact waits for its
+	// acknowledgement before it is published again; default 1s.
+	AckTimeout time.Duration
 }
 
 // syncConfig is an edge half's configuration for cfg with the test
@@ -52,6 +55,9 @@ func syncConfig(cfg *config.Config, store mqttsync.EdgeStore, o EdgeOptions, log
 	}
 	if o.ResyncEvery > 0 {
 		ec.ResyncEvery = o.ResyncEvery
+	}
+	if o.AckTimeout > 0 {
+		ec.AckTimeout = o.AckTimeout
 	}
 	return ec
 }

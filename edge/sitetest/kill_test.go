@@ -2,11 +2,13 @@ package sitetest_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/edge/sitetest"
+	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
 // killVisits is how many facts wait in the outbox when the edge is killed.
@@ -19,9 +21,11 @@ const killVisits = 300
 // The cloud learns of the death from the edge's last will.
 func TestEdge_KilledMidFlush(t *testing.T) {
 	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
-		w := sitetest.Start(t, opts)
 		// A small window makes delivery a sequence of round trips, so the
-		// kill finds it in the middle.
+		// kill finds it in the middle; acknowledgements that gather for
+		// 200 ms make the kill find facts applied and not acknowledged.
+		opts.Cloud = func(c *mqttsync.CloudConfig) { c.AckEvery = 200 * time.Millisecond }
+		w := sitetest.Start(t, opts)
 		e := w.NewEdge(t, sitetest.EdgeOptions{Window: 8})
 		visits := w.NewVisits(t, killVisits)
 		toks := w.Tokens(t, visits)
@@ -60,7 +64,10 @@ func TestEdge_KilledMidFlush(t *testing.T) {
 		sitetest.Eventually(t, settle, func() bool { return w.CloudEdge(t, e.ID).State == cloud.EdgeOffline },
 			"the killed edge's last will did not reach the cloud")
 
-		e.SetOptions(sitetest.EdgeOptions{}) // the rest in one window
+		// The rest in one window, published again only if the cloud has
+		// not acknowledged it within 5 s (under -race it applies a few
+		// dozen a second).
+		e.SetOptions(sitetest.EdgeOptions{AckTimeout: 5 * time.Second})
 		child = e.StartChild(t)
 		waitDeliveredOnce(t, w, e.ID, facts, visits, func() int { return child.Status(t).Outbox.Depth })
 		child.Stop(t)
