@@ -88,7 +88,7 @@ func Open(path string, opts Options) (*Cache, error) {
 // init creates the buckets and checks the schema and the edge.
 func (c *Cache) init(edgeID string) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts} {
+		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -180,6 +180,9 @@ func (c *Cache) load() error {
 			return err
 		}
 		if err := c.loadOutbox(tx, e); err != nil {
+			return err
+		}
+		if err := c.loadCloud(tx, e); err != nil {
 			return err
 		}
 		v, err := e.done()
@@ -304,6 +307,33 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 	return nil
 }
 
+// loadCloud checks the cloud's versions of pending visits: each decodes
+// strictly, is filed under its own ID, and belongs to a visit that is in
+// the file and that a waiting fact names (Ack deletes it with the last).
+func (c *Cache) loadCloud(tx *bolt.Tx, e *edit) error {
+	return tx.Bucket(bucketCloud).ForEach(func(k, b []byte) error {
+		v, err := decodeVisit(b)
+		u, ok := visitUID(string(k))
+		switch {
+		case err != nil:
+		case v.ID != string(k):
+			err = fmt.Errorf("holds visit %s", v.ID)
+		case !ok:
+			err = fmt.Errorf("%q is not a visit ID", k)
+		case c.pending[u] == 0:
+			err = fmt.Errorf("no waiting fact names visit %s", k)
+		default:
+			if _, ok := e.visit(u); !ok {
+				err = fmt.Errorf("visit %s is not in the visits", k)
+			}
+		}
+		if err != nil {
+			return corrupt(bucketCloud, k, err)
+		}
+		return nil
+	})
+}
+
 func readCounter(k []byte) uint64 { n, _ := readU64(k); return n }
 
 // Close closes the file. The last View stays readable; writes fail.
@@ -378,6 +408,9 @@ func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
 	case ch.Visit != nil:
 		v := normalize(*ch.Visit)
 		if u, ok := visitUID(v.ID); ok && c.pending[u] > 0 {
+			if err := putJSON(tx.Bucket(bucketCloud), []byte(v.ID), v); err != nil {
+				return err
+			}
 			if x, ok := e.visit(u); ok {
 				v = merge(x.visit(v.ID, u), v)
 			}
@@ -505,6 +538,9 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 			}
 			v := normalize(*p)
 			if u, _ := visitUID(v.ID); c.pending[u] > 0 {
+				if err := putJSON(tx.Bucket(bucketCloud), []byte(v.ID), v); err != nil {
+					return err
+				}
 				if x, ok := cur.visits[u.shard()][u]; ok {
 					v = merge(x.visit(v.ID, u), v)
 				}
@@ -664,6 +700,16 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 				return err
 			}
 		}
+		// Only a cloud version received while the visit is pending may
+		// replace it at the acknowledgement; while it stays pending, the
+		// one received so far is kept.
+		for _, u := range us {
+			if c.pending[u] == 0 {
+				if err := tx.Bucket(bucketCloud).Delete([]byte(visitID(u))); err != nil {
+					return err
+				}
+			}
+		}
 		facts := tx.Bucket(bucketFacts)
 		if facts.Get([]byte(fact.ID)) != nil {
 			return fmt.Errorf("fact %s: %w", fact.ID, ErrDuplicateFact)
@@ -745,15 +791,19 @@ func (c *Cache) OutboxStats() (depth int, oldest time.Time, err error) {
 // Ack removes the facts the cloud acknowledged, in one transaction, and
 // returns how many it removed. IDs not in the outbox (acknowledged before,
 // or never recorded here) are ignored. Once no waiting fact names a visit,
-// the cloud's next change of it is taken whole. It returns bbolt's errors
-// and a *CorruptError for a row that no longer decodes.
+// it takes, in the same transaction, the cloud's latest version of it
+// received while it was pending, whole; a visit without one stays as it
+// is until the cloud's next change, which is taken whole. It returns
+// bbolt's errors and a *CorruptError for a row that no longer decodes.
 func (c *Cache) Ack(ids []string) (removed int, err error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var freed []uid
+	left := map[uid]int{} // pending counts after the acknowledgement, of the visits it names
+	e := newEdit(c.view.Load(), c.in)
+	var next *View
 	err = c.db.Update(func(tx *bolt.Tx) error {
 		facts, outbox := tx.Bucket(bucketFacts), tx.Bucket(bucketOutbox)
 		for _, id := range ids {
@@ -768,7 +818,11 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 			}
 			for _, v := range row.Visits {
 				u, _ := visitUID(v)
-				freed = append(freed, u)
+				n, ok := left[u]
+				if !ok {
+					n = c.pending[u]
+				}
+				left[u] = n - 1
 			}
 			if err := outbox.Delete(key); err != nil {
 				return err
@@ -778,20 +832,47 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 			}
 			removed++
 		}
-		return nil
+		if removed == 0 {
+			return nil
+		}
+		cloud := tx.Bucket(bucketCloud)
+		for u, n := range left {
+			if n > 0 {
+				continue
+			}
+			id := []byte(visitID(u))
+			b := cloud.Get(id)
+			if b == nil {
+				continue
+			}
+			v, err := decodeVisit(b)
+			if err != nil {
+				return corrupt(bucketCloud, id, err)
+			}
+			if err := c.putVisit(tx, e, v); err != nil {
+				return err
+			}
+			if err := cloud.Delete(id); err != nil {
+				return err
+			}
+		}
+		e.v.outbox -= removed
+		var err error
+		next, err = e.done()
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ack facts: %w", err)
 	}
-	for _, u := range freed {
-		if c.pending[u]--; c.pending[u] <= 0 {
+	for u, n := range left {
+		if n <= 0 {
 			delete(c.pending, u)
+		} else {
+			c.pending[u] = n
 		}
 	}
 	if removed > 0 {
-		next := *c.view.Load()
-		next.outbox -= removed
-		c.view.Store(&next)
+		c.view.Store(next)
 	}
 	return removed, nil
 }

@@ -630,16 +630,19 @@ func TestOpen_CorruptValueRefused(t *testing.T) {
 	for name, tc := range map[string]struct {
 		bucket, key, value string
 	}{
-		"visit not JSON":           {"visits", v.ID, `{"id":`},
-		"visit under another ID":   {"visits", ids.New(ids.Visit), mustJSON(t, v)},
-		"visit with unknown field": {"visits", v.ID, `{"id":"` + v.ID + `","surprise":1}`},
-		"visit invalid":            {"visits", v.ID, mustJSON(t, func() protocol.Visit { w := v; w.Status = "gone"; return w }())},
-		"gate invalid":             {"gates", gateID, `{"id":"` + gateID + `","name":"x","direction":"sideways"}`},
-		"key not JSON":             {"keys", "0000000a", `nope`},
-		"settings invalid":         {"meta", "settings", `{"timezone":"Mars/Olympus","offline_limit_minutes":0}`},
-		"seq not 8 bytes":          {"meta", "seq", "12"},
-		"synced_at not a time":     {"meta", "synced_at", "yesterday"},
-		"outbox row not JSON":      {"outbox", "\x00\x00\x00\x00\x00\x00\x00\x01", `{`},
+		"visit not JSON":               {"visits", v.ID, `{"id":`},
+		"visit under another ID":       {"visits", ids.New(ids.Visit), mustJSON(t, v)},
+		"visit with unknown field":     {"visits", v.ID, `{"id":"` + v.ID + `","surprise":1}`},
+		"visit invalid":                {"visits", v.ID, mustJSON(t, func() protocol.Visit { w := v; w.Status = "gone"; return w }())},
+		"gate invalid":                 {"gates", gateID, `{"id":"` + gateID + `","name":"x","direction":"sideways"}`},
+		"key not JSON":                 {"keys", "0000000a", `nope`},
+		"settings invalid":             {"meta", "settings", `{"timezone":"Mars/Olympus","offline_limit_minutes":0}`},
+		"seq not 8 bytes":              {"meta", "seq", "12"},
+		"synced_at not a time":         {"meta", "synced_at", "yesterday"},
+		"outbox row not JSON":          {"outbox", "\x00\x00\x00\x00\x00\x00\x00\x01", `{`},
+		"cloud visit not JSON":         {"cloud", v.ID, `{"id":`},
+		"cloud visit under another ID": {"cloud", ids.New(ids.Visit), mustJSON(t, v)},
+		"cloud visit not pending":      {"cloud", v.ID, mustJSON(t, v)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, path := newCache(t)
@@ -648,7 +651,11 @@ func TestOpen_CorruptValueRefused(t *testing.T) {
 			db, err := bolt.Open(path, 0o600, nil)
 			require.NoError(t, err)
 			require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-				return tx.Bucket([]byte(tc.bucket)).Put([]byte(tc.key), []byte(tc.value))
+				b, err := tx.CreateBucketIfNotExists([]byte(tc.bucket))
+				if err != nil {
+					return err
+				}
+				return b.Put([]byte(tc.key), []byte(tc.value))
 			}))
 			require.NoError(t, db.Close())
 

@@ -8,8 +8,9 @@
 //
 // The site snapshot the cloud sends (visits, gates, settings and the
 // organisation's pass-verification keys), the last change sequence applied,
-// the per-edge fact counter, and the outbox: facts not yet acknowledged, in
-// counter order. Values are the protocol's JSON, decoded as strictly as a
+// the per-edge fact counter, the outbox: facts not yet acknowledged, in
+// counter order, and the cloud's latest version of each visit such a fact
+// names (see Conflicts). Values are the protocol's JSON, decoded as strictly as a
 // message off the wire; the outbox is keyed by the counter, 8 bytes
 // big-endian, so a cursor walks it in order. Open reads every value back and
 // refuses the file with a *CorruptError naming the bucket and key of a
@@ -60,10 +61,26 @@
 // cloud's. So the cloud's "expected" sent before it saw a local check-in
 // cannot undo the check-in, and a cancellation or revocation applies at
 // once. A pending visit that a snapshot lacks (a re-entry made here while
-// offline) is kept. Once the facts are acknowledged the cloud's next change
-// of the visit is taken whole. Convergence relies on the cloud emitting a
-// change of the visit whenever it applies a fact about it, flagged ones
-// included.
+// offline) is kept.
+//
+// The merge only holds while the facts wait. The cloud publishes its change
+// of a visit as soon as it has committed the gate's fact and acknowledges
+// the fact later (batched, about 10 ms), so that change usually arrives
+// while the visit is still pending and is merged. So the cache also keeps,
+// for each pending visit, the cloud's latest version of it as received
+// (bucket "cloud", visit ID → protocol.Visit, written in the transaction of
+// the Apply or snapshot that brought it, checked at Open like the other
+// buckets: a pending visit's, filed under its ID). When an Ack removes the
+// last waiting fact that names the visit, the same transaction replaces the
+// visit with that version, whole, and deletes it. Only versions received
+// while the visit is pending count: one received before the Record would
+// undo the gate's change, and a later Record of a visit still pending keeps
+// the version received so far. A visit with no cloud version received
+// since it became pending stays as the gate left it, and the cloud's next
+// change of it is taken whole. Either way the cache converges on the
+// cloud's visit, because the cloud emits a change of every visit a fact it
+// applies touches, flagged ones included. The View holds only the merged
+// visit; stored versions exist for pending visits only, which are few.
 //
 // # Pruning
 //

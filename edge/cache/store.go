@@ -19,6 +19,7 @@ var (
 	bucketKeys   = []byte("keys")   // key ID → protocol.Key
 	bucketOutbox = []byte("outbox") // counter, 8 bytes big-endian → outboxRow
 	bucketFacts  = []byte("facts")  // fact ID → counter, 8 bytes big-endian: Ack's index
+	bucketCloud  = []byte("cloud")  // visit ID → protocol.Visit: the cloud's latest version of a pending visit, as received
 )
 
 // Keys of the meta bucket.

@@ -2,7 +2,6 @@ package sitetest_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,28 +9,6 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/edge/sitetest"
 )
-
-// envKnownBugs set to 1 runs the tests of bugs not fixed yet.
-const envKnownBugs = "SVC_TEST_KNOWN_BUGS"
-
-// knownBug skips t unless envKnownBugs=1: it reproduces a bug that is
-// reported and not fixed, and fails until it is.
-func knownBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv(envKnownBugs) != "1" {
-		t.Skipf("known bug, run with %s=1: %s", envKnownBugs, bug)
-	}
-}
-
-// convergenceBug is why the conflict tests fail: the cloud applies a
-// conflicting fact and emits the visit on the feed at once (Notify), but
-// acknowledges the fact AckEvery later; the edge receives the change while
-// the visit is still pending, so edge/cache merges it (keeping the gate's
-// check-in time and uses), and when the acknowledgement arrives no further
-// change of the visit follows: the cache keeps a visit the cloud does not
-// have.
-const convergenceBug = "the cloud's change of a visit after a conflicting fact reaches the edge before the fact's acknowledgement, " +
-	"is merged with the pending local visit, and nothing corrects it afterwards"
 
 // conflictAfterOutage lets the cloud change a visit (change) while the
 // edge is cut off, admits the visit at the gate from the edge's outdated
@@ -64,7 +41,6 @@ func conflictAfterOutage(t *testing.T, opts sitetest.Options, change func(w *sit
 // fact is recorded with conflict "ended", the cancellation stands, and the
 // edge's cache takes the cloud's visit.
 func TestConflict_CheckInOfCancelledVisit(t *testing.T) {
-	knownBug(t, convergenceBug)
 	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
 		conflictAfterOutage(t, opts, func(w *sitetest.World, v cloud.Visit) {
 			_, err := w.Svc().Cancel(context.Background(), w.Actor, v.ID)
@@ -78,7 +54,6 @@ func TestConflict_CheckInOfCancelledVisit(t *testing.T) {
 // cache takes the cloud's visit (two uses, checked in at the desk's time,
 // the earlier).
 func TestConflict_CheckInAtGateAndDesk(t *testing.T) {
-	knownBug(t, convergenceBug)
 	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
 		conflictAfterOutage(t, opts, func(w *sitetest.World, v cloud.Visit) {
 			_, err := w.Svc().CheckIn(context.Background(), w.Actor, v.ID, cloud.CheckInInput{})
