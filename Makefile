@@ -76,5 +76,10 @@ cross:
 bench:
 	cloud/bench/bench.sh
 
+## bench-edge: edge and sync figures (issue 4): svc-edge's size, gate decisions, cloud → edge propagation, svc-edge's memory and cold start, drain of 100,000 queued facts (PostgreSQL and Mosquitto when SVC_TEST_POSTGRES_URL and SVC_TEST_MQTT_URL are set)
+.PHONY: bench-edge
+bench-edge:
+	cloud/bench/edge.sh
+
 clean:
 	rm -rf bin $(TOOLS)
