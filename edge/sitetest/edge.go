@@ -23,6 +23,7 @@ import (
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/sync/mqttsync"
+	"github.com/svc-vms/svc/sync/mqttsync/mqtttest"
 )
 
 // EdgeOptions adjust an edge's sync half; a zero field takes the
@@ -90,7 +91,7 @@ type Edge struct {
 	Dir        string
 	ConfigPath string
 	CachePath  string
-	Proxy      *Proxy
+	Proxy      *mqtttest.Proxy
 	// Clock is the in-process App's clock: gates decide and stamp facts
 	// with it. A child edge uses the system's.
 	Clock *Clock
@@ -125,7 +126,7 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	must(t, err)
 	dir := t.TempDir()
 	e := &Edge{ID: ce.ID, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
-		Proxy: NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts, username: ce.Username, password: secret}
+		Proxy: mqtttest.NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts, username: ce.Username, password: secret}
 	ports := freePorts(t, 3)
 	gate := func(id string, port int, pin string) map[string]any {
 		return map[string]any{

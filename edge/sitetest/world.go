@@ -20,6 +20,7 @@ import (
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/mqttsync"
+	"github.com/svc-vms/svc/sync/mqttsync/mqtttest"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -49,8 +50,8 @@ type World struct {
 
 	t          testing.TB
 	open       func() (closer, error)
-	brokerURL  string // for clients that connect without a proxy
-	cloudProxy *Proxy // the cloud halves' way to the broker
+	brokerURL  string          // for clients that connect without a proxy
+	cloudProxy *mqtttest.Proxy // the cloud halves' way to the broker
 	// startBroker starts the embedded broker on addr and returns its
 	// address; stopBroker stops it.
 	startBroker func(addr string) string
@@ -114,7 +115,7 @@ func Start(t testing.TB, opts Options) *World {
 
 	// The cloud halves reach the broker through a proxy of their own, so a
 	// test can cut them off a broker it cannot stop.
-	w.cloudProxy = NewProxy(t, w.brokerURL)
+	w.cloudProxy = mqtttest.NewProxy(t, w.brokerURL)
 	w.setUp(t)
 	w.primary.StartHalf()
 	return w

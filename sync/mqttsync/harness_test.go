@@ -3,9 +3,7 @@ package mqttsync
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker"
+	"github.com/svc-vms/svc/sync/mqttsync/mqtttest"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -175,84 +174,6 @@ func (b *backend) forget(t *testing.T, clientID, statusTopic string) {
 	})
 }
 
-// proxy is a TCP relay between an edge and its broker that the test can
-// cut, as a network outage would: connections close without an MQTT
-// DISCONNECT, so the broker sends the last will.
-type proxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
-}
-
-func newProxy(t *testing.T, brokerURL string) *proxy {
-	t.Helper()
-	target := strings.TrimPrefix(brokerURL, "tcp://")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{ln: ln, target: target, conns: make(map[net.Conn]bool)}
-	p.wg.Go(p.accept)
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) url() string { return "tcp://" + p.ln.Addr().String() }
-
-func (p *proxy) accept() {
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			_ = in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[in], p.conns[out] = true, true
-		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
-			_ = dst.Close()
-			_ = src.Close()
-		}
-		p.wg.Go(func() { pipe(out, in) })
-		p.wg.Go(func() { pipe(in, out) })
-	}
-}
-
-// cut closes every relayed connection and refuses new ones until restore.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = true
-	for c := range p.conns {
-		_ = c.Close()
-		delete(p.conns, c)
-	}
-}
-
-func (p *proxy) restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = false
-}
-
 // waitFor polls cond every few milliseconds until it holds, failing the
 // test with what after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
@@ -293,7 +214,7 @@ func run(t *testing.T, r func(context.Context) error) (stop func()) {
 type testEdge struct {
 	*Edge
 	store  *fakeEdge
-	proxy  *proxy
+	proxy  *mqtttest.Proxy
 	site   protocol.Site
 	id     string
 	stop   func()
@@ -307,11 +228,11 @@ func startEdge(t *testing.T, b *backend, site protocol.Site, cloud *fakeCloud, m
 	if cloud != nil {
 		cloud.addEdge(site, id)
 	}
-	p := newProxy(t, b.url)
+	p := mqtttest.NewProxy(t, b.url)
 	user, pass := b.creds(broker.Access{Site: site, EdgeID: id})
 	b.forget(t, id, site.Status(id))
 	cfg := EdgeConfig{
-		BrokerURL: p.url(), Username: user, Password: pass,
+		BrokerURL: p.URL(), Username: user, Password: pass,
 		Site: site, EdgeID: id, Store: store, Logger: testLogger(t), Software: "test",
 		ResyncEvery: 2 * time.Second, ResyncTimeout: 2 * time.Second, AckTimeout: 2 * time.Second,
 		StatusEvery: 2 * time.Second, SyncedEvery: 100 * time.Millisecond,

@@ -131,10 +131,10 @@ func scenarioSnapshot(t *testing.T, b *backend) {
 
 	// Then it falls far behind again (seq 2500, head 2700 > 100 more):
 	// another snapshot; and 20 more (within 100) come as changes.
-	e.proxy.cut()
+	e.proxy.Cut()
 	waitFor(t, patience, "the edge to notice", func() bool { return !e.State().Connected })
 	store.addLost(site, 200, 200) // published while the edge was away, and not queued for it
-	e.proxy.restore()
+	e.proxy.Restore()
 	waitFor(t, patience, "the second snapshot", func() bool { return len(e.store.snapshotParts()) == 2 })
 	assert.Equal(t, uint64(2700), e.store.Seq())
 	store.addVisits(site, 20)
@@ -145,11 +145,11 @@ func scenarioSnapshot(t *testing.T, b *backend) {
 
 func scenarioPruned(t *testing.T, b *backend) {
 	store, cloud, e := syncedEdge(t, b, 10, nil, nil)
-	e.proxy.cut()
+	e.proxy.Cut()
 	waitFor(t, patience, "the edge to notice", func() bool { return !e.State().Connected })
 	store.addLost(e.site, 30, 30)
 	store.prune(e.site, 20) // 11..20 are no longer kept: changes cannot fill the gap
-	e.proxy.restore()
+	e.proxy.Restore()
 	waitFor(t, patience, "the snapshot", func() bool { return len(e.store.snapshotParts()) == 2 })
 	assert.Equal(t, uint64(40), e.store.Seq())
 	assert.Equal(t, 40, e.store.visitCount())
@@ -219,7 +219,7 @@ func scenarioOutage(t *testing.T, b *backend) {
 	// Cut the link mid-flush: some facts are applied, some in flight,
 	// some not yet published.
 	waitFor(t, patience, "the first facts to be applied", func() bool { return store.appliedCount() > 0 })
-	e.proxy.cut()
+	e.proxy.Cut()
 	waitFor(t, patience, "the edge to notice", func() bool { return !e.State().Connected })
 	second := e.store.record(500) // facts keep being recorded while offline
 	e.Notify()
@@ -227,7 +227,7 @@ func scenarioOutage(t *testing.T, b *backend) {
 	cloud.Notify()
 	assert.Greater(t, e.store.outboxLen(), 500, "facts queue in the outbox while the broker is unreachable")
 
-	e.proxy.restore()
+	e.proxy.Restore()
 	waitFor(t, patience, "the outbox to empty", func() bool { return e.store.outboxLen() == 0 })
 	waitFor(t, patience, "the edge to catch up", func() bool { return e.store.Seq() == 51 })
 	all := append(slices.Clone(first), second...)
@@ -305,7 +305,7 @@ func scenarioLastWill(t *testing.T, b *backend) {
 		st, ok := store.lastStatus(e.id)
 		return ok && st.State == "online"
 	})
-	e.proxy.cut() // no DISCONNECT: the broker publishes the will
+	e.proxy.Cut() // no DISCONNECT: the broker publishes the will
 	waitFor(t, patience, "the last will", func() bool {
 		st, ok := store.lastStatus(e.id)
 		return ok && st.State == "offline"

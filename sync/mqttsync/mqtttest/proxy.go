@@ -1,4 +1,8 @@
-package sitetest
+// Package mqtttest holds test support for MQTT links: a TCP proxy that a
+// test cuts and restores to make a network outage.
+//
+// It may import only the standard library.
+package mqtttest
 
 import (
 	"io"
@@ -28,7 +32,9 @@ type Proxy struct {
 func NewProxy(t testing.TB, brokerURL string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
+	if err != nil {
+		t.Fatalf("proxy: listen: %v", err)
+	}
 	p := &Proxy{ln: ln, target: strings.TrimPrefix(brokerURL, "tcp://"), conns: make(map[net.Conn]bool)}
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
