@@ -566,7 +566,9 @@ func (c *Cloud) recordStatus(ctx context.Context, m message) {
 	err = c.cfg.Store.EdgeStatus(sctx, site, st)
 	cancel()
 	if err != nil {
-		c.log.Error("record an edge's status", "site_id", site.SiteID, "edge_id", edgeID, "error", err)
+		if ctx.Err() == nil { // shutting down is not a failure to record
+			c.log.Error("record an edge's status", "site_id", site.SiteID, "edge_id", edgeID, "error", err)
+		}
 		return
 	}
 	c.statuses.Add(1)
