@@ -30,6 +30,25 @@ const (
 	EdgeOffline = "offline"
 )
 
+// EdgeSilentAfter is how long an edge that said it was online may go
+// without saying so again before the cloud takes it as offline: three of
+// its 60-second status periods. Its last will usually says so first, but a
+// broker does not always deliver it (the embedded broker does not replay
+// a retained will to a cloud process that subscribes after it fired).
+const EdgeSilentAfter = 3 * time.Minute
+
+// silent returns e as the cloud should present it at now: offline since
+// EdgeSilentAfter past its last online status when that is longer ago.
+func (e Edge) silent(now time.Time) Edge {
+	if e.State != EdgeOnline || e.LastSeenAt == nil {
+		return e
+	}
+	if since := e.LastSeenAt.Add(EdgeSilentAfter); now.After(since) {
+		e.State, e.StateSince = EdgeOffline, &since
+	}
+	return e
+}
+
 // EdgeFact is a fact from a site's edge as the cloud records it: each
 // fact ID once, whether or not it agreed with the cloud's state.
 type EdgeFact struct {

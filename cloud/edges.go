@@ -415,7 +415,13 @@ func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st p
 }
 
 // Edges returns the tenant's edges at the site, or at every site when
-// siteID is empty, oldest first.
+// siteID is empty, oldest first. An edge that said it was online and has
+// been silent for EdgeSilentAfter is offline since then.
 func (s *Service) Edges(ctx context.Context, t Tenant, siteID string) ([]Edge, error) {
-	return s.store.ListEdges(ctx, t, siteID)
+	edges, err := s.store.ListEdges(ctx, t, siteID)
+	now := s.Now()
+	for i := range edges {
+		edges[i] = edges[i].silent(now)
+	}
+	return edges, err
 }

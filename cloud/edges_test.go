@@ -505,6 +505,25 @@ func TestRecordEdgeStatus(t *testing.T) {
 		require.Equal(t, uint64(12), edges[0].Seq)
 		require.True(t, e.clock.Now().Equal(*edges[0].LastSeenAt))
 
+		// Silent for as long as EdgeSilentAfter: still online. A moment
+		// longer, and it is offline since then, though no will arrived.
+		seen := e.clock.Now()
+		e.clock.Advance(cloud.EdgeSilentAfter)
+		edges, err = e.svc.Edges(t.Context(), e.tenant, e.site.SiteID)
+		require.NoError(t, err)
+		require.Equal(t, cloud.EdgeOnline, edges[0].State)
+		e.clock.Advance(time.Second)
+		edges, err = e.svc.Edges(t.Context(), e.tenant, e.site.SiteID)
+		require.NoError(t, err)
+		require.Equal(t, cloud.EdgeOffline, edges[0].State, "silent too long")
+		require.True(t, seen.Add(cloud.EdgeSilentAfter).Equal(*edges[0].StateSince), "offline since %v", edges[0].StateSince)
+		require.True(t, seen.Equal(*edges[0].LastSeenAt), "last contact unchanged")
+		st.At = e.clock.Now()
+		require.NoError(t, e.svc.RecordEdgeStatus(t.Context(), e.site, st))
+		edges, err = e.svc.Edges(t.Context(), e.tenant, e.site.SiteID)
+		require.NoError(t, err)
+		require.Equal(t, cloud.EdgeOnline, edges[0].State, "heard from again")
+
 		elsewhere := cloud.EdgeSite(e.tenant, e.other.ID)
 		require.ErrorIs(t, e.svc.RecordEdgeStatus(t.Context(), elsewhere, st), cloud.ErrEdgeRejected)
 		bad := st

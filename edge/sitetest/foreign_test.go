@@ -47,8 +47,9 @@ func oversize(msg []byte) []byte {
 }
 
 // Messages that are malformed (garbage, another version, unknown fields,
-// missing fields, too large) or foreign (a fact naming another site's edge
-// or an unknown one, a fact of this site's edge on another site's topic, a
+// missing fields, too large) or foreign (a fact naming another edge than
+// its topic, another site's edge's fact on a topic under this site, an
+// unknown edge's fact, this edge's fact on its topic under another site, a
 // status naming another edge, a snapshot answering no request, a batch
 // for another site) are published on the site's topics by a raw client.
 // Nothing crashes, nothing is applied (the cloud's state and the edge's
@@ -62,6 +63,7 @@ func TestMQTT_MalformedAndForeignMessages(t *testing.T) {
 		v := w.NewVisit(t)
 		tok := w.Token(t, v.ID)
 		w.WaitConverged(t, e, settle)
+		unknown := ids.New(ids.Edge)
 		annex, _, err := w.Svc().CreateEdge(context.Background(), w.Tenant, w.Other.SiteID, "Annex")
 		require.NoError(t, err)
 		head, seq := w.Head(t), e.View().Seq()
@@ -83,21 +85,22 @@ func TestMQTT_MalformedAndForeignMessages(t *testing.T) {
 		garbage := []byte("\x00\xff{not json at all")
 
 		toCloud := []message{ // each dropped by the cloud half
-			{"garbage fact", w.Site.Facts(), garbage},
-			{"empty fact", w.Site.Facts(), []byte{}},
-			{"fact of version 2", w.Site.Facts(), tamper(t, goodFact, `"v":1`, `"v":2`)},
-			{"fact with an unknown field", w.Site.Facts(), tamper(t, goodFact, `"v":1,`, `"v":1,"mood":"sneaky",`)},
-			{"fact without an ID", w.Site.Facts(), tamper(t, goodFact, `"id":"`+good.ID+`",`, ``)},
-			{"fact over MaxMessage", w.Site.Facts(), oversize(goodFact)},
+			{"garbage fact", w.Site.Facts(e.ID), garbage},
+			{"empty fact", w.Site.Facts(e.ID), []byte{}},
+			{"fact of version 2", w.Site.Facts(e.ID), tamper(t, goodFact, `"v":1`, `"v":2`)},
+			{"fact with an unknown field", w.Site.Facts(e.ID), tamper(t, goodFact, `"v":1,`, `"v":1,"mood":"sneaky",`)},
+			{"fact without an ID", w.Site.Facts(e.ID), tamper(t, goodFact, `"id":"`+good.ID+`",`, ``)},
+			{"fact over MaxMessage", w.Site.Facts(e.ID), oversize(goodFact)},
+			{"fact naming another edge than its topic", w.Site.Facts(e.ID), encode(t, ptr(fact(annex.ID)))},
 			{"garbage resync request", w.Site.Resync(e.ID), garbage},
 			{"resync request of version 2", w.Site.Resync(e.ID), []byte(`{"v":2,"request_id":"abc","after":0}`)},
 			{"garbage status", w.Site.Status(e.ID), garbage},
 			{"status naming another edge", w.Site.Status(e.ID), encode(t, &protocol.Status{EdgeID: annex.ID, State: "offline", At: now})},
 		}
 		rejected := []message{ // well formed, refused by the cloud
-			{"fact naming another site's edge", w.Site.Facts(), encode(t, ptr(fact(annex.ID)))},
-			{"fact naming an unknown edge", w.Site.Facts(), encode(t, ptr(fact(ids.New(ids.Edge))))},
-			{"this edge's fact on another site's topic", w.Other.Facts(), encode(t, ptr(fact(e.ID)))},
+			{"another site's edge's fact on its topic under this site", w.Site.Facts(annex.ID), encode(t, ptr(fact(annex.ID)))},
+			{"fact of an unknown edge", w.Site.Facts(unknown), encode(t, ptr(fact(unknown)))},
+			{"this edge's fact on its topic under another site", w.Other.Facts(e.ID), encode(t, ptr(fact(e.ID)))},
 		}
 		toEdge := []message{ // the last on each topic is dropped after the others were handled
 			{"batch for another site", w.Other.Changes(), batch}, // the edge does not even receive it
@@ -127,7 +130,7 @@ func TestMQTT_MalformedAndForeignMessages(t *testing.T) {
 		// connection that sends it, Mosquitto passes it on.
 		giant := w.RawClient(t)
 		huge := bytes.Repeat([]byte("{"), 2<<20)
-		giant.Publish(w.Site.Facts(), 1, false, huge).WaitTimeout(10 * time.Second)
+		giant.Publish(w.Site.Facts(e.ID), 1, false, huge).WaitTimeout(10 * time.Second)
 		cloudDrops := len(toCloud)
 		if opts.Broker == sitetest.Mosquitto {
 			cloudDrops++ // the giant

@@ -127,7 +127,7 @@ func TestCloud_TwoProcessesShareFacts(t *testing.T) {
 		var pubs []paho.Token
 		for range copies {
 			for i := range queued {
-				pubs = append(pubs, raw.Publish(w.Site.Facts(), 1, false, encode(t, &queued[i])))
+				pubs = append(pubs, raw.Publish(w.Site.Facts(e.ID), 1, false, encode(t, &queued[i])))
 			}
 		}
 		for _, tok := range pubs {

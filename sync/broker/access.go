@@ -30,8 +30,8 @@ type Access struct {
 	// Cloud marks the cloud's own processes: everything under
 	// protocol.Root, directly or through $share filters.
 	Cloud bool
-	// Site and EdgeID name an edge: its site's facts and changes, and its
-	// own resync, status and replies topics. Ignored when Cloud is set.
+	// Site and EdgeID name an edge: its site's changes, and its own facts,
+	// resync, status and replies topics. Ignored when Cloud is set.
 	Site   protocol.Site
 	EdgeID string
 }
@@ -42,8 +42,7 @@ func (a Access) valid() bool {
 }
 
 // MayPublish reports whether a client with this access may publish to
-// topic: for an edge, exactly its site's facts topic, its resync topic or
-// its status topic.
+// topic: for an edge, exactly its own facts, resync and status topics.
 func (a Access) MayPublish(topic string) bool {
 	if a.Cloud {
 		return underRoot(topic)
@@ -51,7 +50,7 @@ func (a Access) MayPublish(topic string) bool {
 	if !a.valid() {
 		return false
 	}
-	return topic == a.Site.Facts() || topic == a.Site.Resync(a.EdgeID) || topic == a.Site.Status(a.EdgeID)
+	return topic == a.Site.Facts(a.EdgeID) || topic == a.Site.Resync(a.EdgeID) || topic == a.Site.Status(a.EdgeID)
 }
 
 // MaySubscribe reports whether a client with this access may subscribe to

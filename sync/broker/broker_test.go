@@ -36,12 +36,14 @@ func TestAccess_Rules(t *testing.T) {
 		topic    string
 		pub, sub bool
 	}{
-		{"edge facts", e, site.Facts(), true, false},
+		{"edge own facts", e, site.Facts(edge), true, false},
+		{"edge another edge's facts", e, site.Facts(otherEdge), false, false},
+		{"edge the old site-wide facts topic", e, site.Prefix() + "/facts", false, false},
 		{"edge own resync", e, site.Resync(edge), true, false},
 		{"edge own status", e, site.Status(edge), true, false},
 		{"edge changes", e, site.Changes(), false, true},
 		{"edge own replies", e, site.Replies(edge), false, true},
-		{"edge another site's facts", e, other.Facts(), false, false},
+		{"edge another site's facts", e, other.Facts(edge), false, false},
 		{"edge another site's changes", e, other.Changes(), false, false},
 		{"edge another edge's replies", e, site.Replies(otherEdge), false, false},
 		{"edge another edge's status", e, site.Status(otherEdge), false, false},
@@ -62,7 +64,7 @@ func TestAccess_Rules(t *testing.T) {
 		{"cloud share without group", cloud, "$share//" + protocol.Root + "/#", false, false},
 		{"cloud share outside root", cloud, "$share/g/#", false, false},
 		{"cloud everything", cloud, "#", false, false},
-		{"no access", broker.Access{}, site.Facts(), false, false},
+		{"no access", broker.Access{}, site.Facts(edge), false, false},
 		{"edge of an invalid site", broker.Access{Site: protocol.Site{Mode: "live"}, EdgeID: edge}, "svc/v1/live//sites//facts", false, false},
 	}
 	for _, tt := range tests {
@@ -247,7 +249,7 @@ func TestBroker_Authentication(t *testing.T) {
 		{"wrong password", connOpts{clientID: f.edge, user: f.edgeUser, wrongPassword: true}},
 		{"no username", connOpts{clientID: f.edge}},
 		{"an edge under another client ID", connOpts{clientID: f.otherEdge, user: f.edgeUser}},
-		{"an edge with a will on another topic", connOpts{clientID: f.edge, user: f.edgeUser, will: f.site.Facts()}},
+		{"an edge with a will on another topic", connOpts{clientID: f.edge, user: f.edgeUser, will: f.site.Facts(f.edge)}},
 		{"an edge with a will on another edge's status", connOpts{clientID: f.edge, user: f.edgeUser, will: f.site.Status(f.sameSiteID)}},
 		{"an access naming no valid edge", connOpts{clientID: "not-an-edge", user: "broken"}},
 	} {
@@ -276,7 +278,7 @@ func TestBroker_EdgeSubscriptions(t *testing.T) {
 		f.site.Replies(f.edge):         1,
 		f.otherSite.Changes():          0x80,
 		f.site.Replies(f.sameSiteID):   0x80,
-		f.site.Facts():                 0x80,
+		f.site.Facts(f.edge):           0x80,
 		f.site.EdgeFilter():            0x80,
 		protocol.SharedFacts:           0x80,
 		"$share/g/" + f.site.Changes(): 0x80,
@@ -293,7 +295,7 @@ func TestBroker_EdgePublications(t *testing.T) {
 	cloud := mustDial(t, f.b, connOpts{clientID: "svc-cloud-1", user: f.cloudUser})
 	require.Equal(t, byte(1), cloud.subscribe(t, protocol.Root+"/#"))
 
-	allowed := []string{f.site.Facts(), f.site.Resync(f.edge), f.site.Status(f.edge)}
+	allowed := []string{f.site.Facts(f.edge), f.site.Resync(f.edge), f.site.Status(f.edge)}
 	e := mustDial(t, f.b, connOpts{clientID: f.edge, user: f.edgeUser})
 	for _, topic := range allowed {
 		e.publish(t, topic, "x")
@@ -301,7 +303,9 @@ func TestBroker_EdgePublications(t *testing.T) {
 	}
 
 	refused := []string{
-		f.otherSite.Facts(),         // another site's facts
+		f.otherSite.Facts(f.edge),   // its own ID under another site
+		f.site.Facts(f.sameSiteID),  // facts in another edge's name
+		f.site.Prefix() + "/facts",  // the old site-wide facts topic
 		f.site.Changes(),            // its site's feed, which only the cloud writes
 		f.site.Replies(f.edge),      // its own replies, likewise
 		f.site.Status(f.sameSiteID), // another edge's status
@@ -354,7 +358,7 @@ func TestBroker_SharedSubscriptions(t *testing.T) {
 	e := mustDial(t, f.b, connOpts{clientID: f.edge, user: f.edgeUser})
 	const n = 200
 	for range n {
-		e.publish(t, f.site.Facts(), "fact")
+		e.publish(t, f.site.Facts(f.edge), "fact")
 	}
 	var mu sync.Mutex
 	got := map[*client]int{}

@@ -16,8 +16,7 @@
 // client ID (so that it cannot take over another edge's persistent session),
 // and may only
 //
-//   - publish to its site's facts topic, its own resync topic and its own
-//     status topic (retained allowed; its last will must be its status
+//   - publish to its own facts, resync and status topics (retained allowed; its last will must be its status
 //     topic, or the connection is refused);
 //   - subscribe to its site's changes topic and its own replies topic, as
 //     exact filters without wildcards.

@@ -48,7 +48,7 @@ func TestMosquittoACL(t *testing.T) {
 	fmt.Fprintf(&acl, "user svc-cloud-1\ntopic readwrite %s/#\n\n", protocol.Root)
 	for _, e := range []string{edge, sameSite} {
 		fmt.Fprintf(&acl, "user %s\n", e)
-		fmt.Fprintf(&acl, "topic write %s\n", site.Facts())
+		fmt.Fprintf(&acl, "topic write %s\n", site.Facts(e))
 		fmt.Fprintf(&acl, "topic write %s\n", site.Resync(e))
 		fmt.Fprintf(&acl, "topic write %s\n", site.Status(e))
 		fmt.Fprintf(&acl, "topic read %s\n", site.Changes())
@@ -125,14 +125,15 @@ log_type all
 	// Mosquitto acknowledges a refused publication and drops it: only the
 	// facts of the edge's own site reach the cloud; the sentinel, sent
 	// after, arrives next.
-	e.publish(t, other.Facts(), "other site")
+	e.publish(t, other.Facts(edge), "other site")
+	e.publish(t, site.Facts(sameSite), "facts in another edge's name")
 	e.publish(t, site.Changes(), "forged feed")
 	e.publish(t, site.Replies(sameSite), "forged reply")
-	e.publish(t, site.Facts(), "own facts")
+	e.publish(t, site.Facts(edge), "own facts")
 	m := cloud.next(t)
-	assert.Equal(t, site.Facts(), m.Topic())
+	assert.Equal(t, site.Facts(edge), m.Topic())
 	assert.Equal(t, "own facts", string(m.Payload()))
-	cloud.publish(t, site.Facts(), "sentinel")
+	cloud.publish(t, site.Facts(edge), "sentinel")
 	assert.Equal(t, "sentinel", string(cloud.next(t).Payload()), "no forged message reached the cloud")
 
 	// A last will on a topic the edge may not write is not published when

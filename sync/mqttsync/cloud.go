@@ -392,7 +392,7 @@ func (c *Cloud) factsWorker(ctx context.Context) {
 // applyFact decodes and applies one fact, reporting where its
 // acknowledgement goes when it was applied.
 func (c *Cloud) applyFact(ctx context.Context, m message) (ackKey, string, bool) {
-	site, kind, _, err := protocol.ParseTopic(m.topic)
+	site, kind, edgeID, err := protocol.ParseTopic(m.topic)
 	if err != nil || kind != protocol.KindFacts {
 		c.drop(m, "not a facts topic")
 		return ackKey{}, "", false
@@ -400,6 +400,12 @@ func (c *Cloud) applyFact(ctx context.Context, m message) (ackKey, string, bool)
 	var f protocol.Fact
 	if err := protocol.Decode(m.payload, &f); err != nil {
 		c.drop(m, err.Error())
+		return ackKey{}, "", false
+	}
+	if f.EdgeID != edgeID {
+		// The broker lets an edge publish only on its own facts topic,
+		// so a fact naming another edge is forged or misrouted.
+		c.drop(m, "the fact names edge "+f.EdgeID+", not its topic's")
 		return ackKey{}, "", false
 	}
 	sctx, cancel := c.storeCtx(ctx)

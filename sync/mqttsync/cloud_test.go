@@ -113,7 +113,7 @@ func TestCloud_AcksInBatches(t *testing.T) {
 		fe.record(protocol.MaxAcks + 10)
 		facts, _ := fe.Outbox(0)
 		for i := range facts {
-			c.facts.push(message{site.Facts(), encode(t, &facts[i])})
+			c.facts.push(message{site.Facts(e), encode(t, &facts[i])})
 			if e == edges[0] && i < protocol.MaxAcks {
 				want = append(want, facts[i].ID)
 			}
@@ -149,7 +149,7 @@ func TestCloud_AcksAfterAckEvery(t *testing.T) {
 	facts, _ := fe.Outbox(0)
 	strange, _ := fs.Outbox(0)
 	for _, f := range append(facts, strange...) {
-		c.facts.push(message{site.Facts(), encode(t, &f)})
+		c.facts.push(message{site.Facts(f.EdgeID), encode(t, &f)})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -189,7 +189,7 @@ func TestCloud_RouteDropsForeign(t *testing.T) {
 	c.route(message{site.Changes(), []byte("{}")})
 	c.route(message{site.Replies(ids.New(ids.Edge)), []byte("{}")})
 	assert.Equal(t, uint64(3), c.State().Dropped)
-	c.route(message{site.Facts(), []byte("{}")})
+	c.route(message{site.Facts(ids.New(ids.Edge)), []byte("{}")})
 	c.route(message{site.Resync(ids.New(ids.Edge)), []byte("{}")})
 	c.route(message{site.Status(ids.New(ids.Edge)), []byte("{}")})
 	assert.Len(t, c.facts.take(0), 1)
@@ -234,4 +234,27 @@ func TestCloudConfig_Validate(t *testing.T) {
 			require.ErrorIs(t, err, ErrConfig)
 		})
 	}
+}
+
+// A fact whose edge is not the one its topic names is dropped before the
+// store sees it: the broker keeps an edge to its own facts topic, so such a
+// fact is forged or misrouted, and applying it would credit another edge.
+func TestCloud_FactOnAnotherEdgesTopicIsDropped(t *testing.T) {
+	store := newFakeCloud()
+	site, edge, other := newSite(), ids.New(ids.Edge), ids.New(ids.Edge)
+	store.addEdge(site, edge)
+	store.addEdge(site, other)
+	c, _ := newTestCloud(t, store)
+	fe := newFakeEdge(edge)
+	fe.record(1)
+	facts, _ := fe.Outbox(0)
+
+	_, _, ok := c.applyFact(context.Background(), message{site.Facts(other), encode(t, &facts[0])})
+	assert.False(t, ok, "not applied")
+	assert.Zero(t, store.callCount(), "the store never saw it")
+	assert.Equal(t, uint64(1), c.State().Dropped)
+
+	_, id, ok := c.applyFact(context.Background(), message{site.Facts(edge), encode(t, &facts[0])})
+	assert.True(t, ok, "the same fact on its own edge's topic is applied")
+	assert.Equal(t, facts[0].ID, id)
 }

@@ -42,7 +42,7 @@
 // SyncedEvery), so the offline limit counts from the last moment the cache
 // was known complete.
 //
-// Facts: the outbox is published in counter order at QoS 1 to the site's
+// Facts: the outbox is published in counter order at QoS 1 to the edge's
 // facts topic, at most Window unacknowledged at once; a fact leaves the
 // outbox only when the cloud's ack Reply names it. A fact unacknowledged
 // for AckTimeout, and every fact in flight when a connection ends, is

@@ -562,7 +562,7 @@ func (e *Edge) flush(c paho.Client) {
 		return
 	}
 	now := e.cfg.Now()
-	topic := e.cfg.Site.Facts()
+	topic := e.cfg.Site.Facts(e.cfg.EdgeID)
 	published := 0
 	for i := range facts {
 		f := &facts[i]

@@ -162,7 +162,7 @@ func TestEdge_Facts(t *testing.T) {
 		var f protocol.Fact
 		require.NoError(t, protocol.Decode(m.payload, &f))
 		assert.Equal(t, ids[i], f.ID, "in counter order")
-		assert.Equal(t, e.cfg.Site.Facts(), m.topic)
+		assert.Equal(t, e.cfg.Site.Facts(e.cfg.EdgeID), m.topic)
 	}
 	e.flush(rec)
 	assert.Empty(t, rec.take(), "the window is full")
@@ -209,7 +209,7 @@ func TestEdge_DropsMalformedAndForeign(t *testing.T) {
 		{"a batch as a reply", site.Replies(id), batch},
 		{"another site's feed", other.Changes(), batch},
 		{"another edge's replies", site.Replies(ids.New(ids.Edge)), ack},
-		{"the facts topic", site.Facts(), batch},
+		{"the facts topic", site.Facts(id), batch},
 		{"a status topic", site.Status(id), batch},
 		{"not a protocol topic", "elsewhere", batch},
 	} {

@@ -20,7 +20,7 @@ func FuzzEdgeHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which int, payload []byte) {
 		e, store, rec := newTestEdge(t)
 		e.requestResync(rec) // an outstanding request, so replies are taken
-		topics := []string{e.cfg.Site.Changes(), e.cfg.Site.Replies(e.cfg.EdgeID), e.cfg.Site.Facts()}
+		topics := []string{e.cfg.Site.Changes(), e.cfg.Site.Replies(e.cfg.EdgeID), e.cfg.Site.Facts(e.cfg.EdgeID)}
 		topic := topics[(which%len(topics)+len(topics))%len(topics)]
 		e.handle(rec, message{topic, payload})
 		var b protocol.Batch
@@ -52,7 +52,7 @@ func FuzzCloudMessages(f *testing.F) {
 		ctx := context.Background()
 		switch (which%3 + 3) % 3 {
 		case 0:
-			c.applyFact(ctx, message{site.Facts(), payload})
+			c.applyFact(ctx, message{site.Facts(edge), payload})
 			var fact protocol.Fact
 			if protocol.Decode(payload, &fact) != nil && store.callCount() != 0 {
 				t.Fatal("an invalid fact reached the store")

@@ -281,8 +281,8 @@ func scenarioMalformed(t *testing.T, b *backend) {
 	// Garbage for the cloud too: not a fact, a fact of a foreign shape, a
 	// resync request without an ID, a status naming another edge.
 	cloudBad := []struct{ topic, payload string }{
-		{e.site.Facts(), "{"},
-		{e.site.Facts(), string(good)},
+		{e.site.Facts(e.id), "{"},
+		{e.site.Facts(e.id), string(good)},
 		{e.site.Resync(e.id), `{"v":1,"after":1}`},
 		{e.site.Status(e.id), `{"v":1,"edge_id":"` + ids.New(ids.Edge) + `","state":"online","at":"2026-03-02T09:00:00Z","seq":0,"outbox":0}`},
 	}

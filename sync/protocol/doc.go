@@ -12,10 +12,11 @@
 //
 //	svc/v1/{mode}/{org_id}/sites/{site_id}/
 //
-// and the broker lets an edge touch its own site's topics only.
+// and the broker lets an edge touch its own site's topics only, and of the
+// per-edge ones only its own: an edge cannot publish facts in another's name.
 //
 //	changes                  cloud → edge  Batch: the site's change feed, in sequence order (QoS 1)
-//	facts                    edge → cloud  Fact: something that happened at a gate (QoS 1)
+//	edges/{edge_id}/facts    edge → cloud  Fact: something that happened at a gate (QoS 1)
 //	edges/{edge_id}/resync   edge → cloud  ResyncRequest: send me what follows sequence N
 //	edges/{edge_id}/replies  cloud → edge  Reply: fact acknowledgements, resync answers (QoS 1)
 //	edges/{edge_id}/status   edge → cloud  Status: retained; the last will says offline

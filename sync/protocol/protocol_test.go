@@ -44,7 +44,7 @@ func TestTopics_RoundTrip(t *testing.T) {
 		edge  string
 	}{
 		{site.Changes(), protocol.KindChanges, ""},
-		{site.Facts(), protocol.KindFacts, ""},
+		{site.Facts(edgeID), protocol.KindFacts, edgeID},
 		{site.Resync(edgeID), protocol.KindResync, edgeID},
 		{site.Replies(edgeID), protocol.KindReplies, edgeID},
 		{site.Status(edgeID), protocol.KindStatus, edgeID},
@@ -68,7 +68,8 @@ func TestTopics_ForeignTopicsAreRefused(t *testing.T) {
 		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/gossip",
 		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/changes/extra",
 		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/edges/edge_123/status",
-		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/edges/" + edgeID + "/facts",
+		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/facts", // the site-wide facts topic before edges had their own
+		"svc/v1/test/" + site.OrgID + "/sites/" + site.SiteID + "/edges/" + edgeID + "/gossip",
 		"svc/v1/test/" + site.OrgID + "/gates/" + site.SiteID + "/changes",
 	} {
 		_, _, _, err := protocol.ParseTopic(topic)

@@ -14,7 +14,7 @@ const Root = "svc/v1"
 // topics of every site between them.
 const (
 	shareGroup   = "$share/svc-cloud/"
-	SharedFacts  = shareGroup + Root + "/+/+/sites/+/facts"
+	SharedFacts  = shareGroup + Root + "/+/+/sites/+/edges/+/facts"
 	SharedResync = shareGroup + Root + "/+/+/sites/+/edges/+/resync"
 	SharedStatus = shareGroup + Root + "/+/+/sites/+/edges/+/status"
 )
@@ -40,8 +40,11 @@ func (s Site) Prefix() string {
 // Changes is the site's change feed.
 func (s Site) Changes() string { return s.Prefix() + "/changes" }
 
-// Facts is where the site's edges publish facts.
-func (s Site) Facts() string { return s.Prefix() + "/facts" }
+// Facts is where one edge publishes its facts. The topic names the edge, so
+// a broker's access rules can keep an edge from publishing facts in
+// another's name, and the cloud refuses a fact naming another edge than
+// its topic.
+func (s Site) Facts(edgeID string) string { return s.Prefix() + "/edges/" + edgeID + "/facts" }
 
 // Resync is where an edge asks for the changes it missed.
 func (s Site) Resync(edgeID string) string { return s.Prefix() + "/edges/" + edgeID + "/resync" }
@@ -85,11 +88,11 @@ func ParseTopic(topic string) (Site, Kind, string, error) {
 	}
 	rest := parts[6:]
 	switch {
-	case len(rest) == 1 && (rest[0] == string(KindChanges) || rest[0] == string(KindFacts)):
-		return s, Kind(rest[0]), "", nil
+	case len(rest) == 1 && rest[0] == string(KindChanges):
+		return s, KindChanges, "", nil
 	case len(rest) == 3 && rest[0] == "edges" && ids.Valid(ids.Edge, rest[1]):
 		switch k := Kind(rest[2]); k {
-		case KindResync, KindReplies, KindStatus:
+		case KindFacts, KindResync, KindReplies, KindStatus:
 			return s, k, rest[1], nil
 		}
 	}

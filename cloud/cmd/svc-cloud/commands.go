@@ -29,6 +29,7 @@ const usage = `usage:
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
   svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--json]
+  svc-cloud edges list --org ID --mode live|test [--site ID] [--json]
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
@@ -50,6 +51,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 	case "edges":
 		if len(args) > 1 && args[1] == "create" {
 			return edgesCreate(ctx, args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "list" {
+			return edgesList(ctx, args[2:], stdout, stderr)
 		}
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
@@ -164,6 +166,69 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		"configuration for the appliance (/etc/svc-edge/config.json; relay pins are simulated until set to GPIO lines):\n%s\n",
 		e.ID, e.Name, e.SiteID, e.Tenant.Mode, e.Username, file.Broker.Password, raw)
 	return nil
+}
+
+// edgeRow is one edge as `edges list --json` prints it.
+type edgeRow struct {
+	ID         string     `json:"id"`
+	SiteID     string     `json:"site_id"`
+	Name       string     `json:"name"`
+	State      string     `json:"state"`
+	StateSince *time.Time `json:"state_since"`
+	LastSeenAt *time.Time `json:"last_seen_at"`
+	Seq        uint64     `json:"seq"`
+	Outbox     int        `json:"outbox"`
+	Software   string     `json:"software"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+// edgesList prints the organisation's edges and what the cloud knows of
+// each: its state (offline once silent for cloud.EdgeSilentAfter), its last
+// contact, and the feed sequence and outbox depth it last reported.
+func edgesList(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("edges list", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	org := fs.String("org", "", "organisation ID")
+	mode := fs.String("mode", "", "live or test")
+	site := fs.String("site", "", "only the edges of this site")
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *org == "":
+		return usageError{"edges list: --org is required"}
+	case !cloud.Mode(*mode).Valid():
+		return usageError{fmt.Sprintf("edges list: --mode %q: want live or test", *mode)}
+	case *site != "" && !ids.Valid(ids.Site, *site):
+		return usageError{fmt.Sprintf("edges list: --site %q: want a site ID (site_...)", *site)}
+	}
+	var edges []cloud.Edge
+	err := withService(ctx, &cfg, func(svc *cloud.Service) (err error) {
+		edges, err = svc.Edges(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, *site)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		rows := make([]edgeRow, 0, len(edges))
+		for _, e := range edges {
+			rows = append(rows, edgeRow{e.ID, e.SiteID, e.Name, e.State, e.StateSince, e.LastSeenAt, e.Seq, e.Outbox, e.Software, e.CreatedAt})
+		}
+		return json.NewEncoder(stdout).Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EDGE\tSITE\tNAME\tSTATE\tLAST SEEN\tSEQ\tOUTBOX")
+	for _, e := range edges {
+		seen := "never"
+		if e.LastSeenAt != nil {
+			seen = e.LastSeenAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.ID, e.SiteID, e.Name, e.State, seen, e.Seq, e.Outbox)
+	}
+	return tw.Flush()
 }
 
 // demoEdge enrols an edge for the demo organisation's first test-mode site

@@ -1,5 +1,5 @@
 // Command svc-cloud runs the cloud API and its administrative commands:
-// serve, seed, keys create, keys revoke and edges create. It holds flags
+// serve, seed, keys create, keys revoke, edges create and edges list. It holds flags
 // and wiring only.
 package main
 

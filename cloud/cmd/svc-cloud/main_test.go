@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,5 +315,43 @@ func TestEdges_CreateErrors(t *testing.T) {
 		err := run(context.Background(), args, &out, os.Stderr)
 		var ue usageError
 		require.ErrorAs(t, err, &ue, "svc-cloud %v", args)
+	}
+}
+
+// TestEdges_List shows each edge with what the cloud knows of it; an edge
+// never heard from is offline and never seen.
+func TestEdges_List(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	site := seed.Test.Sites[0]
+	var created struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "edges", "create", "--data", dir, "--org", seed.OrganisationID,
+		"--mode", "test", "--site", site.ID, "--name", "Reception", "--json")), &created))
+
+	var rows []edgeRow
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test", "--json")), &rows))
+	require.Len(t, rows, 1)
+	require.Equal(t, created.ID, rows[0].ID)
+	require.Equal(t, site.ID, rows[0].SiteID)
+	require.Equal(t, "Reception", rows[0].Name)
+	require.Equal(t, cloud.EdgeOffline, rows[0].State)
+	require.Nil(t, rows[0].LastSeenAt)
+
+	out := runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test", "--site", site.ID)
+	require.Regexp(t, `(?m)^EDGE +SITE +NAME +STATE +LAST SEEN +SEQ +OUTBOX$`, out)
+	require.Regexp(t, `(?m)^`+created.ID+` +`+site.ID+` +Reception +offline +never +0 +0$`, out)
+
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--json")), &rows))
+	require.Empty(t, rows, "the live mode has none")
+	for _, args := range [][]string{
+		{"edges", "list", "--data", dir, "--mode", "test"},
+		{"edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "staging"},
+		{"edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test", "--site", "x"},
+	} {
+		var ue usageError
+		require.ErrorAs(t, run(context.Background(), args, io.Discard, os.Stderr), &ue, "svc-cloud %v", args)
 	}
 }
