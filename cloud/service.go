@@ -41,6 +41,7 @@ type Service struct {
 	store   Store // the store given, telling onChange of its feed writes
 	now     func() time.Time
 	linkKey []byte // signs pass links; LoadSecrets sets it
+	render  EventRenderer
 
 	changeMu sync.Mutex
 	onChange []func()
@@ -49,7 +50,7 @@ type Service struct {
 // NewService returns a Service on store; now is its clock.
 func NewService(store Store, now func() time.Time) *Service {
 	s := &Service{now: now}
-	s.store = feedStore{Store: store, changed: s.changed}
+	s.store = eventStore{Store: feedStore{Store: store, changed: s.changed}, s: s}
 	return s
 }
 

@@ -132,13 +132,22 @@ type Store interface {
 	// that hold their slot at now (Booking.HoldsSlot).
 	SlotUse(ctx context.Context, t Tenant, typeID string, from, to, now time.Time) (map[time.Time]int, error)
 	// ExpireBookings marks every pending booking, of any tenant, whose
-	// confirm_by is at or before now expired, and returns how many.
-	ExpireBookings(ctx context.Context, now time.Time) (int64, error)
+	// confirm_by is at or before now expired, in one transaction, calling
+	// fn (when not nil) with each as stored; fn's error aborts it. It
+	// returns how many it expired.
+	ExpireBookings(ctx context.Context, now time.Time, fn func(Booking) error) (int64, error)
 
 	// ListAuditEvents returns a page of the tenant's audit trail, newest
 	// first. Audit events are written with the changes they record
 	// (VisitWrites.Audit).
 	ListAuditEvents(ctx context.Context, t Tenant, f AuditFilter, p Page) ([]AuditEvent, bool, error)
+
+	// ListEvents returns a page of the tenant's events, newest first.
+	// Events are written with the changes they describe: every write
+	// transaction inserts what TakeEvents(ctx) returns before it commits.
+	ListEvents(ctx context.Context, t Tenant, f EventFilter, p Page) ([]Event, bool, error)
+	// Event returns one of the tenant's events or ErrNotFound.
+	Event(ctx context.Context, t Tenant, id string) (Event, error)
 
 	// ListMessages returns a page of the tenant's outbox, newest first.
 	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)

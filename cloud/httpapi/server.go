@@ -52,6 +52,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: Config.Service is required")
 	}
 	s := &Server{svc: cfg.Service, log: cfg.Logger, docsURL: cfg.DocsURL, now: cfg.Now, limits: map[cloud.Plan]int{}}
+	cfg.Service.SetEventRenderer(RenderEvent) // events carry their objects as this API encodes them
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -139,7 +140,7 @@ func (s *Server) Purge(ctx context.Context) error {
 	if _, err := store.PurgeRequestCounts(ctx, now.Add(-2*time.Minute)); err != nil {
 		return fmt.Errorf("purge request counts: %w", err)
 	}
-	if n, err := store.ExpireBookings(ctx, now); err != nil {
+	if n, err := store.ExpireBookings(ctx, now, nil); err != nil {
 		return fmt.Errorf("expire bookings: %w", err)
 	} else if n > 0 {
 		s.log.Info("expired bookings", "count", n)
@@ -235,6 +236,8 @@ func (s *Server) routes() *echo.Echo {
 
 	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsRead, list: true}, s.listMessages)
 	op(http.MethodGet, "/audit-events", route{scope: cloud.ScopeAuditRead, list: true}, s.listAuditEvents)
+	op(http.MethodGet, "/events", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth, list: true}, s.listEvents)
+	op(http.MethodGet, "/events/:event_id", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth}, s.getEvent)
 
 	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 	return e

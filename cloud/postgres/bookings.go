@@ -420,11 +420,35 @@ func (s *Store) SlotUse(ctx context.Context, t cloud.Tenant, typeID string, from
 }
 
 // ExpireBookings implements cloud.Store.
-func (s *Store) ExpireBookings(ctx context.Context, now time.Time) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE bookings SET status = 'expired', updated_at = $1
-		WHERE status = 'pending' AND confirm_by <= $1`, now)
+func (s *Store) ExpireBookings(ctx context.Context, now time.Time, fn func(cloud.Booking) error) (int64, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `UPDATE bookings SET status = 'expired', updated_at = $1
+			WHERE status = 'pending' AND confirm_by <= $1 RETURNING org_id, mode, id`, now)
+		keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([3]string, error) {
+			var k [3]string
+			return k, row.Scan(&k[0], &k[1], &k[2])
+		})
+		if err != nil {
+			return err
+		}
+		n = int64(len(keys))
+		if fn == nil {
+			return nil
+		}
+		for _, k := range keys {
+			b, err := getBooking(ctx, tx, cloud.Tenant{OrgID: k[0], Mode: cloud.Mode(k[1])}, k[2], false)
+			if err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("expire bookings: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }

@@ -40,9 +40,12 @@ func personArgs(t cloud.Tenant, id string, p cloud.Person) []any {
 
 // CreatePerson implements cloud.Store.
 func (s *Store) CreatePerson(ctx context.Context, p cloud.Person) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO people (org_id, mode, id, name, name_search, email, email_fold, phone,
-			job_title, site_id, active, deactivated_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, personArgs(p.Tenant, p.ID, p)...)
+	err := s.inTx(ctx, func(tx pgx.Tx) error { // a transaction, for the person's event
+		_, err := tx.Exec(ctx, `INSERT INTO people (org_id, mode, id, name, name_search, email, email_fold, phone,
+				job_title, site_id, active, deactivated_at, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, personArgs(p.Tenant, p.ID, p)...)
+		return err
+	})
 	if err != nil {
 		return translate("create person", err)
 	}

@@ -158,6 +158,9 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
+	if err := insertEvents(ctx, tx); err != nil {
+		return err
+	}
 	return tx.Commit(ctx)
 }
 

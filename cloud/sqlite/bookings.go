@@ -399,13 +399,33 @@ func (s *Store) SlotUse(ctx context.Context, t cloud.Tenant, typeID string, from
 }
 
 // ExpireBookings implements cloud.Store.
-func (s *Store) ExpireBookings(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.w.ExecContext(ctx, `UPDATE bookings SET status = 'expired', updated_at = ?
-		WHERE status = 'pending' AND confirm_by <= ?`, micros(now), micros(now))
-	if err != nil {
-		return 0, fmt.Errorf("expire bookings: %w", err)
-	}
-	n, err := res.RowsAffected()
+func (s *Store) ExpireBookings(ctx context.Context, now time.Time, fn func(cloud.Booking) error) (int64, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		type key struct{ id, org, mode string }
+		keys, err := all(ctx, tx, func(r scanner) (key, error) {
+			var k key
+			return k, r.Scan(&k.id, &k.org, &k.mode)
+		}, `UPDATE bookings SET status = 'expired', updated_at = ?
+			WHERE status = 'pending' AND confirm_by <= ? RETURNING id, org_id, mode`, micros(now), micros(now))
+		if err != nil {
+			return err
+		}
+		n = int64(len(keys))
+		if fn == nil {
+			return nil
+		}
+		for _, k := range keys {
+			b, err := getBooking(ctx, tx, cloud.Tenant{OrgID: k.org, Mode: cloud.Mode(k.mode)}, k.id)
+			if err != nil {
+				return err
+			}
+			if err := fn(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("expire bookings: %w", err)
 	}

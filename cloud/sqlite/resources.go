@@ -251,8 +251,11 @@ func emailConflict(err error) error {
 // CreatePerson implements cloud.Store.
 func (s *Store) CreatePerson(ctx context.Context, p cloud.Person) error {
 	args := append([]any{p.ID, p.Tenant.OrgID, string(p.Tenant.Mode), micros(p.CreatedAt)}, personArgs(p)...)
-	_, err := s.w.ExecContext(ctx, `INSERT INTO people (id, org_id, mode, created_at, name, name_search, email, email_fold, phone, job_title, site_id, active, deactivated_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	err := s.tx(ctx, func(tx *sql.Tx) error { // a transaction, for the person's event
+		_, err := tx.ExecContext(ctx, `INSERT INTO people (id, org_id, mode, created_at, name, name_search, email, email_fold, phone, job_title, site_id, active, deactivated_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+		return err
+	})
 	if err != nil {
 		return emailConflict(fmt.Errorf("insert person: %w", err))
 	}

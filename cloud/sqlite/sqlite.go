@@ -153,6 +153,10 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
+	if err := insertEvents(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
 	return tx.Commit()
 }
 

@@ -988,7 +988,7 @@ func testBookingExpire(t *testing.T, e *env) {
 		e.newBooking(t, e.a, bt, 3, status(cloud.BookingConfirmed, lapsed)),
 		e.newBooking(t, e.a, bt, 3, status(cloud.BookingDeclined, lapsed)),
 	}
-	n, err := e.s.ExpireBookings(t.Context(), e.now)
+	n, err := e.s.ExpireBookings(t.Context(), e.now, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(len(expiring)), n)
 	for _, b := range expiring {
@@ -1000,11 +1000,11 @@ func testBookingExpire(t *testing.T, e *env) {
 		e.requireStoredBooking(t, b, "booking %s, %s", b.ID, b.Status)
 	}
 
-	n, err = e.s.ExpireBookings(t.Context(), e.now)
+	n, err = e.s.ExpireBookings(t.Context(), e.now, nil)
 	require.NoError(t, err)
 	require.Zero(t, n, "expiring twice")
 	later := open.Add(time.Hour)
-	n, err = e.s.ExpireBookings(t.Context(), later)
+	n, err = e.s.ExpireBookings(t.Context(), later, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "the open window, once it closes")
 	want := kept[0]

@@ -27,6 +27,7 @@ const (
 	TimesheetPeriod = "tsp"
 	Message         = "msg"
 	AuditEvent      = "audit"
+	Event           = "evt"
 	Edge            = "edge"
 	Fact            = "fact"
 	Change          = "chg"

@@ -99,7 +99,9 @@ func withService(ctx context.Context, cfg *Config, fn func(*cloud.Service) error
 		return err
 	}
 	defer store.Close()
-	return fn(cloud.NewService(store, time.Now))
+	svc := cloud.NewService(store, time.Now)
+	svc.SetEventRenderer(httpapi.RenderEvent)
+	return fn(svc)
 }
 
 func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+const eventCols = `id, type, object_type, object_id, request_id, data, created_at`
+
+// insertEvents writes the events recorded for the write ctx goes with
+// (cloud.TakeEvents), in its transaction.
+func insertEvents(ctx context.Context, tx pgx.Tx) error {
+	for _, e := range cloud.TakeEvents(ctx) {
+		if _, err := tx.Exec(ctx, `INSERT INTO events (org_id, mode, `+eventCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.ID, e.Type, e.ObjectType, e.ObjectID, null(e.RequestID),
+			[]byte(e.Data), e.CreatedAt); err != nil {
+			return translate("insert event "+e.Type, err)
+		}
+	}
+	return nil
+}
+
+func scanEvent(row scanner, t cloud.Tenant) (cloud.Event, error) {
+	e := cloud.Event{Tenant: t}
+	var request pgtype.Text
+	var data []byte
+	if err := row.Scan(&e.ID, &e.Type, &e.ObjectType, &e.ObjectID, &request, &data, &e.CreatedAt); err != nil {
+		return cloud.Event{}, err
+	}
+	e.RequestID, e.Data, e.CreatedAt = request.String, data, e.CreatedAt.UTC()
+	return e, nil
+}
+
+// ListEvents implements cloud.Store.
+func (s *Store) ListEvents(ctx context.Context, t cloud.Tenant, f cloud.EventFilter, p cloud.Page) ([]cloud.Event, bool, error) {
+	l := newList(eventCols, "events", t)
+	if f.Type != "" {
+		l.where("type = $%d", f.Type)
+	}
+	if f.ObjectID != "" {
+		l.where("object_id = $%d", f.ObjectID)
+	}
+	if f.CreatedGTE != nil {
+		l.where("created_at >= $%d", *f.CreatedGTE)
+	}
+	if f.CreatedLT != nil {
+		l.where("created_at < $%d", *f.CreatedLT)
+	}
+	if f.CreatedAfter != nil {
+		l.where("created_at > $%d", *f.CreatedAfter)
+	}
+	l.page(p)
+	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Event, error) {
+		return scanEvent(row, t)
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list events: %w", err)
+	}
+	return out, more, nil
+}
+
+// Event implements cloud.Store.
+func (s *Store) Event(ctx context.Context, t cloud.Tenant, id string) (cloud.Event, error) {
+	e, err := scanEvent(s.pool.QueryRow(ctx, `SELECT `+eventCols+` FROM events WHERE org_id = $1 AND mode = $2 AND id = $3`,
+		t.OrgID, string(t.Mode), id), t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.Event{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Event{}, fmt.Errorf("get event: %w", err)
+	}
+	return e, nil
+}

@@ -1,0 +1,83 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+const eventCols = `id, org_id, mode, type, object_type, object_id, request_id, data, created_at`
+
+// insertEvents writes the events recorded for the write ctx goes with
+// (cloud.TakeEvents), in its transaction.
+func insertEvents(ctx context.Context, tx *sql.Tx) error {
+	for _, e := range cloud.TakeEvents(ctx) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Type, e.ObjectType, e.ObjectID, null(e.RequestID),
+			string(e.Data), micros(e.CreatedAt)); err != nil {
+			return fmt.Errorf("insert event %s: %w", e.Type, err)
+		}
+	}
+	return nil
+}
+
+func scanEvent(r scanner) (cloud.Event, error) {
+	var e cloud.Event
+	var mode, data string
+	var request sql.NullString
+	var created int64
+	if err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.Type, &e.ObjectType, &e.ObjectID, &request, &data, &created); err != nil {
+		return cloud.Event{}, err
+	}
+	e.Tenant.Mode, e.RequestID, e.Data, e.CreatedAt = cloud.Mode(mode), request.String, []byte(data), fromMicros(created)
+	return e, nil
+}
+
+// ListEvents implements cloud.Store.
+func (s *Store) ListEvents(ctx context.Context, t cloud.Tenant, f cloud.EventFilter, p cloud.Page) ([]cloud.Event, bool, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT ` + eventCols + ` FROM events WHERE org_id = ? AND mode = ?`)
+	args := []any{t.OrgID, string(t.Mode)}
+	if f.Type != "" {
+		q.WriteString(` AND type = ?`)
+		args = append(args, f.Type)
+	}
+	if f.ObjectID != "" {
+		q.WriteString(` AND object_id = ?`)
+		args = append(args, f.ObjectID)
+	}
+	if f.CreatedGTE != nil {
+		q.WriteString(` AND created_at >= ?`)
+		args = append(args, micros(*f.CreatedGTE))
+	}
+	if f.CreatedLT != nil {
+		q.WriteString(` AND created_at < ?`)
+		args = append(args, micros(*f.CreatedLT))
+	}
+	if f.CreatedAfter != nil {
+		q.WriteString(` AND created_at > ?`)
+		args = append(args, micros(*f.CreatedAfter))
+	}
+	args = keyset(&q, args, p, "")
+	out, more, err := list(ctx, s.r, scanEvent, p.Limit, q.String(), args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list events: %w", err)
+	}
+	return out, more, nil
+}
+
+// Event implements cloud.Store.
+func (s *Store) Event(ctx context.Context, t cloud.Tenant, id string) (cloud.Event, error) {
+	e, err := scanEvent(s.r.QueryRowContext(ctx, `SELECT `+eventCols+` FROM events WHERE id = ? AND org_id = ? AND mode = ?`,
+		id, t.OrgID, string(t.Mode)))
+	if err == sql.ErrNoRows {
+		return cloud.Event{}, cloud.ErrNotFound
+	}
+	if err != nil {
+		return cloud.Event{}, fmt.Errorf("get event: %w", err)
+	}
+	return e, nil
+}
