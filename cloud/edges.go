@@ -101,35 +101,86 @@ func (s *Service) siteEdge(ctx context.Context, site protocol.Site, edgeID strin
 // returns an error wrapping ErrEdgeRejected and is not recorded; other
 // errors are the store's, and the fact may be applied again later.
 func (s *Service) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error {
+	errs, err := s.ApplyFacts(ctx, site, []protocol.Fact{f})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// ApplyFacts applies facts that arrived from edges of the site, in order,
+// each as ApplyFact does, in one store transaction: the edges and gates
+// are read once for the batch, and each visit the facts touch is stored
+// and goes out on the feed once, as the batch's last fact about it left
+// it. errs[i] is facts[i]'s outcome: nil when it is applied now or was
+// before (a second fact with an ID earlier in facts included), or an
+// error wrapping ErrEdgeRejected (not recorded; the others are applied
+// all the same). err is the store's: then nothing of the batch is
+// recorded, errs is nil, and every fact may be applied again later.
+func (s *Service) ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) (errs []error, err error) {
+	errs = make([]error, len(facts))
 	if !site.Valid() {
-		return fmt.Errorf("%w: %q is not a site's topic prefix", ErrEdgeRejected, site.Prefix())
-	}
-	if _, err := protocol.Encode(&f); err != nil {
-		return fmt.Errorf("%w: %w", ErrEdgeRejected, err)
-	}
-	if _, err := s.siteEdge(ctx, site, f.EdgeID); err != nil {
-		return fmt.Errorf("apply fact %s: %w", f.ID, err)
+		for i := range facts {
+			errs[i] = fmt.Errorf("%w: %q is not a site's topic prefix", ErrEdgeRejected, site.Prefix())
+		}
+		return errs, nil
 	}
 	t, siteID := SiteTenant(site)
-	gateOK := false
-	g, err := s.store.Gate(ctx, t, f.GateID)
-	switch {
-	case err == nil:
-		gateOK = g.SiteID == siteID
-	case !errors.Is(err, ErrNotFound):
-		return fmt.Errorf("apply fact %s: %w", f.ID, err)
-	}
-	f.At = f.At.UTC().Truncate(time.Microsecond)
+	edges := map[string]error{} // by edge ID: nil for one of the site's, else the rejection
+	gates := map[string]bool{}  // by gate ID: one of the site's
 	now := s.Now()
-	_, err = s.store.ApplyFact(ctx, EdgeFact{Tenant: t, SiteID: siteID, Fact: f, ReceivedAt: now},
-		func(load func(string) (Visit, error), w *FactWrites) error {
-			j := factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now, load: load, w: w}
-			return j.judge()
-		})
-	if err != nil {
-		return fmt.Errorf("apply fact %s: %w", f.ID, err)
+	batch := make([]EdgeFact, 0, len(facts))
+	judges := make([]factJudge, 0, len(facts))
+	for i, f := range facts {
+		if _, err := protocol.Encode(&f); err != nil {
+			errs[i] = fmt.Errorf("apply fact %s: %w: %w", f.ID, ErrEdgeRejected, err)
+			continue
+		}
+		rejected, ok := edges[f.EdgeID]
+		if !ok {
+			_, err := s.siteEdge(ctx, site, f.EdgeID)
+			switch {
+			case errors.Is(err, ErrEdgeRejected):
+				rejected = err
+			case err != nil:
+				return nil, fmt.Errorf("apply facts: %w", err)
+			}
+			edges[f.EdgeID] = rejected
+		}
+		if rejected != nil {
+			errs[i] = fmt.Errorf("apply fact %s: %w", f.ID, rejected)
+			continue
+		}
+		gateOK, ok := gates[f.GateID]
+		if !ok {
+			g, err := s.store.Gate(ctx, t, f.GateID)
+			switch {
+			case err == nil:
+				gateOK = g.SiteID == siteID
+			case !errors.Is(err, ErrNotFound):
+				return nil, fmt.Errorf("apply facts: %w", err)
+			}
+			gates[f.GateID] = gateOK
+		}
+		f.At = f.At.UTC().Truncate(time.Microsecond)
+		batch = append(batch, EdgeFact{Tenant: t, SiteID: siteID, Fact: f, ReceivedAt: now})
+		judges = append(judges, factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now})
 	}
-	return nil
+	if len(batch) == 0 {
+		return errs, nil
+	}
+	_, err = s.store.ApplyFacts(ctx, batch, func(i int, load func(string) (Visit, error), w *FactWrites) error {
+		j := judges[i]
+		j.load, j.w = load, w
+		return j.judge()
+	})
+	if err != nil {
+		if len(batch) == 1 {
+			return nil, fmt.Errorf("apply fact %s: %w", batch[0].Fact.ID, err)
+		}
+		return nil, fmt.Errorf("apply %d facts: %w", len(batch), err)
+	}
+	return errs, nil
 }
 
 // factJudge decides what one fact does, inside the transaction that

@@ -254,6 +254,71 @@ func TestApplyFact_Rejected(t *testing.T) {
 	})
 }
 
+// A batch applies each fact as ApplyFact would, in one transaction: a
+// rejected fact does not fail the others, a fact applied before and a
+// second copy in the batch are acknowledged without effect, a conflict is
+// recorded with its fact and audited, and a visit checked in and out in
+// one batch goes out on the feed once, as the check-out left it.
+func TestApplyFacts_Batch(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v1, v2, cancelled := e.visit(t), e.visit(t), e.visit(t)
+		_, err := e.svc.Cancel(t.Context(), e.actor, cancelled.ID)
+		require.NoError(t, err)
+		earlier := e.fact(protocol.FactCheckIn, v2.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, earlier))
+		e.clock.Advance(10 * time.Minute)
+		before := e.head(t)
+
+		in, out := e.fact(protocol.FactCheckIn, v1.ID), e.fact(protocol.FactCheckOut, v1.ID)
+		out.At = in.At.Add(30 * time.Second)
+		stranger := e.fact(protocol.FactCheckIn, v2.ID)
+		stranger.EdgeID = ids.New(ids.Edge)
+		late := e.fact(protocol.FactCheckIn, cancelled.ID)
+		batch := []protocol.Fact{in, stranger, earlier, late, out, in}
+		errs, err := e.svc.ApplyFacts(t.Context(), e.site, batch)
+		require.NoError(t, err)
+		require.Len(t, errs, len(batch))
+		for i, err := range errs {
+			if i == 1 {
+				require.ErrorIs(t, err, cloud.ErrEdgeRejected, "the unknown edge's fact")
+				continue
+			}
+			require.NoError(t, err, "fact %d", i)
+		}
+		_, err = e.store.EdgeFact(t.Context(), e.tenant, stranger.ID)
+		require.ErrorIs(t, err, cloud.ErrNotFound, "a rejected fact is not recorded")
+
+		got := e.get(t, v1.ID)
+		require.Equal(t, cloud.VisitCheckedOut, got.Status)
+		require.True(t, in.At.Equal(*got.CheckedInAt))
+		require.True(t, out.At.Equal(*got.CheckedOutAt))
+		require.Equal(t, 1, got.Pass.Uses, "the second copy of the check-in did nothing")
+		require.Empty(t, e.recorded(t, in.ID).Conflict)
+		require.Empty(t, e.recorded(t, out.ID).Conflict)
+		require.Equal(t, 1, e.get(t, v2.ID).Pass.Uses, "the fact applied before did nothing")
+
+		require.Equal(t, cloud.VisitCancelled, e.get(t, cancelled.ID).Status)
+		require.Equal(t, cloud.ConflictEnded, e.recorded(t, late.ID).Conflict)
+		evs := e.conflicts(t, cancelled.ID)
+		require.Len(t, evs, 1)
+		var detail map[string]any
+		require.NoError(t, json.Unmarshal(evs[0].Detail, &detail))
+		require.Equal(t, late.ID, detail["fact_id"])
+		require.Empty(t, e.conflicts(t, v1.ID))
+
+		cs := e.changesAfter(t, before)
+		require.Len(t, cs, 2, "each visit the batch touched goes out once")
+		require.Equal(t, cloud.EdgeVisit(got), *cs[0].Visit)
+		require.Equal(t, "cancelled", cs[1].Visit.Status)
+
+		errs, err = e.svc.ApplyFacts(t.Context(), e.site, batch)
+		require.NoError(t, err)
+		require.ErrorIs(t, errs[1], cloud.ErrEdgeRejected)
+		require.Equal(t, before+2, e.head(t), "a batch applied before writes nothing")
+	})
+}
+
 // A check-in of a cancelled visit is recorded and flagged, the visit stays
 // cancelled, and goes out again so the edge converges.
 func TestApplyFact_ConflictWithCancelledVisit(t *testing.T) {

@@ -403,3 +403,53 @@ func (e eventStore) EraseVisitor(ctx context.Context, t Tenant, id string, fn fu
 	}
 	return l.committed(e.Store.EraseVisitor(ctx, t, id, fn, bfn))
 }
+
+func (e eventStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(int, func(string) (Visit, error), *FactWrites) error) ([]bool, error) {
+	if e.s.render == nil {
+		return e.Store.ApplyFacts(ctx, facts, fn)
+	}
+	ctx, l := withEvents(ctx)
+	forms := map[string]*form.Form{}
+	applied, err := e.Store.ApplyFacts(ctx, facts, func(i int, load func(string) (Visit, error), w *FactWrites) error {
+		// Each fact's events compare the visits as the batch had left
+		// them before it with what it writes, so a check-in and a
+		// check-out of one visit in one batch fire both, in order.
+		befores := map[string]visitBefore{}
+		var failed error
+		loadSeen := func(id string) (Visit, error) {
+			v, err := load(id)
+			if err == nil {
+				if _, seen := befores[id]; !seen {
+					b, err := e.before(ctx, forms, v)
+					if err != nil {
+						failed = err
+					}
+					befores[id] = b
+				}
+			}
+			return v, err
+		}
+		if err := fn(i, loadSeen, w); err != nil {
+			return err
+		}
+		if failed != nil {
+			return failed
+		}
+		for _, v := range w.New {
+			if err := e.visitCreated(ctx, l, forms, v); err != nil {
+				return err
+			}
+		}
+		for _, v := range w.Visits {
+			b, ok := befores[v.ID]
+			if !ok {
+				return errors.New("apply facts: a visit written that was not loaded")
+			}
+			if err := e.visitChanged(ctx, l, forms, b, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return applied, l.committed(err)
+}

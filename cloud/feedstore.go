@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -83,6 +84,14 @@ func (f feedStore) ApplyFact(ctx context.Context, ef EdgeFact, fn func(func(stri
 		return applied, err
 	}
 	return applied, f.after(err)
+}
+
+func (f feedStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(int, func(string) (Visit, error), *FactWrites) error) ([]bool, error) {
+	applied, err := f.Store.ApplyFacts(ctx, facts, fn)
+	if err == nil && slices.Contains(applied, true) {
+		f.changed() // once for the batch
+	}
+	return applied, err
 }
 
 // OnChange registers fn to be called after every write of the service

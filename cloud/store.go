@@ -203,6 +203,19 @@ type Store interface {
 	// applied once, also when several processes apply it at once. fn's
 	// error aborts and is returned as is, nothing recorded.
 	ApplyFact(ctx context.Context, f EdgeFact, fn func(load func(id string) (Visit, error), w *FactWrites) error) (applied bool, err error)
+	// ApplyFacts applies facts, all of one tenant, in one transaction, in
+	// order, each as ApplyFact does: its row first, then fn(i, load, w)
+	// for facts[i]. A fact ID recorded before, in an earlier transaction
+	// or earlier in facts, is skipped: applied[i] false and fn not called
+	// for it. load reads through the batch: a visit an earlier fact of the
+	// batch wrote comes back as that fact left it. Each visit the batch
+	// writes is stored once, as its last fact left it, and goes out on its
+	// site's feed once; every conflict and audit event is recorded. fn's
+	// error, or the store's, aborts the whole batch (nothing recorded) and
+	// is returned, fn's as is. Facts of another tenant than facts[0]'s
+	// are an error. The rules are in docs/decisions.md ("Edge facts in
+	// the cloud").
+	ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(i int, load func(id string) (Visit, error), w *FactWrites) error) (applied []bool, err error)
 	// EdgeFact returns the tenant's recorded fact or ErrNotFound.
 	EdgeFact(ctx context.Context, t Tenant, id string) (EdgeFact, error)
 

@@ -56,6 +56,24 @@ func (s Store) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fac
 	return rejected(s.Service.ApplyFact(ctx, site, f))
 }
 
+// ApplyFacts applies facts of the site in one transaction, each once by
+// its ID (cloud.Service.ApplyFacts). A refusal that fails a batch of one
+// is that fact's; of a larger batch it fails the batch, which the cloud
+// half then tries fact by fact.
+func (s Store) ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) ([]error, error) {
+	errs, err := s.Service.ApplyFacts(ctx, site, facts)
+	if len(facts) == 1 && refused(err) {
+		return []error{rejected(err)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range errs {
+		errs[i] = rejected(errs[i])
+	}
+	return errs, nil
+}
+
 // EdgeStatus records an edge's status (cloud.Service.RecordEdgeStatus).
 func (s Store) EdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error {
 	return rejected(s.Service.RecordEdgeStatus(ctx, site, st))
@@ -69,10 +87,14 @@ func (s Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Sit
 
 // rejected translates the service's refusals into the cloud half's.
 func rejected(err error) error {
-	if errors.Is(err, cloud.ErrEdgeRejected) || errors.Is(err, cloud.ErrNotFound) {
+	if refused(err) {
 		return fmt.Errorf("%w: %w", mqttsync.ErrRejected, err)
 	}
 	return err
+}
+
+func refused(err error) bool {
+	return errors.Is(err, cloud.ErrEdgeRejected) || errors.Is(err, cloud.ErrNotFound)
 }
 
 // CloudPassword returns the password of the cloud's own broker

@@ -4,74 +4,172 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// ApplyFact implements cloud.Store. The fact's row is inserted first: a
-// second delivery of the ID, in this process or another, waits at the
-// insert for the first to end and then finds the row (ON CONFLICT DO
-// NOTHING), changing nothing; if the first rolled back, it applies the
-// fact itself.
+// ApplyFact implements cloud.Store, as a batch of one.
 func (s *Store) ApplyFact(ctx context.Context, ef cloud.EdgeFact, fn func(func(string) (cloud.Visit, error), *cloud.FactWrites) error) (bool, error) {
-	t, f := ef.Tenant, ef.Fact
-	applied := false
-	err := s.writeTx(ctx, t, func(tx pgx.Tx, fd *feed) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
-				visit_id, pass_visit_id, reason, received_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
-			f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), f.At, f.GateID,
-			null(f.VisitID), null(f.PassVisitID), null(f.Reason), ef.ReceivedAt)
-		if err != nil {
-			return translate("record fact", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return nil // recorded before
-		}
-		applied = true
-		loaded := map[string][]string{} // the hosts of each visit loaded
-		load := func(id string) (cloud.Visit, error) {
-			v, err := getVisit(ctx, tx, t, id, true)
-			if err == nil {
-				loaded[id] = hostIDs(v)
-			}
-			return v, err
-		}
-		var w cloud.FactWrites
-		if err := fn(load, &w); err != nil {
-			return err
-		}
-		for _, v := range w.Visits {
-			before, ok := loaded[v.ID]
-			if !ok {
-				cur, err := getVisit(ctx, tx, t, v.ID, true)
-				if err != nil {
-					return fmt.Errorf("store visit %s: %w", v.ID, err)
-				}
-				before = hostIDs(cur)
-			}
-			if err := updateVisitRow(ctx, tx, fd, t, v.ID, before, v); err != nil {
-				return err
-			}
-		}
-		if err := writeAlong(ctx, tx, fd, t, cloud.VisitWrites{Visits: w.New, Audit: w.Audit}); err != nil {
-			return err
-		}
-		if w.Conflict != "" {
-			if _, err := tx.Exec(ctx, `UPDATE edge_facts SET conflict = $2 WHERE id = $1`, f.ID, w.Conflict); err != nil {
-				return fmt.Errorf("record fact: %w", err)
-			}
-		}
-		return nil
+	applied, err := s.ApplyFacts(ctx, []cloud.EdgeFact{ef}, func(_ int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		return fn(load, w)
 	})
 	if err != nil {
 		return false, err
 	}
+	return applied[0], nil
+}
+
+// ApplyFacts implements cloud.Store in a few round trips whatever the
+// number of facts: the facts' rows inserted in one pipeline, the visits
+// they name read and locked in one query, what they write sent in a
+// second pipeline, then the feed.
+//
+// Each fact's row is inserted first: a second delivery of the ID, in
+// this process or another, waits at the insert for the first to end and
+// then finds the row (ON CONFLICT DO NOTHING), changing nothing; if the
+// first rolled back, it applies the fact itself. Two batches must not
+// wait for each other, so every batch takes its locks in one order: the
+// facts' rows in ID order, then the visits in ID order (ORDER BY under
+// FOR UPDATE locks in that order), then the feed heads (feed.flush). A
+// visit read later, off the facts' own (a re-entry's chain), may break
+// the order; PostgreSQL then ends one of the two with a deadlock error,
+// which is transient.
+func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(int, func(string) (cloud.Visit, error), *cloud.FactWrites) error) ([]bool, error) {
+	if len(facts) == 0 {
+		return nil, nil
+	}
+	t := facts[0].Tenant
+	for _, ef := range facts {
+		if ef.Tenant != t {
+			return nil, fmt.Errorf("apply facts: facts of tenants %v and %v in one batch", t, ef.Tenant)
+		}
+	}
+	applied := make([]bool, len(facts))
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, fd *feed) error {
+		order := make([]int, len(facts))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(facts[a].Fact.ID, facts[b].Fact.ID) })
+		var rows pgx.Batch
+		for _, i := range order {
+			ef := facts[i]
+			f := ef.Fact
+			rows.Queue(`INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
+					visit_id, pass_visit_id, reason, received_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
+				f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), f.At, f.GateID,
+				null(f.VisitID), null(f.PassVisitID), null(f.Reason), ef.ReceivedAt)
+		}
+		if err := sendBatch(ctx, tx, &rows, "record fact", func(k int, tag pgconn.CommandTag) {
+			applied[order[k]] = tag.RowsAffected() > 0 // the first of equal IDs, in the batch's order
+		}); err != nil {
+			return err
+		}
+
+		if !slices.Contains(applied, true) {
+			return nil
+		}
+		var named []string // the visits the applied facts name
+		for i, ef := range facts {
+			if applied[i] {
+				for _, id := range []string{ef.Fact.VisitID, ef.Fact.PassVisitID} {
+					if id != "" {
+						named = append(named, id)
+					}
+				}
+			}
+		}
+		b := cloud.NewFactBatch(func(id string) (cloud.Visit, error) { return getVisit(ctx, tx, t, id, true) })
+		if len(named) > 0 {
+			slices.Sort(named)
+			rs, _ := tx.Query(ctx, `SELECT `+visitCols+` FROM `+visitFrom+`
+				WHERE v.org_id = $1 AND v.mode = $2 AND v.id = ANY($3) ORDER BY v.id FOR UPDATE OF v`,
+				t.OrgID, string(t.Mode), slices.Compact(named))
+			vs, err := pgx.CollectRows(rs, func(row pgx.CollectableRow) (cloud.Visit, error) { return scanVisit(row, t) })
+			if err != nil {
+				return fmt.Errorf("get visits: %w", err)
+			}
+			b.Preloaded(vs...)
+		}
+		for i, ef := range facts {
+			if !applied[i] {
+				continue
+			}
+			if err := b.Apply(ef.Fact.ID, func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+				return fn(i, load, w)
+			}); err != nil {
+				return err
+			}
+		}
+
+		var writes pgx.Batch
+		for _, bv := range b.Written() {
+			v := bv.Visit
+			args, err := visitArgs(t, v.ID, v)
+			if err != nil {
+				return err
+			}
+			after := hostIDs(v)
+			switch {
+			case bv.New():
+				writes.Queue(qInsertVisit, args...)
+				if len(after) > 0 {
+					writes.Queue(qInsertHosts, t.OrgID, string(t.Mode), v.ID, after)
+				}
+			default:
+				writes.Queue(qUpdateVisit, slices.Delete(args, 11, 12)...) // created_at is not updated
+				if before := hostIDs(*bv.Loaded); !slices.Equal(before, after) {
+					writes.Queue(qDeleteHosts, t.OrgID, string(t.Mode), v.ID)
+					if len(after) > 0 {
+						writes.Queue(qInsertHosts, t.OrgID, string(t.Mode), v.ID, after)
+					}
+				}
+			}
+			fd.visitAs(v)
+		}
+		for _, a := range b.Audit {
+			writes.Queue(qInsertAudit, auditArgs(t, a)...)
+		}
+		for _, c := range b.Conflicts {
+			writes.Queue(`UPDATE edge_facts SET conflict = $2 WHERE id = $1`, c.FactID, c.Conflict)
+		}
+		return sendBatch(ctx, tx, &writes, "apply facts", nil)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return applied, nil
+}
+
+// sendBatch runs the queued statements in one round trip, handing each
+// one's tag to each (when set) in order.
+func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch, op string, each func(int, pgconn.CommandTag)) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	br := tx.SendBatch(ctx, b)
+	for k := range b.Len() {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return translate(op, err)
+		}
+		if each != nil {
+			each(k, tag)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return translate(op, err)
+	}
+	return nil
 }
 
 // EdgeFact implements cloud.Store.

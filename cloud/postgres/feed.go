@@ -16,13 +16,15 @@ import (
 // feed collects the changes one write transaction appends to its tenant's
 // site feeds. Visits are noted by ID and read back at the end, so each
 // goes out once, as the transaction left it (with its visitor's name as
-// stored, none after an erasure).
+// stored, none after an erasure); a visit noted with visitAs goes out as
+// given, unread.
 //
 // The changes are appended last, site by site in ID order: a transaction
 // takes the feed heads' row locks after every other lock it needs and in
 // one order, so two transactions cannot wait for each other's heads.
 type feed struct {
 	t      cloud.Tenant
+	states map[string]cloud.Visit // visits as the transaction left them, not to be read back
 	visits []string
 	seen   map[string]bool
 	other  []siteChange
@@ -43,6 +45,16 @@ func (f *feed) visit(id string) {
 	}
 }
 
+// visitAs notes that the transaction wrote v and left it so, with its
+// visitor as the transaction read it: flush need not read it back.
+func (f *feed) visitAs(v cloud.Visit) {
+	f.visit(v.ID)
+	if f.states == nil {
+		f.states = map[string]cloud.Visit{}
+	}
+	f.states[v.ID] = v
+}
+
 // add appends a change of another object to the site's feed.
 func (f *feed) add(site string, c protocol.Change) {
 	f.other = append(f.other, siteChange{site: site, c: c})
@@ -52,9 +64,12 @@ func (f *feed) add(site string, c protocol.Change) {
 func (f *feed) flush(ctx context.Context, tx pgx.Tx) error {
 	all := slices.Clone(f.other)
 	for _, id := range f.visits {
-		v, err := getVisit(ctx, tx, f.t, id, false)
-		if err != nil {
-			return fmt.Errorf("feed visit %s: %w", id, err)
+		v, ok := f.states[id]
+		if !ok {
+			var err error
+			if v, err = getVisit(ctx, tx, f.t, id, false); err != nil {
+				return fmt.Errorf("feed visit %s: %w", id, err)
+			}
 		}
 		pv := cloud.EdgeVisit(v)
 		all = append(all, siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}})

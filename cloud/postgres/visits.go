@@ -22,6 +22,27 @@ const (
 	visitFrom = `visits v LEFT JOIN visitors r ON r.org_id = v.org_id AND r.mode = v.mode AND r.id = v.visitor_id`
 )
 
+// Statements shared by the single writes and the batches of facts.
+const (
+	qInsertVisit = `INSERT INTO visits (org_id, mode, id, status, type, site_id, host_id, visitor_id, booking_id,
+			expected_at, doc, created_at, updated_at, edge_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+	qUpdateVisit = `UPDATE visits SET status = $4, type = $5, site_id = $6, host_id = $7, visitor_id = $8,
+			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12, edge_until = $13
+		WHERE org_id = $1 AND mode = $2 AND id = $3`
+	qInsertHosts = `INSERT INTO visit_hosts (org_id, mode, visit_id, person_id) SELECT $1, $2, $3, unnest($4::text[])`
+	qDeleteHosts = `DELETE FROM visit_hosts WHERE org_id = $1 AND mode = $2 AND visit_id = $3`
+	qInsertAudit = `INSERT INTO audit_events (org_id, mode, id, action, actor_kind, actor_id, object_type, object_id,
+				request_id, detail, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+)
+
+// auditArgs are qInsertAudit's arguments for a in the tenant t.
+func auditArgs(t cloud.Tenant, a cloud.AuditEvent) []any {
+	return []any{t.OrgID, string(t.Mode), a.ID, a.Action, a.ActorKind,
+		null(a.ActorID), a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), a.CreatedAt}
+}
+
 func scanVisit(row scanner, t cloud.Tenant) (cloud.Visit, error) {
 	v := cloud.Visit{Tenant: t}
 	var status string
@@ -79,8 +100,7 @@ func insertHosts(ctx context.Context, q querier, t cloud.Tenant, visitID string,
 	if len(hosts) == 0 {
 		return nil
 	}
-	_, err := q.Exec(ctx, `INSERT INTO visit_hosts (org_id, mode, visit_id, person_id) SELECT $1, $2, $3, unnest($4::text[])`,
-		t.OrgID, string(t.Mode), visitID, hosts)
+	_, err := q.Exec(ctx, qInsertHosts, t.OrgID, string(t.Mode), visitID, hosts)
 	if err != nil {
 		return translate("store visit hosts", err)
 	}
@@ -94,9 +114,7 @@ func insertVisit(ctx context.Context, q querier, f *feed, t cloud.Tenant, v clou
 	if err != nil {
 		return err
 	}
-	if _, err := q.Exec(ctx, `INSERT INTO visits (org_id, mode, id, status, type, site_id, host_id, visitor_id, booking_id,
-			expected_at, doc, created_at, updated_at, edge_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, args...); err != nil {
+	if _, err := q.Exec(ctx, qInsertVisit, args...); err != nil {
 		return translate("create visit", err)
 	}
 	f.visit(v.ID)
@@ -112,9 +130,7 @@ func updateVisitRow(ctx context.Context, q querier, f *feed, t cloud.Tenant, id 
 		return err
 	}
 	args = slices.Delete(args, 11, 12) // created_at is not updated
-	if _, err := q.Exec(ctx, `UPDATE visits SET status = $4, type = $5, site_id = $6, host_id = $7, visitor_id = $8,
-			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12, edge_until = $13
-		WHERE org_id = $1 AND mode = $2 AND id = $3`, args...); err != nil {
+	if _, err := q.Exec(ctx, qUpdateVisit, args...); err != nil {
 		return translate("update visit", err)
 	}
 	f.visit(id)
@@ -122,8 +138,7 @@ func updateVisitRow(ctx context.Context, q querier, f *feed, t cloud.Tenant, id 
 	if slices.Equal(before, after) {
 		return nil
 	}
-	if _, err := q.Exec(ctx, `DELETE FROM visit_hosts WHERE org_id = $1 AND mode = $2 AND visit_id = $3`,
-		t.OrgID, string(t.Mode), id); err != nil {
+	if _, err := q.Exec(ctx, qDeleteHosts, t.OrgID, string(t.Mode), id); err != nil {
 		return fmt.Errorf("update visit hosts: %w", err)
 	}
 	return insertHosts(ctx, q, t, id, after)
@@ -145,10 +160,7 @@ func writeAlong(ctx context.Context, q querier, f *feed, t cloud.Tenant, w cloud
 		}
 	}
 	for _, a := range w.Audit {
-		if _, err := q.Exec(ctx, `INSERT INTO audit_events (org_id, mode, id, action, actor_kind, actor_id, object_type, object_id,
-				request_id, detail, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, t.OrgID, string(t.Mode), a.ID, a.Action, a.ActorKind,
-			null(a.ActorID), a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), a.CreatedAt); err != nil {
+		if _, err := q.Exec(ctx, qInsertAudit, auditArgs(t, a)...); err != nil {
 			return translate("create audit event", err)
 		}
 	}

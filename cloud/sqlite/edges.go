@@ -10,62 +10,86 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// ApplyFact implements cloud.Store. The fact's row is inserted first: a
-// second delivery finds it and changes nothing. The one writer connection
-// makes two deliveries take turns.
+// Statements prepared on the writer (hotWrites).
+const (
+	qInsertFact = `INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
+			visit_id, pass_visit_id, reason, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`
+	qFactConflict = `UPDATE edge_facts SET conflict = ? WHERE id = ?`
+)
+
+// ApplyFact implements cloud.Store, as a batch of one.
 func (s *Store) ApplyFact(ctx context.Context, ef cloud.EdgeFact, fn func(func(string) (cloud.Visit, error), *cloud.FactWrites) error) (bool, error) {
-	t, f := ef.Tenant, ef.Fact
-	applied := false
+	applied, err := s.ApplyFacts(ctx, []cloud.EdgeFact{ef}, func(_ int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		return fn(load, w)
+	})
+	if err != nil {
+		return false, err
+	}
+	return applied[0], nil
+}
+
+// ApplyFacts implements cloud.Store. Each fact's row is inserted first: a
+// second delivery finds it and changes nothing. The one writer connection
+// makes two batches take turns.
+func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(int, func(string) (cloud.Visit, error), *cloud.FactWrites) error) ([]bool, error) {
+	if len(facts) == 0 {
+		return nil, nil
+	}
+	t := facts[0].Tenant
+	for _, ef := range facts {
+		if ef.Tenant != t {
+			return nil, fmt.Errorf("apply facts: facts of tenants %v and %v in one batch", t, ef.Tenant)
+		}
+	}
+	applied := make([]bool, len(facts))
 	err := s.writeTx(ctx, t, func(tx *sql.Tx, fd *feed) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
-				visit_id, pass_visit_id, reason, received_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), micros(f.At), f.GateID,
-			null(f.VisitID), null(f.PassVisitID), null(f.Reason), micros(ef.ReceivedAt))
-		if err != nil {
-			return fmt.Errorf("record fact: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return err // recorded before
-		}
-		applied = true
-		loaded := map[string][]string{} // the hosts of each visit loaded
-		load := func(id string) (cloud.Visit, error) {
-			v, err := getVisit(ctx, tx, t, id)
-			if err == nil {
-				loaded[id] = hostIDs(v)
+		b := cloud.NewFactBatch(func(id string) (cloud.Visit, error) { return getVisit(ctx, fd.st, t, id) })
+		for i, ef := range facts {
+			f := ef.Fact
+			res, err := fd.st.ExecContext(ctx, qInsertFact,
+				f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), micros(f.At), f.GateID,
+				null(f.VisitID), null(f.PassVisitID), null(f.Reason), micros(ef.ReceivedAt))
+			if err != nil {
+				return fmt.Errorf("record fact: %w", err)
 			}
-			return v, err
-		}
-		var w cloud.FactWrites
-		if err := fn(load, &w); err != nil {
-			return err
-		}
-		for _, v := range w.Visits {
-			before, ok := loaded[v.ID]
-			if !ok {
-				cur, err := getVisit(ctx, tx, t, v.ID)
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
 				if err != nil {
-					return fmt.Errorf("store visit %s: %w", v.ID, err)
+					return fmt.Errorf("record fact: %w", err)
 				}
-				before = hostIDs(cur)
+				continue // recorded before
 			}
-			if err := updateVisitRow(ctx, tx, fd, t, v.ID, before, v); err != nil {
+			applied[i] = true
+			if err := b.Apply(f.ID, func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+				return fn(i, load, w)
+			}); err != nil {
 				return err
 			}
 		}
-		if err := writeAlong(ctx, tx, fd, t, cloud.VisitWrites{Visits: w.New, Audit: w.Audit}); err != nil {
+		for _, bv := range b.Written() {
+			var err error
+			if bv.New() {
+				err = insertVisit(ctx, tx, fd, t, bv.Visit)
+			} else {
+				err = updateVisitRow(ctx, tx, fd, t, bv.Visit.ID, hostIDs(*bv.Loaded), bv.Visit)
+			}
+			if err != nil {
+				return err
+			}
+			fd.visitAs(bv.Visit)
+		}
+		if err := writeAlong(ctx, tx, fd, t, cloud.VisitWrites{Audit: b.Audit}); err != nil {
 			return err
 		}
-		if w.Conflict != "" {
-			if _, err := tx.ExecContext(ctx, `UPDATE edge_facts SET conflict = ? WHERE id = ?`, w.Conflict, f.ID); err != nil {
+		for _, c := range b.Conflicts {
+			if _, err := fd.st.ExecContext(ctx, qFactConflict, c.Conflict, c.FactID); err != nil {
 				return fmt.Errorf("record fact: %w", err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	return applied, nil
 }

@@ -16,9 +16,12 @@ import (
 // feed collects the changes one write transaction appends to its tenant's
 // site feeds. Visits are noted by ID and read back at the end, so each
 // goes out once, as the transaction left it (with its visitor's name as
-// stored, none after an erasure).
+// stored, none after an erasure); a visit noted with visitAs goes out as
+// given, unread. It also holds the transaction's prepared statements.
 type feed struct {
 	t      cloud.Tenant
+	st     *txStmts               // the transaction's prepared statements
+	states map[string]cloud.Visit // visits as the transaction left them, not to be read back
 	visits []string
 	seen   map[string]bool
 	other  []siteChange
@@ -29,7 +32,7 @@ type siteChange struct {
 	c    protocol.Change
 }
 
-func newFeed(t cloud.Tenant) *feed { return &feed{t: t, seen: map[string]bool{}} }
+func newFeed(t cloud.Tenant, st *txStmts) *feed { return &feed{t: t, st: st, seen: map[string]bool{}} }
 
 // visit notes that the transaction wrote the visit.
 func (f *feed) visit(id string) {
@@ -37,6 +40,16 @@ func (f *feed) visit(id string) {
 		f.seen[id] = true
 		f.visits = append(f.visits, id)
 	}
+}
+
+// visitAs notes that the transaction wrote v and left it so, with its
+// visitor as the transaction read it: flush need not read it back.
+func (f *feed) visitAs(v cloud.Visit) {
+	f.visit(v.ID)
+	if f.states == nil {
+		f.states = map[string]cloud.Visit{}
+	}
+	f.states[v.ID] = v
 }
 
 // add appends a change of another object to the site's feed.
@@ -48,12 +61,15 @@ func (f *feed) add(site string, c protocol.Change) {
 func (f *feed) empty() bool { return len(f.visits) == 0 && len(f.other) == 0 }
 
 // flush appends the changes, site by site in ID order.
-func (f *feed) flush(ctx context.Context, tx *sql.Tx) error {
+func (f *feed) flush(ctx context.Context) error {
 	all := slices.Clone(f.other)
 	for _, id := range f.visits {
-		v, err := getVisit(ctx, tx, f.t, id)
-		if err != nil {
-			return fmt.Errorf("feed visit %s: %w", id, err)
+		v, ok := f.states[id]
+		if !ok {
+			var err error
+			if v, err = getVisit(ctx, f.st, f.t, id); err != nil {
+				return fmt.Errorf("feed visit %s: %w", id, err)
+			}
 		}
 		pv := cloud.EdgeVisit(v)
 		all = append(all, siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}})
@@ -68,16 +84,25 @@ func (f *feed) flush(ctx context.Context, tx *sql.Tx) error {
 	}
 	slices.Sort(sites)
 	for _, site := range sites {
-		if err := appendChanges(ctx, tx, f.t, site, bySite[site]); err != nil {
+		if err := appendChanges(ctx, f.st, f.t, site, bySite[site]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// The feed's statements, prepared on the writer (hotWrites).
+const (
+	qFeedHead = `INSERT INTO site_feed_heads (org_id, mode, site_id, seq) VALUES (?, ?, ?, ?)
+		ON CONFLICT (org_id, mode, site_id) DO UPDATE SET seq = site_feed_heads.seq + excluded.seq RETURNING seq`
+	qFeedRow    = `INSERT INTO site_feed (org_id, mode, site_id, seq, at, visit_id, body) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qFeedCursor = `INSERT INTO site_feed_cursors (org_id, mode, site_id, published_seq) VALUES (?, ?, ?, ?)
+		ON CONFLICT (org_id, mode, site_id) DO UPDATE SET published_seq = excluded.published_seq`
+)
+
 // appendChanges allocates the next sequences of the site's feed and
 // stores the changes under them.
-func appendChanges(ctx context.Context, tx *sql.Tx, t cloud.Tenant, site string, cs []protocol.Change) error {
+func appendChanges(ctx context.Context, tx *txStmts, t cloud.Tenant, site string, cs []protocol.Change) error {
 	bodies := make([][]byte, len(cs))
 	for i, c := range cs {
 		b, err := storedoc.EncodeChange(c)
@@ -87,16 +112,13 @@ func appendChanges(ctx context.Context, tx *sql.Tx, t cloud.Tenant, site string,
 		bodies[i] = b
 	}
 	var last int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO site_feed_heads (org_id, mode, site_id, seq) VALUES (?, ?, ?, ?)
-		ON CONFLICT (org_id, mode, site_id) DO UPDATE SET seq = site_feed_heads.seq + excluded.seq RETURNING seq`,
-		t.OrgID, string(t.Mode), site, len(cs)).Scan(&last)
+	err := tx.QueryRowContext(ctx, qFeedHead, t.OrgID, string(t.Mode), site, len(cs)).Scan(&last)
 	if err != nil {
 		return fmt.Errorf("feed of site %s: allocate: %w", site, err)
 	}
 	first := last - int64(len(cs)) + 1
 	for i, c := range cs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO site_feed (org_id, mode, site_id, seq, at, visit_id, body)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, t.OrgID, string(t.Mode), site, first+int64(i), micros(c.At),
+		if _, err := tx.ExecContext(ctx, qFeedRow, t.OrgID, string(t.Mode), site, first+int64(i), micros(c.At),
 			null(storedoc.VisitID(c)), string(bodies[i])); err != nil {
 			return fmt.Errorf("feed of site %s: %w", site, err)
 		}
@@ -108,11 +130,11 @@ func appendChanges(ctx context.Context, tx *sql.Tx, t cloud.Tenant, site string,
 // feeds before committing.
 func (s *Store) writeTx(ctx context.Context, t cloud.Tenant, fn func(*sql.Tx, *feed) error) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		f := newFeed(t)
+		f := newFeed(t, s.ws.in(tx))
 		if err := fn(tx, f); err != nil {
 			return err
 		}
-		return f.flush(ctx, tx)
+		return f.flush(ctx)
 	})
 }
 
@@ -353,9 +375,7 @@ func (s *Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Si
 				return n, fmt.Errorf("publish feed of %s: %w", site.Prefix(), err)
 			}
 			d.published = cs[len(cs)-1].Seq
-			if _, err := s.w.ExecContext(ctx, `INSERT INTO site_feed_cursors (org_id, mode, site_id, published_seq) VALUES (?, ?, ?, ?)
-				ON CONFLICT (org_id, mode, site_id) DO UPDATE SET published_seq = excluded.published_seq`,
-				d.t.OrgID, string(d.t.Mode), d.site, int64(d.published)); err != nil {
+			if _, err := s.ws.m[qFeedCursor].ExecContext(ctx, d.t.OrgID, string(d.t.Mode), d.site, int64(d.published)); err != nil {
 				return n, fmt.Errorf("publish feeds: %w", err)
 			}
 			n += len(cs)

@@ -34,8 +34,9 @@ var _ cloud.Store = (*Store)(nil)
 
 // Store is a cloud.Store on one SQLite file.
 type Store struct {
-	w *sql.DB // one connection: SQLite has one writer at a time
-	r *readDB // readers, concurrent under WAL, statements prepared once
+	w  *sql.DB     // one connection: SQLite has one writer at a time
+	ws *writeStmts // the writer's hot statements, prepared once
+	r  *readDB     // readers, concurrent under WAL, statements prepared once
 
 	countsMu sync.Mutex
 	counts   map[countKey]int64
@@ -71,8 +72,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	if s.ws, err = prepareWrites(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", dsn+"&mode=ro")
 	if err != nil {
+		s.ws.Close()
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -101,6 +107,7 @@ func ensureDir(path string) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.ws.Close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

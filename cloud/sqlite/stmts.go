@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 )
 
@@ -65,4 +66,93 @@ func (r *readDB) Close() error {
 		st.Close()
 	}
 	return r.DB.Close()
+}
+
+// writeStmts are the writer connection's hot statements, prepared once at
+// Open: parsing them on every call was 18% of the process's CPU while an
+// edge's outbox drained (docs/performance.md, issue 4). The writer has one
+// connection, so a transaction finds each statement prepared on it.
+// Statements are prepared up front because the writer's one connection
+// is busy while a transaction runs: preparing on the pool then would wait
+// for it.
+type writeStmts struct {
+	m map[string]*sql.Stmt
+}
+
+// hotWrites are the statements prepared on the writer: those an edge's
+// facts, the feed and its publisher run per row.
+var hotWrites = []string{
+	qInsertFact, qFactConflict, qGetVisit, qUpdateVisit, qInsertVisit, qInsertAudit,
+	qFeedHead, qFeedRow, qFeedCursor,
+}
+
+func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
+	ws := &writeStmts{m: make(map[string]*sql.Stmt, len(hotWrites))}
+	for _, q := range hotWrites {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			ws.Close()
+			return nil, fmt.Errorf("prepare %.40q: %w", q, err)
+		}
+		ws.m[q] = st
+	}
+	return ws, nil
+}
+
+// Close closes the statements.
+func (ws *writeStmts) Close() {
+	for _, st := range ws.m {
+		st.Close()
+	}
+}
+
+// txStmts are the writer's statements as one transaction uses them, each
+// bound to it once.
+type txStmts struct {
+	ws  *writeStmts
+	tx  *sql.Tx
+	txs map[string]*sql.Stmt
+}
+
+func (ws *writeStmts) in(tx *sql.Tx) *txStmts {
+	return &txStmts{ws: ws, tx: tx}
+}
+
+// stmt is query's prepared statement bound to the transaction, or nil
+// when the writer has not prepared it.
+func (p *txStmts) stmt(ctx context.Context, query string) *sql.Stmt {
+	if p == nil || p.ws == nil {
+		return nil
+	}
+	if st, ok := p.txs[query]; ok {
+		return st
+	}
+	parent, ok := p.ws.m[query]
+	if !ok {
+		return nil
+	}
+	if p.txs == nil {
+		p.txs = map[string]*sql.Stmt{}
+	}
+	st := p.tx.StmtContext(ctx, parent)
+	p.txs[query] = st
+	return st
+}
+
+// ExecContext runs query in the transaction, prepared when it is one of
+// hotWrites.
+func (p *txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := p.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return p.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a single-row query in the transaction, prepared
+// when it is one of hotWrites.
+func (p *txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := p.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return p.tx.QueryRowContext(ctx, query, args...)
 }

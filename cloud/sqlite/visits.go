@@ -21,6 +21,20 @@ const (
 	visitFrom = ` FROM visits v LEFT JOIN visitors r ON r.id = v.visitor_id AND r.org_id = v.org_id AND r.mode = v.mode`
 )
 
+// Statements prepared on the writer (hotWrites).
+const (
+	qGetVisit    = `SELECT ` + visitCols + visitFrom + ` WHERE v.id = ? AND v.org_id = ? AND v.mode = ?`
+	qInsertVisit = `INSERT INTO visits (id, org_id, mode, created_at, status, type, site_id, host_id, visitor_id,
+			booking_id, expected_at, doc, updated_at, edge_until)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qUpdateVisit = `UPDATE visits SET status = ?, type = ?, site_id = ?, host_id = ?, visitor_id = ?,
+			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?, edge_until = ?
+		WHERE id = ? AND org_id = ? AND mode = ?`
+	qInsertAudit = `INSERT INTO audit_events (id, org_id, mode, action, actor_kind, actor_id, object_type,
+				object_id, request_id, detail, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
 func scanVisit(r scanner) (cloud.Visit, error) {
 	var v cloud.Visit
 	var mode, status string
@@ -88,9 +102,7 @@ func insertVisit(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v clo
 		return err
 	}
 	args = append([]any{v.ID, t.OrgID, string(t.Mode), micros(v.CreatedAt)}, args...)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO visits (id, org_id, mode, created_at, status, type, site_id, host_id, visitor_id,
-			booking_id, expected_at, doc, updated_at, edge_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+	if _, err := f.st.ExecContext(ctx, qInsertVisit, args...); err != nil {
 		return fmt.Errorf("insert visit: %w", err)
 	}
 	f.visit(v.ID)
@@ -105,9 +117,7 @@ func updateVisitRow(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, id
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE visits SET status = ?, type = ?, site_id = ?, host_id = ?, visitor_id = ?,
-			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?, edge_until = ?
-		WHERE id = ? AND org_id = ? AND mode = ?`, append(args, id, t.OrgID, string(t.Mode))...); err != nil {
+	if _, err := f.st.ExecContext(ctx, qUpdateVisit, append(args, id, t.OrgID, string(t.Mode))...); err != nil {
 		return fmt.Errorf("update visit: %w", err)
 	}
 	f.visit(id)
@@ -137,9 +147,7 @@ func writeAlong(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, w clou
 		}
 	}
 	for _, a := range w.Audit {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (id, org_id, mode, action, actor_kind, actor_id, object_type,
-				object_id, request_id, detail, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.ID, t.OrgID, string(t.Mode), a.Action, a.ActorKind, null(a.ActorID),
+		if _, err := f.st.ExecContext(ctx, qInsertAudit, a.ID, t.OrgID, string(t.Mode), a.Action, a.ActorKind, null(a.ActorID),
 			a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), micros(a.CreatedAt)); err != nil {
 			return fmt.Errorf("insert audit event: %w", err)
 		}
@@ -150,8 +158,7 @@ func writeAlong(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, w clou
 func getVisit(ctx context.Context, db interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, t cloud.Tenant, id string) (cloud.Visit, error) {
-	return get(ctx, db, scanVisit, `SELECT `+visitCols+visitFrom+` WHERE v.id = ? AND v.org_id = ? AND v.mode = ?`,
-		id, t.OrgID, string(t.Mode))
+	return get(ctx, db, scanVisit, qGetVisit, id, t.OrgID, string(t.Mode))
 }
 
 // visitsOf returns every visit of a visitor.

@@ -670,6 +670,25 @@ func factTests() []test {
 		{"AbortRecordsNothing", testFactAborts},
 		{"ConcurrentSameFact", testFactConcurrent},
 		{"TenantIsolation", testFactTenantIsolation},
+		{"BatchAppliesEachIDOnce", testFactBatchOnce},
+		{"BatchReadsItsOwnWrites", testFactBatchSameVisit},
+		{"BatchConflictsAndNewVisits", testFactBatchConflicts},
+		{"BatchAbortsWhole", testFactBatchAborts},
+	}
+}
+
+// checkIn is a fn for ApplyFacts that checks in the visit facts[i] names.
+func checkIn(facts []cloud.EdgeFact, calls *[]int) func(int, func(string) (cloud.Visit, error), *cloud.FactWrites) error {
+	return func(i int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		*calls = append(*calls, i)
+		f := facts[i].Fact
+		x, err := load(f.VisitID)
+		if err != nil {
+			return err
+		}
+		x.Status, x.CheckedInAt, x.Pass.Uses = cloud.VisitCheckedIn, &f.At, x.Pass.Uses+1
+		w.Visits = append(w.Visits, x)
+		return nil
 	}
 }
 
@@ -1004,4 +1023,207 @@ func testPublishEachSiteOnce(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, []uint64{3}, p.bySeq[cloud.EdgeSite(e.a, busy.ID)])
+}
+
+// A batch applies each fact ID once: a fact recorded by an earlier call,
+// and the second of two facts with one ID in the batch, are skipped
+// without calling fn; the others are applied and go out on the feed once
+// each.
+func testFactBatchOnce(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v1, v2, v3 := e.newVisit(t, e.a, s.ID), e.newVisit(t, e.a, s.ID), e.newVisit(t, e.a, s.ID)
+	f1, f2, f3 := e.newFact(protocol.FactCheckIn, v1.ID), e.newFact(protocol.FactCheckIn, v2.ID), e.newFact(protocol.FactCheckIn, v3.ID)
+	received := e.tick()
+	ef := func(f protocol.Fact) cloud.EdgeFact {
+		return cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: received}
+	}
+	var calls []int
+	earlier := []cloud.EdgeFact{ef(f2)}
+	applied, err := e.s.ApplyFacts(t.Context(), earlier, checkIn(earlier, &calls))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, applied)
+
+	before := e.head(t, e.a, s.ID)
+	batch := []cloud.EdgeFact{ef(f3), ef(f2), ef(f1), ef(f3)}
+	calls = nil
+	applied, err = e.s.ApplyFacts(t.Context(), batch, checkIn(batch, &calls))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, true, false}, applied)
+	require.Equal(t, []int{0, 2}, calls, "fn runs for the facts applied now, in order")
+	for _, v := range []cloud.Visit{v1, v2, v3} {
+		got, err := e.s.Visit(t.Context(), e.a, v.ID)
+		require.NoError(t, err)
+		require.Equal(t, cloud.VisitCheckedIn, got.Status)
+		require.Equal(t, 1, got.Pass.Uses, "visit %s checked in once", v.ID)
+	}
+	for _, f := range []protocol.Fact{f1, f2, f3} {
+		rec, err := e.s.EdgeFact(t.Context(), e.a, f.ID)
+		require.NoError(t, err)
+		require.Equal(t, f.VisitID, rec.Fact.VisitID)
+	}
+	cs, _ := e.changes(t, e.a, s.ID, before)
+	require.Len(t, cs, 2, "one change per visit the batch wrote")
+	requireRun(t, before+1, cs)
+	e.requireVisitChange(t, e.a, cs[0], v3.ID)
+	e.requireVisitChange(t, e.a, cs[1], v1.ID)
+
+	calls = nil
+	applied, err = e.s.ApplyFacts(t.Context(), batch, checkIn(batch, &calls))
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, false, false, false}, applied)
+	require.Empty(t, calls)
+	require.Equal(t, before+2, e.head(t, e.a, s.ID), "a batch applied before writes nothing")
+}
+
+// Two facts of one visit in a batch, a check-in then a check-out: the
+// second reads the visit as the first left it, and the visit is stored and
+// goes out on the feed once, as the second left it.
+func testFactBatchSameVisit(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name = "Ada" }))
+	in, out := e.newFact(protocol.FactCheckIn, v.ID), e.newFact(protocol.FactCheckOut, v.ID)
+	received := e.tick()
+	batch := []cloud.EdgeFact{
+		{Tenant: e.a, SiteID: s.ID, Fact: in, ReceivedAt: received},
+		{Tenant: e.a, SiteID: s.ID, Fact: out, ReceivedAt: received},
+	}
+	before := e.head(t, e.a, s.ID)
+	var seen []cloud.VisitStatus
+	applied, err := e.s.ApplyFacts(t.Context(), batch, func(i int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		x, err := load(v.ID)
+		if err != nil {
+			return err
+		}
+		seen = append(seen, x.Status)
+		at := batch[i].Fact.At
+		if i == 0 {
+			x.Status, x.CheckedInAt, x.Pass.Uses = cloud.VisitCheckedIn, &at, x.Pass.Uses+1
+		} else {
+			x.Status, x.CheckedOutAt = cloud.VisitCheckedOut, &at
+		}
+		x.UpdatedAt = received
+		w.Visits = append(w.Visits, x)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true}, applied)
+	require.Equal(t, []cloud.VisitStatus{cloud.VisitExpected, cloud.VisitCheckedIn}, seen, "the check-out saw the check-in")
+	got, err := e.s.Visit(t.Context(), e.a, v.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.VisitCheckedOut, got.Status)
+	require.True(t, in.At.Equal(*got.CheckedInAt))
+	require.True(t, out.At.Equal(*got.CheckedOutAt))
+	require.Equal(t, 1, got.Pass.Uses)
+	cs, _ := e.changes(t, e.a, s.ID, before)
+	require.Len(t, cs, 1, "the visit goes out once, as the batch left it")
+	e.requireVisitChange(t, e.a, cs[0], v.ID)
+	require.Equal(t, "Ada", cs[0].Visit.VisitorName)
+	require.Equal(t, string(cloud.VisitCheckedOut), cs[0].Visit.Status)
+}
+
+// A batch records each fact's conflict with that fact only, stores every
+// fact's audit events, and makes new visits, which a later fact of the
+// batch may write again: the new visit is stored as that one left it.
+func testFactBatchConflicts(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	holder := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Name = "Grace" }))
+	other := e.newVisit(t, e.a, s.ID)
+	re := e.newFact(protocol.FactReEntry, ids.New(ids.Visit))
+	re.PassVisitID = holder.ID
+	out := e.newFact(protocol.FactCheckOut, re.VisitID)
+	bad := e.newFact(protocol.FactCheckIn, other.ID)
+	ev := e.newAuditEvent(e.a, bad.VisitID)
+	ev.Action, ev.ActorKind, ev.ActorID = cloud.AuditEdgeFactConflicted, cloud.ActorEdge, bad.EdgeID
+	received := e.tick()
+	var batch []cloud.EdgeFact
+	for _, f := range []protocol.Fact{re, bad, out} {
+		batch = append(batch, cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: received})
+	}
+	before := e.head(t, e.a, s.ID)
+	applied, err := e.s.ApplyFacts(t.Context(), batch, func(i int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		switch i {
+		case 0:
+			h, err := load(holder.ID)
+			if err != nil {
+				return err
+			}
+			next := h
+			next.ID, next.Status, next.CheckedInAt, next.Pass.ForVisitID = re.VisitID, cloud.VisitCheckedIn, &re.At, h.ID
+			h.ReenteredAs = re.VisitID
+			w.Visits = append(w.Visits, h)
+			w.New = append(w.New, next)
+		case 1:
+			w.Conflict = cloud.ConflictEnded
+			w.Audit = append(w.Audit, ev)
+		case 2:
+			x, err := load(re.VisitID)
+			if err != nil {
+				return fmt.Errorf("the batch's new visit: %w", err)
+			}
+			x.Status, x.CheckedOutAt = cloud.VisitCheckedOut, &out.At
+			w.Visits = append(w.Visits, x)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true, true}, applied)
+	for _, c := range []struct {
+		f        protocol.Fact
+		conflict string
+	}{{re, ""}, {bad, cloud.ConflictEnded}, {out, ""}} {
+		rec, err := e.s.EdgeFact(t.Context(), e.a, c.f.ID)
+		require.NoError(t, err)
+		require.Equal(t, c.conflict, rec.Conflict, "fact %s", c.f.Kind)
+	}
+	events := e.listAuditEvents(t, e.a, cloud.AuditFilter{ObjectID: bad.VisitID})
+	require.Len(t, events, 1)
+	requireAuditEvent(t, ev, events[0])
+	next, err := e.s.Visit(t.Context(), e.a, re.VisitID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.VisitCheckedOut, next.Status)
+	require.Equal(t, "Grace", next.Visitor.Name)
+	got, err := e.s.Visit(t.Context(), e.a, holder.ID)
+	require.NoError(t, err)
+	require.Equal(t, re.VisitID, got.ReenteredAs)
+	cs, _ := e.changes(t, e.a, s.ID, before)
+	require.Len(t, cs, 2)
+	requireRun(t, before+1, cs)
+	e.requireVisitChange(t, e.a, cs[0], holder.ID)
+	e.requireVisitChange(t, e.a, cs[1], re.VisitID)
+	require.Equal(t, string(cloud.VisitCheckedOut), cs[1].Visit.Status)
+}
+
+// fn's error on any fact rolls the whole batch back: no fact is recorded,
+// no visit written, nothing appended to the feed.
+func testFactBatchAborts(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	v1, v2 := e.newVisit(t, e.a, s.ID), e.newVisit(t, e.a, s.ID)
+	received := e.tick()
+	var batch []cloud.EdgeFact
+	for _, v := range []cloud.Visit{v1, v2} {
+		batch = append(batch, cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: e.newFact(protocol.FactCheckIn, v.ID), ReceivedAt: received})
+	}
+	before := e.head(t, e.a, s.ID)
+	var calls []int
+	in := checkIn(batch, &calls)
+	_, err := e.s.ApplyFacts(t.Context(), batch, func(i int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		if i == 1 {
+			return errAbort
+		}
+		return in(i, load, w)
+	})
+	require.ErrorIs(t, err, errAbort)
+	for _, ef := range batch {
+		_, err := e.s.EdgeFact(t.Context(), e.a, ef.Fact.ID)
+		requireNotFound(t, err)
+	}
+	got, err := e.s.Visit(t.Context(), e.a, v1.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.VisitExpected, got.Status)
+	require.Equal(t, before, e.head(t, e.a, s.ID))
+
+	calls = nil
+	applied, err := e.s.ApplyFacts(t.Context(), batch, checkIn(batch, &calls))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, true}, applied, "the facts of a failed batch are applied later")
 }

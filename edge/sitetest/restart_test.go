@@ -190,12 +190,18 @@ func TestFeed_SnapshotWhenFarBehind(t *testing.T) {
 		w.WaitConverged(t, e, settle)
 		e.Stop()
 
-		stale := w.Head(t)
+		stale, published := w.Head(t), w.Cloud().Half().State().ChangesSent
 		w.NewVisits(t, 2*snapshotAfter)
 		_, err := w.Svc().Cancel(t.Context(), w.Actor, old[0].ID)
 		require.NoError(t, err)
-		require.Greater(t, w.Head(t)-stale, uint64(snapshotAfter))
+		head := w.Head(t)
+		require.Greater(t, head-stale, uint64(snapshotAfter))
 		sent := w.Cloud().Half().State().Snapshots
+		// The publisher coalesces commits (PublishEvery): the feed must
+		// have gone out to the absent edge's session before it is dropped,
+		// or the edge would find the changes on the feed when it returns.
+		sitetest.Eventually(t, settle, func() bool { return w.Cloud().Half().State().ChangesSent-published >= head-stale },
+			"the cloud did not publish the changes")
 		e.DropSession(t) // only the resync can bring the edge up to date
 
 		e.Start()

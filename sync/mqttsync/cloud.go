@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,11 +27,14 @@ type CloudStore interface {
 	// Snapshot returns the site's whole state as of one sequence, unsplit
 	// (Part and Parts unset). It returns the store's errors.
 	Snapshot(ctx context.Context, site protocol.Site) (protocol.Snapshot, error)
-	// ApplyFact applies a fact once by its ID: nil when it is applied now
-	// or was before. An error wrapping ErrRejected means it never will be
-	// (an unknown edge, say) and is not acknowledged; any other error is
-	// transient.
-	ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error
+	// ApplyFacts applies facts that arrived for site, in order, each
+	// once by its ID, as one batch (one transaction, say). errs[i] is
+	// facts[i]'s outcome: nil when it is applied now or was before (also
+	// earlier in facts), or an error wrapping ErrRejected when it never
+	// will be (an unknown edge, say) and is not acknowledged; the others
+	// are applied all the same. err is a transient error that failed the
+	// whole batch: nothing of it is applied, and errs is nil.
+	ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) (errs []error, err error)
 	// EdgeStatus records an edge's status (a retained last will saying
 	// offline included). It returns the store's errors.
 	EdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error
@@ -65,6 +69,14 @@ type CloudConfig struct {
 	// PollEvery is how often the change feeds are published when Notify
 	// is not called. Default 100ms.
 	PollEvery time.Duration
+	// PublishEvery is the least time between two publications of the
+	// change feeds: Notify calls meanwhile wait for it and are published
+	// together, so a burst of commits costs a store pass and a batch per
+	// PublishEvery rather than per commit. Default 20ms.
+	PublishEvery time.Duration
+	// FactBatch bounds the facts applied in one ApplyFacts call.
+	// Default 256.
+	FactBatch int
 	// FeedLimit bounds the changes handed over by one PublishFeeds call.
 	// Default 5000.
 	FeedLimit int
@@ -101,6 +113,8 @@ func (c *CloudConfig) Validate() error {
 		return bad("Store is nil")
 	case c.FeedLimit < 0:
 		return bad("FeedLimit is negative")
+	case c.FactBatch < 0:
+		return bad("FactBatch is negative")
 	case c.ResyncWorkers < 0 || c.ResyncWorkers > 64:
 		return bad("ResyncWorkers %d is not between 1 and 64", c.ResyncWorkers)
 	}
@@ -110,7 +124,7 @@ func (c *CloudConfig) Validate() error {
 		}
 	}
 	for name, d := range map[string]time.Duration{
-		"PollEvery": c.PollEvery, "AckEvery": c.AckEvery, "StoreTimeout": c.StoreTimeout,
+		"PollEvery": c.PollEvery, "PublishEvery": c.PublishEvery, "AckEvery": c.AckEvery, "StoreTimeout": c.StoreTimeout,
 		"KeepAlive": c.KeepAlive, "ConnectTimeout": c.ConnectTimeout, "WriteTimeout": c.WriteTimeout,
 		"MinBackoff": c.MinBackoff, "MaxBackoff": c.MaxBackoff,
 	} {
@@ -128,6 +142,7 @@ func (c *CloudConfig) setDefaults() {
 		}
 	}
 	def(&c.PollEvery, 100*time.Millisecond)
+	def(&c.PublishEvery, 20*time.Millisecond)
 	def(&c.AckEvery, 10*time.Millisecond)
 	def(&c.StoreTimeout, 30*time.Second)
 	def(&c.KeepAlive, defaultKeepAlive)
@@ -137,6 +152,9 @@ func (c *CloudConfig) setDefaults() {
 	def(&c.MaxBackoff, defaultMaxBackoff)
 	if c.FeedLimit == 0 {
 		c.FeedLimit = 5000
+	}
+	if c.FactBatch == 0 {
+		c.FactBatch = 256
 	}
 	if c.SnapshotAfter == 0 {
 		c.SnapshotAfter = 5000
@@ -155,9 +173,10 @@ func (c *CloudConfig) setDefaults() {
 // CloudState is the cloud half's counters, for metrics.
 type CloudState struct {
 	Connected       bool
-	FactsApplied    uint64 // ApplyFact returned nil
-	FactsRejected   uint64 // ApplyFact returned ErrRejected
-	FactsFailed     uint64 // ApplyFact returned another error
+	FactsApplied    uint64 // applied now or before
+	FactsRejected   uint64 // ErrRejected
+	FactsFailed     uint64 // a transient error: not acknowledged
+	FactBatches     uint64 // ApplyFacts calls
 	AckReplies      uint64
 	ResyncsAnswered uint64 // with changes
 	Snapshots       uint64 // resyncs answered with a snapshot
@@ -181,9 +200,9 @@ type Cloud struct {
 	mu     sync.Mutex
 	client paho.Client // nil while disconnected
 
-	connected                                            atomic.Bool
-	applied, rejected, failed, acks, answered, snapshots atomic.Uint64
-	statuses, sent, dropped                              atomic.Uint64
+	connected                                                     atomic.Bool
+	applied, rejected, failed, batches, acks, answered, snapshots atomic.Uint64
+	statuses, sent, dropped                                       atomic.Uint64
 }
 
 // NewCloud checks cfg and returns a cloud half; Run starts it.
@@ -215,7 +234,7 @@ func (c *Cloud) Notify() {
 func (c *Cloud) State() CloudState {
 	return CloudState{
 		Connected:    c.connected.Load(),
-		FactsApplied: c.applied.Load(), FactsRejected: c.rejected.Load(), FactsFailed: c.failed.Load(),
+		FactsApplied: c.applied.Load(), FactsRejected: c.rejected.Load(), FactsFailed: c.failed.Load(), FactBatches: c.batches.Load(),
 		AckReplies: c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
 		Statuses: c.statuses.Load(), ChangesSent: c.sent.Load(),
 		Dropped: c.dropped.Load() + c.facts.droppedCount() + c.resync.droppedCount() + c.status.droppedCount(),
@@ -351,30 +370,30 @@ type ackKey struct {
 	edgeID string
 }
 
-// factsWorker applies facts in the order they arrive and acknowledges
-// them in batches: when AckEvery has passed since the first waiting
-// acknowledgement, or protocol.MaxAcks wait for one edge.
+// factsWorker applies facts in the order they arrive, up to FactBatch of
+// them at once, and acknowledges them in batches: when AckEvery has passed
+// since the first waiting acknowledgement, or protocol.MaxAcks wait for
+// one edge.
 func (c *Cloud) factsWorker(ctx context.Context) {
 	pending := make(map[ackKey][]string)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
+	ack := func(k ackKey, id string) {
+		pending[k] = append(pending[k], id)
+		if len(pending[k]) >= protocol.MaxAcks {
+			c.sendAcks(k, pending[k])
+			delete(pending, k)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.facts.ready:
-			for _, m := range c.facts.take(0) {
-				k, id, ok := c.applyFact(ctx, m)
-				if !ok {
-					continue
-				}
-				pending[k] = append(pending[k], id)
-				if len(pending[k]) >= protocol.MaxAcks {
-					c.sendAcks(k, pending[k])
-					delete(pending, k)
-				}
-			}
+			// What remains signals ready again, so acknowledgements due
+			// meanwhile go out between batches.
+			c.applyFacts(ctx, c.facts.take(c.cfg.FactBatch), ack)
 			if len(pending) > 0 && !armed {
 				timer.Reset(c.cfg.AckEvery)
 				armed = true
@@ -389,32 +408,102 @@ func (c *Cloud) factsWorker(ctx context.Context) {
 	}
 }
 
-// applyFact decodes and applies one fact, reporting where its
-// acknowledgement goes when it was applied.
-func (c *Cloud) applyFact(ctx context.Context, m message) (ackKey, string, bool) {
+// siteFacts are the facts of one site among the messages taken.
+type siteFacts struct {
+	site  protocol.Site
+	facts []protocol.Fact
+}
+
+// applyFacts decodes msgs and applies their facts, site by site (in the
+// order each site's first fact came, each site's in arrival order), each
+// site's as one batch, and hands ack where each applied fact's
+// acknowledgement goes.
+func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey, string)) {
+	var sites []siteFacts
+	for _, m := range msgs {
+		site, f, ok := c.decodeFact(m)
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(sites, func(s siteFacts) bool { return s.site == site })
+		if i < 0 {
+			i = len(sites)
+			sites = append(sites, siteFacts{site: site})
+		}
+		sites[i].facts = append(sites[i].facts, f)
+	}
+	for _, sf := range sites {
+		errs, err := c.storeApply(ctx, sf.site, sf.facts)
+		if err == nil {
+			for i, f := range sf.facts {
+				c.factDone(ctx, sf.site, f, errs[i], ack)
+			}
+			continue
+		}
+		if len(sf.facts) == 1 || ctx.Err() != nil {
+			for _, f := range sf.facts {
+				c.factDone(ctx, sf.site, f, err, ack)
+			}
+			continue
+		}
+		// The batch failed as a whole. Each fact is tried alone, so one
+		// that cannot be applied does not hold up the others; with the
+		// store down, this costs what applying one at a time always did.
+		c.log.Warn("apply a batch of facts; trying them one by one", "site_id", sf.site.SiteID, "facts", len(sf.facts), "error", err)
+		for _, f := range sf.facts {
+			if ctx.Err() != nil {
+				c.factDone(ctx, sf.site, f, ctx.Err(), ack)
+				continue
+			}
+			errs, err := c.storeApply(ctx, sf.site, []protocol.Fact{f})
+			if err == nil {
+				err = errs[0]
+			}
+			c.factDone(ctx, sf.site, f, err, ack)
+		}
+	}
+}
+
+// storeApply is one ApplyFacts call, bounded by StoreTimeout.
+func (c *Cloud) storeApply(ctx context.Context, site protocol.Site, facts []protocol.Fact) ([]error, error) {
+	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	c.batches.Add(1)
+	errs, err := c.cfg.Store.ApplyFacts(sctx, site, facts)
+	if err == nil && len(errs) != len(facts) {
+		err = fmt.Errorf("mqttsync: ApplyFacts returned %d outcomes for %d facts", len(errs), len(facts))
+	}
+	return errs, err
+}
+
+// decodeFact decodes one fact and names its site.
+func (c *Cloud) decodeFact(m message) (protocol.Site, protocol.Fact, bool) {
 	site, kind, edgeID, err := protocol.ParseTopic(m.topic)
 	if err != nil || kind != protocol.KindFacts {
 		c.drop(m, "not a facts topic")
-		return ackKey{}, "", false
+		return protocol.Site{}, protocol.Fact{}, false
 	}
 	var f protocol.Fact
 	if err := protocol.Decode(m.payload, &f); err != nil {
 		c.drop(m, err.Error())
-		return ackKey{}, "", false
+		return protocol.Site{}, protocol.Fact{}, false
 	}
 	if f.EdgeID != edgeID {
 		// The broker lets an edge publish only on its own facts topic,
 		// so a fact naming another edge is forged or misrouted.
 		c.drop(m, "the fact names edge "+f.EdgeID+", not its topic's")
-		return ackKey{}, "", false
+		return protocol.Site{}, protocol.Fact{}, false
 	}
-	sctx, cancel := c.storeCtx(ctx)
-	err = c.cfg.Store.ApplyFact(sctx, site, f)
-	cancel()
+	return site, f, true
+}
+
+// factDone counts and logs a fact's outcome and hands an applied fact's
+// acknowledgement to ack.
+func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fact, err error, ack func(ackKey, string)) {
 	switch {
 	case err == nil:
 		c.applied.Add(1)
-		return ackKey{site, f.EdgeID}, f.ID, true
+		ack(ackKey{site, f.EdgeID}, f.ID)
 	case errors.Is(err, ErrRejected):
 		c.rejected.Add(1)
 		c.log.Warn("fact rejected; not acknowledged", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", err)
@@ -424,7 +513,6 @@ func (c *Cloud) applyFact(ctx context.Context, m message) (ackKey, string, bool)
 			c.log.Error("apply fact; the edge will publish it again", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", err)
 		}
 	}
-	return ackKey{}, "", false
 }
 
 func (c *Cloud) sendAcks(k ackKey, ids []string) {
@@ -581,10 +669,14 @@ func (c *Cloud) recordStatus(ctx context.Context, m message) {
 }
 
 // publisher publishes the change feeds on Notify and every PollEvery,
-// while connected.
+// while connected, at most once per PublishEvery: Notify calls that come
+// meanwhile are published together by the next pass.
 func (c *Cloud) publisher(ctx context.Context) {
 	t := time.NewTicker(c.cfg.PollEvery)
 	defer t.Stop()
+	gap := time.NewTimer(time.Hour)
+	gap.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -592,6 +684,21 @@ func (c *Cloud) publisher(ctx context.Context) {
 		case <-c.notify:
 		case <-t.C:
 		}
+		if wait := c.cfg.PublishEvery - time.Since(last); !last.IsZero() && wait > 0 {
+			gap.Reset(wait)
+			select {
+			case <-ctx.Done():
+				gap.Stop()
+				return
+			case <-gap.C:
+			}
+		}
+		// This pass reads after every commit notified so far.
+		select {
+		case <-c.notify:
+		default:
+		}
+		last = time.Now()
 		for c.connected.Load() && ctx.Err() == nil {
 			n, err := c.cfg.Store.PublishFeeds(ctx, c.cfg.FeedLimit, c.publishFeed)
 			if err != nil {

@@ -2,7 +2,10 @@ package mqttsync
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -249,12 +252,203 @@ func TestCloud_FactOnAnotherEdgesTopicIsDropped(t *testing.T) {
 	fe.record(1)
 	facts, _ := fe.Outbox(0)
 
-	_, _, ok := c.applyFact(context.Background(), message{site.Facts(other), encode(t, &facts[0])})
-	assert.False(t, ok, "not applied")
+	var acked []string
+	ack := func(_ ackKey, id string) { acked = append(acked, id) }
+	c.applyFacts(context.Background(), []message{{site.Facts(other), encode(t, &facts[0])}}, ack)
+	assert.Empty(t, acked, "not applied")
 	assert.Zero(t, store.callCount(), "the store never saw it")
 	assert.Equal(t, uint64(1), c.State().Dropped)
 
-	_, id, ok := c.applyFact(context.Background(), message{site.Facts(edge), encode(t, &facts[0])})
-	assert.True(t, ok, "the same fact on its own edge's topic is applied")
-	assert.Equal(t, facts[0].ID, id)
+	c.applyFacts(context.Background(), []message{{site.Facts(edge), encode(t, &facts[0])}}, ack)
+	assert.Equal(t, []string{facts[0].ID}, acked, "the same fact on its own edge's topic is applied")
+}
+
+// factMsgs are the messages of facts of an edge of site.
+func factMsgs(t *testing.T, site protocol.Site, facts ...protocol.Fact) []message {
+	t.Helper()
+	out := make([]message, len(facts))
+	for i := range facts {
+		out[i] = message{site.Facts(facts[i].EdgeID), encode(t, &facts[i])}
+	}
+	return out
+}
+
+// edgeFacts records n facts of a new edge that store knows at site.
+func edgeFacts(store *fakeCloud, site protocol.Site, n int) []protocol.Fact {
+	edge := ids.New(ids.Edge)
+	store.addEdge(site, edge)
+	fe := newFakeEdge(edge)
+	fe.record(n)
+	facts, _ := fe.Outbox(0)
+	return facts
+}
+
+type acked struct {
+	mu  sync.Mutex
+	ids map[ackKey][]string
+}
+
+func (a *acked) ack(k ackKey, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ids == nil {
+		a.ids = map[ackKey][]string{}
+	}
+	a.ids[k] = append(a.ids[k], id)
+}
+
+func factIDs(facts ...protocol.Fact) []string {
+	out := make([]string, len(facts))
+	for i, f := range facts {
+		out[i] = f.ID
+	}
+	return out
+}
+
+// The facts taken together are applied in one ApplyFacts call per site,
+// each site's in arrival order; a rejected fact is not acknowledged and
+// does not keep the others of its batch from being so.
+func TestCloud_FactsBatchedPerSite(t *testing.T) {
+	store := newFakeCloud()
+	a, b := newSite(), newSite()
+	fa, fb := edgeFacts(store, a, 3), edgeFacts(store, b, 2)
+	stranger := fa[2]
+	stranger.EdgeID = ids.New(ids.Edge) // not an edge store knows
+	c, _ := newTestCloud(t, store)
+	msgs := append(factMsgs(t, a, fa[0]), factMsgs(t, b, fb[0])...)
+	msgs = append(msgs, factMsgs(t, a, fa[1], stranger)...)
+	msgs = append(msgs, factMsgs(t, b, fb[1])...)
+	msgs = append(msgs, factMsgs(t, a, fa[0])...)
+	msgs = append(msgs, message{a.Facts(ids.New(ids.Edge)), []byte(`{"v":1}`)})
+	var got acked
+	c.applyFacts(context.Background(), msgs, got.ack)
+
+	assert.Equal(t, []int{4, 2}, store.batchSizes(), "one call per site")
+	assert.Equal(t, map[ackKey][]string{
+		{a, fa[0].EdgeID}: factIDs(fa[0], fa[1], fa[0]),
+		{b, fb[0].EdgeID}: factIDs(fb...),
+	}, got.ids)
+	st := c.State()
+	assert.Equal(t, uint64(5), st.FactsApplied)
+	assert.Equal(t, uint64(1), st.FactsRejected)
+	assert.Equal(t, uint64(1), st.Dropped)
+	assert.Equal(t, uint64(2), st.FactBatches)
+}
+
+// A batch that fails as a whole is tried again fact by fact: one fact
+// that fails does not keep the others from being applied and
+// acknowledged.
+func TestCloud_FailedBatchTriedFactByFact(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	facts := edgeFacts(store, site, 3)
+	store.failNext = 2 // the batch, and the first fact alone
+	c, _ := newTestCloud(t, store)
+	var got acked
+	c.applyFacts(context.Background(), factMsgs(t, site, facts...), got.ack)
+
+	assert.Equal(t, []int{3, 1, 1, 1}, store.batchSizes())
+	assert.Equal(t, map[ackKey][]string{{site, facts[0].EdgeID}: factIDs(facts[1:]...)}, got.ids)
+	assert.False(t, store.isApplied(facts[0].ID))
+	st := c.State()
+	assert.Equal(t, uint64(2), st.FactsApplied)
+	assert.Equal(t, uint64(1), st.FactsFailed)
+}
+
+// The facts worker applies what waits in batches of at most FactBatch and
+// acknowledges every fact applied.
+func TestCloud_FactsWorkerBatches(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	facts := edgeFacts(store, site, 600)
+	c, rec := newTestCloud(t, store)
+	for _, m := range factMsgs(t, site, facts...) {
+		require.True(t, c.facts.push(m))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.factsWorker(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	acks := 0
+	waitFor(t, patience, "every fact acknowledged", func() bool {
+		for _, r := range replies(t, rec.take()) {
+			acks += len(r.Acks)
+		}
+		return acks == len(facts)
+	})
+	assert.Equal(t, []int{256, 256, 88}, store.batchSizes())
+}
+
+// feedCalls is a store whose PublishFeeds notes when it is called.
+type feedCalls struct {
+	*fakeCloud
+	mu    sync.Mutex
+	calls []time.Time
+}
+
+func (s *feedCalls) PublishFeeds(context.Context, int, func(protocol.Site, []protocol.Change) error) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, time.Now())
+	return 0, nil
+}
+
+func (s *feedCalls) times() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// A burst of commits is published at most once per PublishEvery, the last
+// of them within PublishEvery; a commit after a quiet spell at once. Time
+// is synctest's.
+func TestCloud_PublisherCoalesces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &feedCalls{fakeCloud: newFakeCloud()}
+		c, err := NewCloud(CloudConfig{BrokerURL: "tcp://127.0.0.1:1", ClientID: "svc-cloud-test", Store: store,
+			Logger: testLogger(t), PollEvery: time.Hour, PublishEvery: 20 * time.Millisecond})
+		require.NoError(t, err)
+		c.setClient(&recorder{})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.publisher(ctx)
+		}()
+		defer func() { cancel(); <-done }()
+		synctest.Wait()
+
+		c.Notify()
+		synctest.Wait()
+		require.Len(t, store.times(), 1, "the first commit is published at once")
+
+		start := time.Now()
+		var last time.Time
+		for range 1000 { // a commit every 100µs for 100ms
+			c.Notify()
+			last = time.Now()
+			time.Sleep(100 * time.Microsecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		calls := store.times()[1:]
+		require.LessOrEqual(t, len(calls), 6, "at most one pass per 20ms for 100ms of commits: %v", calls)
+		require.GreaterOrEqual(t, len(calls), 5, "passes go on while the commits come")
+		for i := 1; i < len(calls); i++ {
+			require.GreaterOrEqual(t, calls[i].Sub(calls[i-1]), 20*time.Millisecond)
+		}
+		end := calls[len(calls)-1]
+		require.False(t, end.Before(last), "the last commit was published")
+		require.LessOrEqual(t, end.Sub(last), 20*time.Millisecond)
+		require.LessOrEqual(t, calls[0].Sub(start), 20*time.Millisecond)
+
+		time.Sleep(time.Second)
+		c.Notify()
+		synctest.Wait()
+		require.Len(t, store.times(), 1+len(calls)+1)
+		require.Equal(t, time.Now(), store.times()[len(calls)+1], "after a quiet spell, at once")
+	})
 }

@@ -65,15 +65,19 @@
 // regard to whether it is connected); what a stopped process misses comes
 // again, since edges republish facts and ask again for resyncs.
 //
-// Facts are applied through CloudStore.ApplyFact in arrival order and
-// acknowledged in batches (per edge, AckEvery after the first waiting
-// acknowledgement or at protocol.MaxAcks). A fact rejected (ErrRejected) or
-// failing is not acknowledged: the edge keeps it and publishes it again.
+// Facts are applied through CloudStore.ApplyFacts in arrival order, the
+// waiting ones of a site together (up to FactBatch), and acknowledged in
+// batches (per edge, AckEvery after the first waiting acknowledgement or
+// at protocol.MaxAcks). A fact rejected (ErrRejected) or failing is not
+// acknowledged: the edge keeps it and publishes it again. A batch that
+// fails as a whole is tried again fact by fact, so one fact that cannot
+// be applied does not hold up the others.
 // A resync is answered with up to MaxChanges changes (More when the feed
 // goes on), or with a snapshot in parts when the edge is new (after 0), more
 // than SnapshotAfter changes behind, ahead of the feed (a restored cloud
 // database), or behind what the feed keeps. The publisher calls
-// PublishFeeds on Notify and every PollEvery and publishes each site's run
+// PublishFeeds on Notify and every PollEvery, at most once per
+// PublishEvery (Notify calls meanwhile are coalesced), and publishes each site's run
 // as Batches at QoS 1, returning an error (so the cursor stays) unless the
 // broker acknowledged them all. Messages are split to stay within
 // protocol.MaxChanges, MaxSnapshot and MaxMessage.

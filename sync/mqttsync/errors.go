@@ -3,11 +3,11 @@ package mqttsync
 import "errors"
 
 var (
-	// ErrRejected is wrapped by a CloudStore's ApplyFact error when the
-	// fact can never be applied (an unknown edge, an edge of another site):
-	// the cloud half does not acknowledge it, so the edge keeps it and
-	// nothing is lost, and logs it. Any other ApplyFact error is taken as
-	// transient and the edge's republication retries it.
+	// ErrRejected is wrapped by a fact's error from a CloudStore's
+	// ApplyFacts when the fact can never be applied (an unknown edge, an
+	// edge of another site): the cloud half does not acknowledge it, so
+	// the edge keeps it and nothing is lost, and logs it. Any other error
+	// is taken as transient and the edge's republication retries it.
 	ErrRejected = errors.New("mqttsync: fact rejected")
 
 	// ErrConfig is returned by NewEdge and NewCloud when a configuration

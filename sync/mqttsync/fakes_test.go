@@ -204,11 +204,12 @@ type fakeCloud struct {
 	mu       sync.Mutex
 	sites    map[protocol.Site]*fakeSite
 	edges    map[string]protocol.Site // known edges
-	calls    map[string]int           // ApplyFact calls per fact ID
+	calls    map[string]int           // facts handed to ApplyFacts, per fact ID
 	applied  map[string]protocol.Fact // facts applied, once each
 	statuses []statusRecord
 	resyncs  []uint64 // the after of every Changes call
-	failNext int      // ApplyFact calls to fail transiently
+	failNext int      // ApplyFacts calls to fail transiently, as a whole
+	batches  []int    // the number of facts of each ApplyFacts call
 }
 
 type fakeSite struct {
@@ -328,21 +329,34 @@ func (s *fakeCloud) Snapshot(_ context.Context, site protocol.Site) (protocol.Sn
 	return snap, nil
 }
 
-func (s *fakeCloud) ApplyFact(_ context.Context, site protocol.Site, f protocol.Fact) error {
+func (s *fakeCloud) ApplyFacts(_ context.Context, site protocol.Site, facts []protocol.Fact) ([]error, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls[f.ID]++
-	if es, ok := s.edges[f.EdgeID]; !ok || es != site {
-		return fmt.Errorf("fake cloud: edge %s of %s: %w", f.EdgeID, site.SiteID, ErrRejected)
+	s.batches = append(s.batches, len(facts))
+	errs := make([]error, len(facts))
+	for i, f := range facts {
+		s.calls[f.ID]++
+		if es, ok := s.edges[f.EdgeID]; !ok || es != site {
+			errs[i] = fmt.Errorf("fake cloud: edge %s of %s: %w", f.EdgeID, site.SiteID, ErrRejected)
+		}
 	}
 	if s.failNext > 0 {
 		s.failNext--
-		return errors.New("fake cloud: database unavailable")
+		return nil, errors.New("fake cloud: database unavailable")
 	}
-	if _, ok := s.applied[f.ID]; !ok {
-		s.applied[f.ID] = f
+	for i, f := range facts {
+		if _, ok := s.applied[f.ID]; !ok && errs[i] == nil {
+			s.applied[f.ID] = f
+		}
 	}
-	return nil
+	return errs, nil
+}
+
+// batchSizes returns the number of facts of each ApplyFacts call.
+func (s *fakeCloud) batchSizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.batches)
 }
 
 func (s *fakeCloud) EdgeStatus(_ context.Context, site protocol.Site, st protocol.Status) error {
@@ -454,14 +468,16 @@ type sharedCloud struct {
 	facts map[string]bool
 }
 
-func (s *sharedCloud) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error {
+func (s *sharedCloud) ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) ([]error, error) {
 	s.mu.Lock()
 	if s.facts == nil {
 		s.facts = make(map[string]bool)
 	}
-	s.facts[f.ID] = true
+	for _, f := range facts {
+		s.facts[f.ID] = true
+	}
 	s.mu.Unlock()
-	return s.fakeCloud.ApplyFact(ctx, site, f)
+	return s.fakeCloud.ApplyFacts(ctx, site, facts)
 }
 
 func (s *sharedCloud) seen() map[string]bool {

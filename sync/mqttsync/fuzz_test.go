@@ -52,7 +52,7 @@ func FuzzCloudMessages(f *testing.F) {
 		ctx := context.Background()
 		switch (which%3 + 3) % 3 {
 		case 0:
-			c.applyFact(ctx, message{site.Facts(edge), payload})
+			c.applyFacts(ctx, []message{{site.Facts(edge), payload}}, func(ackKey, string) {})
 			var fact protocol.Fact
 			if protocol.Decode(payload, &fact) != nil && store.callCount() != 0 {
 				t.Fatal("an invalid fact reached the store")

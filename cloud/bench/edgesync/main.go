@@ -734,22 +734,30 @@ func waitFor(ctx context.Context, limit time.Duration, what string, cond func() 
 }
 
 // syncStore is the cloud half's store as svc-cloud has it (cloud/edgesync),
-// timing each ApplyFact.
+// timing each ApplyFacts call and counting its facts.
 type syncStore struct {
 	cloudsync.Store
 
 	mu      sync.Mutex
 	applies []time.Duration
+	sizes   []int
 }
 
-func (s *syncStore) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error {
+func (s *syncStore) ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) ([]error, error) {
 	start := time.Now()
-	err := s.Store.ApplyFact(ctx, site, f)
+	errs, err := s.Store.ApplyFacts(ctx, site, facts)
 	d := time.Since(start)
 	s.mu.Lock()
 	s.applies = append(s.applies, d)
+	s.sizes = append(s.sizes, len(facts))
 	s.mu.Unlock()
-	return err
+	return errs, err
+}
+
+func (s *syncStore) batchSizes() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sizes)
 }
 
 func (s *syncStore) applyTimes() []time.Duration {
@@ -1009,6 +1017,14 @@ func (b *bench) drain(ctx context.Context) error {
 
 	ap := b.sync.applyTimes()
 	slices.Sort(ap)
+	sizes := b.sync.batchSizes()
+	slices.Sort(sizes)
+	sizeAt := func(p float64) int {
+		if len(sizes) == 0 {
+			return 0
+		}
+		return sizes[min(len(sizes)-1, int(p/100*float64(len(sizes))))]
+	}
 	var apTotal time.Duration
 	for _, d := range ap {
 		apTotal += d
@@ -1021,9 +1037,11 @@ func (b *bench) drain(ctx context.Context) error {
 		"published", es.Counters.FactsPublished, "republished", int(es.Counters.FactsPublished)-n,
 		"cloud_applied", cs.FactsApplied-before.FactsApplied, "cloud_failed", cs.FactsFailed-before.FactsFailed,
 		"cloud_rejected", cs.FactsRejected-before.FactsRejected, "ack_replies", cs.AckReplies-before.AckReplies,
-		"applyfact_mean_ms", fmt.Sprintf("%.3f", ms(apTotal)/float64(max(len(ap), 1))),
-		"applyfact_p50_ms", fmt.Sprintf("%.3f", ms(pct(ap, 50))), "applyfact_p99_ms", fmt.Sprintf("%.3f", ms(pct(ap, 99))),
-		"applyfact_total", apTotal,
+		"applyfacts_calls", len(ap), "batch_mean", fmt.Sprintf("%.1f", float64(n)/float64(max(len(ap), 1))),
+		"batch_p50", sizeAt(50), "batch_max", sizeAt(100),
+		"applyfacts_mean_ms", fmt.Sprintf("%.3f", ms(apTotal)/float64(max(len(ap), 1))),
+		"applyfacts_p50_ms", fmt.Sprintf("%.3f", ms(pct(ap, 50))), "applyfacts_p99_ms", fmt.Sprintf("%.3f", ms(pct(ap, 99))),
+		"applyfacts_total", apTotal,
 		"edge_acks", acks, "edge_ack_total", ackTime, "edge_applies", applies, "edge_changes", changes, "edge_apply_total", appTime,
 		"edge_snapshots", es.Counters.Snapshots, "edge_resyncs", es.Counters.ResyncRequests, "edge_dropped", es.Counters.Dropped,
 		"edge_connects", es.Counters.Connects, "cloud_snapshots", cs.Snapshots-before.Snapshots, "cloud_dropped", cs.Dropped-before.Dropped)
