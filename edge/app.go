@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,6 +239,10 @@ func (a *App) open() (s *site, err error) {
 	if s.cache, err = cache.Open(a.cfg.CachePath, cache.Options{EdgeID: a.cfg.EdgeID}); err != nil {
 		return s, fmt.Errorf("edge: %w", err)
 	}
+	// Open decodes every visit: the garbage is as large as the View it
+	// built. Give it back now rather than leave the heap at twice the
+	// View's size until the scavenger gets to it.
+	debug.FreeOSMemory()
 	if a.d.NewSyncer != nil {
 		if s.syncer, err = a.d.NewSyncer(s.cache); err != nil {
 			return s, fmt.Errorf("edge: sync: %w", err)

@@ -82,10 +82,13 @@ func Open(path string, opts Options) (*Cache, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
 	}
+	c.dropMapped()
 	return c, nil
 }
 
-// init creates the buckets and checks the schema and the edge.
+// init creates the buckets, checks the schema and the edge, and migrates
+// a schema 1 file, all in one transaction: a file is migrated whole or
+// not at all.
 func (c *Cache) init(edgeID string) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud} {
@@ -94,13 +97,15 @@ func (c *Cache) init(edgeID string) error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		switch s := meta.Get(metaSchema); {
-		case s == nil:
+		schema := string(meta.Get(metaSchema))
+		switch schema {
+		case "":
 			if err := meta.Put(metaSchema, []byte(schemaVersion)); err != nil {
 				return err
 			}
-		case string(s) != schemaVersion:
-			return fmt.Errorf("schema %q; this build reads schema %s", s, schemaVersion)
+		case schemaVersion, schemaJSON:
+		default:
+			return fmt.Errorf("schema %q; this build reads schemas %s and %s", schema, schemaJSON, schemaVersion)
 		}
 		stored := string(meta.Get(metaEdgeID))
 		switch {
@@ -110,9 +115,14 @@ func (c *Cache) init(edgeID string) error {
 			c.edgeID = stored
 		case stored == "":
 			c.edgeID = edgeID
-			return meta.Put(metaEdgeID, []byte(edgeID))
+			if err := meta.Put(metaEdgeID, []byte(edgeID)); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("%w: the file is %s's, not %s's", ErrEdgeMismatch, stored, edgeID)
+		}
+		if schema == schemaJSON {
+			return migrateJSON(tx)
 		}
 		return nil
 	})
@@ -194,8 +204,8 @@ func (c *Cache) load() error {
 	})
 }
 
-// loadVisits decodes the visits on every core: JSON decoding is most of
-// the time Open takes. The cursor's values point into bbolt's map, valid
+// loadVisits decodes the visits on every core: decoding and validating
+// them is most of the time Open takes. The cursor's values point into bbolt's map, valid
 // until the transaction ends, which is after every worker has finished.
 // One goroutine packs the decoded visits, since the interner and the edit
 // are not shared.
@@ -400,6 +410,7 @@ func (c *Cache) Apply(changes []protocol.Change) (applied int, err error) {
 		return 0, fmt.Errorf("apply changes: %w", err)
 	}
 	c.view.Store(next)
+	c.dropMapped()
 	return len(todo), nil
 }
 
@@ -408,7 +419,7 @@ func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
 	case ch.Visit != nil:
 		v := normalize(*ch.Visit)
 		if u, ok := visitUID(v.ID); ok && c.pending[u] > 0 {
-			if err := putJSON(tx.Bucket(bucketCloud), []byte(v.ID), v); err != nil {
+			if err := putVisitValue(tx.Bucket(bucketCloud), v); err != nil {
 				return err
 			}
 			if x, ok := e.visit(u); ok {
@@ -467,11 +478,21 @@ func (c *Cache) putVisit(tx *bolt.Tx, e *edit, v protocol.Visit) error {
 	if err != nil {
 		return fmt.Errorf("visit %s: %w", v.ID, err)
 	}
-	if err := putJSON(tx.Bucket(bucketVisits), []byte(v.ID), v); err != nil {
+	if err := putVisitValue(tx.Bucket(bucketVisits), v); err != nil {
 		return err
 	}
 	e.putVisit(u, x)
 	return nil
+}
+
+// putVisitValue stores a normalized, valid visit under its ID in the
+// binary form.
+func putVisitValue(b *bolt.Bucket, v protocol.Visit) error {
+	raw, err := encodeVisit(&v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", v.ID, err)
+	}
+	return b.Put([]byte(v.ID), raw)
 }
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {
@@ -538,7 +559,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 			}
 			v := normalize(*p)
 			if u, _ := visitUID(v.ID); c.pending[u] > 0 {
-				if err := putJSON(tx.Bucket(bucketCloud), []byte(v.ID), v); err != nil {
+				if err := putVisitValue(tx.Bucket(bucketCloud), v); err != nil {
 					return err
 				}
 				if x, ok := cur.visits[u.shard()][u]; ok {
@@ -568,6 +589,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	}
 	c.in = in
 	c.view.Store(next)
+	c.dropMapped()
 	return nil
 }
 

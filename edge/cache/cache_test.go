@@ -630,19 +630,21 @@ func TestOpen_CorruptValueRefused(t *testing.T) {
 	for name, tc := range map[string]struct {
 		bucket, key, value string
 	}{
-		"visit not JSON":               {"visits", v.ID, `{"id":`},
-		"visit under another ID":       {"visits", ids.New(ids.Visit), mustJSON(t, v)},
-		"visit with unknown field":     {"visits", v.ID, `{"id":"` + v.ID + `","surprise":1}`},
-		"visit invalid":                {"visits", v.ID, mustJSON(t, func() protocol.Visit { w := v; w.Status = "gone"; return w }())},
+		"visit in JSON (schema 1)":     {"visits", v.ID, mustJSON(t, v)},
+		"visit truncated":              {"visits", v.ID, string(encode(t, v)[:20])},
+		"visit with a byte after it":   {"visits", v.ID, string(encode(t, v)) + "\x00"},
+		"visit under another ID":       {"visits", ids.New(ids.Visit), string(encode(t, v))},
+		"visit invalid":                {"visits", v.ID, string(encode(t, func() protocol.Visit { w := v; w.ExpectedUntil = w.ExpectedAt; return w }()))},
 		"gate invalid":                 {"gates", gateID, `{"id":"` + gateID + `","name":"x","direction":"sideways"}`},
 		"key not JSON":                 {"keys", "0000000a", `nope`},
 		"settings invalid":             {"meta", "settings", `{"timezone":"Mars/Olympus","offline_limit_minutes":0}`},
 		"seq not 8 bytes":              {"meta", "seq", "12"},
 		"synced_at not a time":         {"meta", "synced_at", "yesterday"},
 		"outbox row not JSON":          {"outbox", "\x00\x00\x00\x00\x00\x00\x00\x01", `{`},
-		"cloud visit not JSON":         {"cloud", v.ID, `{"id":`},
-		"cloud visit under another ID": {"cloud", ids.New(ids.Visit), mustJSON(t, v)},
-		"cloud visit not pending":      {"cloud", v.ID, mustJSON(t, v)},
+		"cloud visit truncated":        {"cloud", v.ID, string(encode(t, v)[:20])},
+		"cloud visit in JSON":          {"cloud", v.ID, mustJSON(t, v)},
+		"cloud visit under another ID": {"cloud", ids.New(ids.Visit), string(encode(t, v))},
+		"cloud visit not pending":      {"cloud", v.ID, string(encode(t, v))},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, path := newCache(t)

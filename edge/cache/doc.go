@@ -10,12 +10,27 @@
 // organisation's pass-verification keys), the last change sequence applied,
 // the per-edge fact counter, the outbox: facts not yet acknowledged, in
 // counter order, and the cloud's latest version of each visit such a fact
-// names (see Conflicts). Values are the protocol's JSON, decoded as strictly as a
-// message off the wire; the outbox is keyed by the counter, 8 bytes
-// big-endian, so a cursor walks it in order. Open reads every value back and
-// refuses the file with a *CorruptError naming the bucket and key of a
-// value that does not decode, validate or agree with the rest: a
-// damaged file is a reason to stop, not to drop data silently.
+// names (see Conflicts). Visits are in a compact binary form (codec.go: a
+// version byte, then the fields), decoded and then validated as strictly
+// as a message off the wire; the other values are the protocol's JSON,
+// decoded as strictly. The outbox is keyed by the counter, 8 bytes
+// big-endian, so a cursor walks it in order. Open reads every value back
+// and refuses the file with a *CorruptError naming the bucket and key of a
+// value that does not decode, validate or agree with the rest: a damaged
+// file is a reason to stop, not to drop data silently.
+//
+// A file of schema 1, from builds that stored visits as JSON, is migrated
+// by Open in one transaction (migrate.go) before it is read: whole, or not
+// at all when a value does not decode.
+//
+// # Memory
+//
+// Open reads every page of the file through bbolt's map, and a snapshot or
+// a batch of changes reads many, but the gate path never reads the file.
+// After each of them the cache tells the kernel it no longer needs the
+// pages it touched (madvise MADV_DONTNEED on the read-only shared map:
+// clean page cache, faulted back in if read again), so the file does not
+// stay in the process's resident memory.
 //
 // # Durability
 //

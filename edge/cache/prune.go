@@ -53,6 +53,7 @@ func (c *Cache) Prune(before time.Time) (int, error) {
 		return 0, fmt.Errorf("prune visits: %w", err)
 	}
 	c.view.Store(next)
+	c.dropMapped()
 	return len(gone), nil
 }
 

@@ -10,16 +10,17 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// Buckets of the file. Values are JSON of the protocol types, so what the
-// cache stores is exactly what the wire carries and decodes as strictly.
+// Buckets of the file. Visits are in the binary form of codec.go; the
+// other values are JSON of the protocol types, decoded as strictly as the
+// wire's.
 var (
 	bucketMeta   = []byte("meta")   // the names below
-	bucketVisits = []byte("visits") // visit ID → protocol.Visit
+	bucketVisits = []byte("visits") // visit ID → encodeVisit
 	bucketGates  = []byte("gates")  // gate ID → protocol.Gate
 	bucketKeys   = []byte("keys")   // key ID → protocol.Key
 	bucketOutbox = []byte("outbox") // counter, 8 bytes big-endian → outboxRow
 	bucketFacts  = []byte("facts")  // fact ID → counter, 8 bytes big-endian: Ack's index
-	bucketCloud  = []byte("cloud")  // visit ID → protocol.Visit: the cloud's latest version of a pending visit, as received
+	bucketCloud  = []byte("cloud")  // visit ID → encodeVisit: the cloud's latest version of a pending visit, as received
 )
 
 // Keys of the meta bucket.
@@ -32,7 +33,13 @@ var (
 	metaSettings = []byte("settings")  // protocol.Settings
 )
 
-const schemaVersion = "1"
+// schemaVersion is the form of the file this build writes. Schema 1 held
+// visits as JSON; Open migrates such a file to 2 (migrate.go). A build
+// that reads only 1 refuses a file of 2 by its schema, not by a visit.
+const (
+	schemaVersion = "2"
+	schemaJSON    = "1"
+)
 
 // outboxRow is a fact waiting for the cloud's acknowledgement, with the
 // visits Record changed along with it: while the row exists those visits'
@@ -75,7 +82,8 @@ func check(c protocol.Change) error {
 	return fmt.Errorf("%w: a change holds no object", protocol.ErrInvalid)
 }
 
-func decodeVisit(raw []byte) (v protocol.Visit, err error) {
+// decodeVisitJSON reads a visit in the form of schema 1 files.
+func decodeVisitJSON(raw []byte) (v protocol.Visit, err error) {
 	return v, protocol.DecodeObject(raw, &v)
 }
 

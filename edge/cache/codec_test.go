@@ -1,0 +1,184 @@
+package cache
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// codecVisits returns visits that between them set every field of a
+// visit, each to a value that differs from its zero, and the extremes the
+// form must hold.
+func codecVisits() map[string]protocol.Visit {
+	at := time.Date(2026, 3, 1, 9, 0, 0, 123456000, time.UTC)
+	until, in, out := at.Add(8*time.Hour), at.Add(time.Minute), at.Add(2*time.Hour)
+	own := ids.New(ids.Visit)
+	bare := protocol.Visit{ID: own, Status: string(passrule.Expected), ForVisitID: own, Rules: protocol.Rules{GateIDs: []string{}}}
+	full := protocol.Visit{
+		ID: ids.New(ids.Visit), Status: string(passrule.CheckedOut),
+		ExpectedAt: &at, ExpectedUntil: &until, CheckedInAt: &in, CheckedOutAt: &out,
+		Rules: protocol.Rules{Daily: &protocol.Daily{From: 22 * 60, Until: 6 * 60}, Window: protocol.Window{Before: passrule.MaxWindowMinutes, After: 15},
+			SingleUse: true, GateIDs: []string{ids.New(ids.Gate), ids.New(ids.Gate)}},
+		Uses: 3, Revoked: true, ForVisitID: ids.New(ids.Visit), ReenteredAs: ids.New(ids.Visit),
+		VisitorName: "Vera Visitor – Ünïcode ✓", HostName: "Ada Lovelace",
+	}
+	with := func(f func(v *protocol.Visit)) protocol.Visit {
+		v := bare
+		v.Rules.GateIDs = []string{}
+		f(&v)
+		return v
+	}
+	before1970 := time.Date(1969, 7, 20, 20, 17, 40, 1000, time.UTC)
+	cases := map[string]protocol.Visit{
+		"bare":                bare,
+		"full":                full,
+		"checked_in_at only":  with(func(v *protocol.Visit) { v.CheckedInAt = &in }),
+		"expected_until only": with(func(v *protocol.Visit) { v.ExpectedUntil = &until }),
+		"checked_out_at only": with(func(v *protocol.Visit) { v.CheckedOutAt = &out }),
+		"time before 1970":    with(func(v *protocol.Visit) { v.ExpectedAt = &before1970 }),
+		"daily from midnight": with(func(v *protocol.Visit) {
+			v.Rules.Daily = &protocol.Daily{From: 0, Until: passrule.MaxClock}
+		}),
+		"most gates": with(func(v *protocol.Visit) {
+			for range passrule.MaxGateIDs {
+				v.Rules.GateIDs = append(v.Rules.GateIDs, ids.New(ids.Gate))
+			}
+		}),
+		"most uses":       with(func(v *protocol.Visit) { v.Uses = math.MaxInt32 }),
+		"revoked only":    with(func(v *protocol.Visit) { v.Revoked = true }),
+		"single use only": with(func(v *protocol.Visit) { v.Rules.SingleUse = true }),
+		"reentered only":  with(func(v *protocol.Visit) { v.ReenteredAs = ids.New(ids.Visit) }),
+		"for another":     with(func(v *protocol.Visit) { v.ForVisitID = ids.New(ids.Visit) }),
+		"names only":      with(func(v *protocol.Visit) { v.VisitorName, v.HostName = "V", "H" }),
+		"long name":       with(func(v *protocol.Visit) { v.VisitorName = string(bytes.Repeat([]byte("n"), 200)) }),
+	}
+	for _, s := range storedStatuses {
+		cases["status "+string(s)] = with(func(v *protocol.Visit) { v.Status = string(s) })
+	}
+	return cases
+}
+
+func TestEncodeVisit_RoundTrip(t *testing.T) {
+	for name, v := range codecVisits() {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, protocol.Validate(&v))
+			v = normalize(v)
+			b, err := encodeVisit(&v)
+			require.NoError(t, err)
+			require.Equal(t, byte(visitV1), b[0])
+			got, err := decodeVisit(b)
+			require.NoError(t, err)
+			require.Equal(t, v, got)
+		})
+	}
+}
+
+// TestEncodeVisit_EveryField checks the table above: changing any one
+// field of the full visit changes its stored form, so no field is left
+// out of it.
+func TestEncodeVisit_EveryField(t *testing.T) {
+	full := codecVisits()["full"]
+	base, err := encodeVisit(&full)
+	require.NoError(t, err)
+	later := func(p *time.Time) *time.Time { t := p.Add(time.Microsecond); return &t }
+	for name, f := range map[string]func(v *protocol.Visit){
+		"id":             func(v *protocol.Visit) { v.ID = ids.New(ids.Visit) },
+		"status":         func(v *protocol.Visit) { v.Status = string(passrule.CheckedIn) },
+		"expected_at":    func(v *protocol.Visit) { v.ExpectedAt = later(v.ExpectedAt) },
+		"expected_until": func(v *protocol.Visit) { v.ExpectedUntil = later(v.ExpectedUntil) },
+		"checked_in_at":  func(v *protocol.Visit) { v.CheckedInAt = later(v.CheckedInAt) },
+		"checked_out_at": func(v *protocol.Visit) { v.CheckedOutAt = later(v.CheckedOutAt) },
+		"daily.from":     func(v *protocol.Visit) { v.Rules.Daily = &protocol.Daily{From: 21 * 60, Until: v.Rules.Daily.Until} },
+		"daily.until":    func(v *protocol.Visit) { v.Rules.Daily = &protocol.Daily{From: v.Rules.Daily.From, Until: 5 * 60} },
+		"window.before":  func(v *protocol.Visit) { v.Rules.Window.Before-- },
+		"window.after":   func(v *protocol.Visit) { v.Rules.Window.After++ },
+		"single_use":     func(v *protocol.Visit) { v.Rules.SingleUse = false },
+		"gate_ids":       func(v *protocol.Visit) { v.Rules.GateIDs = v.Rules.GateIDs[:1] },
+		"uses":           func(v *protocol.Visit) { v.Uses++ },
+		"revoked":        func(v *protocol.Visit) { v.Revoked = false },
+		"for_visit_id":   func(v *protocol.Visit) { v.ForVisitID = ids.New(ids.Visit) },
+		"reentered_as":   func(v *protocol.Visit) { v.ReenteredAs = ids.New(ids.Visit) },
+		"visitor_name":   func(v *protocol.Visit) { v.VisitorName += "!" },
+		"host_name":      func(v *protocol.Visit) { v.HostName += "!" },
+	} {
+		v := full
+		v.Rules.GateIDs = append([]string(nil), full.Rules.GateIDs...)
+		f(&v)
+		b, err := encodeVisit(&v)
+		require.NoError(t, err, name)
+		require.NotEqual(t, base, b, "%s is not in the stored form", name)
+		got, err := decodeVisit(b)
+		require.NoError(t, err, name)
+		require.Equal(t, v, got, name)
+	}
+}
+
+func TestDecodeVisit_Refuses(t *testing.T) {
+	v := codecVisits()["full"]
+	good, err := encodeVisit(&v)
+	require.NoError(t, err)
+	bare := codecVisits()["bare"]
+	goodBare, err := encodeVisit(&bare)
+	require.NoError(t, err)
+	edit := func(b []byte, f func(b []byte) []byte) []byte { return f(bytes.Clone(b)) }
+	flagsAt := 1 + 16 + 1 // version, id, status
+	invalid := v
+	invalid.ExpectedUntil = invalid.ExpectedAt // not after it
+	goodInvalid, err := encodeVisit(&invalid)
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		raw  []byte
+		want string
+	}{
+		"empty":            {nil, "empty value"},
+		"json":             {[]byte(`{"id":"x"}`), "version 0x7b"},
+		"unknown version":  {edit(good, func(b []byte) []byte { b[0] = 2; return b }), "version 0x02"},
+		"short":            {good[:len(good)-1], "ends early"},
+		"only the version": {good[:1], "ends early"},
+		"trailing byte":    {append(bytes.Clone(good), 0), "1 bytes after the value"},
+		"unknown status":   {edit(good, func(b []byte) []byte { b[17] = byte(len(storedStatuses)); return b }), "status 7"},
+		"unknown flag": {edit(goodBare, func(b []byte) []byte {
+			return append(append(b[:flagsAt:flagsAt], binary.AppendUvarint(nil, visitFlagsKnown+1)...), b[flagsAt+1:]...)
+		}), "unknown flags"},
+		"name longer than the value": {edit(goodBare, func(b []byte) []byte { b[len(b)-2] = 5; return b }), "ends early"},
+		"window out of range": {edit(goodBare, func(b []byte) []byte {
+			// bare: version, id, status, flags 0, before 0, after 0, …
+			return append(append(b[:flagsAt+1:flagsAt+1], binary.AppendUvarint(nil, passrule.MaxWindowMinutes+1)...), b[flagsAt+2:]...)
+		}), "window.before"},
+		"invalid once decoded": {goodInvalid, "expected_until is not after expected_at"},
+	} {
+		_, err := decodeVisit(tc.raw)
+		require.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+// FuzzDecodeVisit: no input panics, and whatever decodes encodes to a
+// value that decodes to the same visit.
+func FuzzDecodeVisit(f *testing.F) {
+	for _, v := range codecVisits() {
+		b, err := encodeVisit(&v)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v, err := decodeVisit(raw)
+		if err != nil {
+			return
+		}
+		b, err := encodeVisit(&v)
+		require.NoError(t, err)
+		again, err := decodeVisit(b)
+		require.NoError(t, err)
+		require.Equal(t, v, again)
+	})
+}

@@ -1,0 +1,64 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// migrateJSON turns a schema 1 file into schema 2 in the caller's
+// transaction: it rewrites the visits and the cloud's versions of pending
+// visits from the protocol's JSON into the binary form and sets the
+// schema. Each value is decoded as strictly as Open decodes: one that does
+// not decode, or is filed under another visit's ID, stops the migration
+// with a *CorruptError naming it, and the transaction leaves the file as
+// it was. The bucket is rebuilt in key order into full pages, as a
+// snapshot writes it. The JSON pages become free pages that later writes
+// reuse; bbolt never shrinks a file.
+func migrateJSON(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketVisits, bucketCloud} {
+		if err := migrateBucket(tx, name); err != nil {
+			return fmt.Errorf("migrate schema %s to %s: %w", schemaJSON, schemaVersion, err)
+		}
+	}
+	return tx.Bucket(bucketMeta).Put(metaSchema, []byte(schemaVersion))
+}
+
+func migrateBucket(tx *bolt.Tx, name []byte) error {
+	type kv struct{ k, v []byte }
+	var rows []kv
+	err := tx.Bucket(name).ForEach(func(k, raw []byte) error {
+		v, err := decodeVisitJSON(raw)
+		if err == nil && v.ID != string(k) {
+			err = fmt.Errorf("holds visit %s", v.ID)
+		}
+		var b []byte
+		if err == nil {
+			v = normalize(v)
+			b, err = encodeVisit(&v)
+		}
+		if err != nil {
+			return corrupt(name, k, err)
+		}
+		rows = append(rows, kv{slices.Clone(k), b})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tx.DeleteBucket(name); err != nil {
+		return fmt.Errorf("empty bucket %s: %w", name, err)
+	}
+	b, err := tx.CreateBucket(name)
+	if err != nil {
+		return fmt.Errorf("create bucket %s: %w", name, err)
+	}
+	b.FillPercent = 0.9 // rows come in key order, from the cursor
+	for _, r := range rows {
+		if err := b.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
