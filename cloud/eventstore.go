@@ -167,47 +167,69 @@ func (e eventStore) ApplyFact(ctx context.Context, ef EdgeFact, fn func(func(str
 		return e.Store.ApplyFact(ctx, ef, fn)
 	}
 	ctx, l := withEvents(ctx)
+	forms := map[string]*form.Form{}
 	applied, err := e.Store.ApplyFact(ctx, ef, func(load func(string) (Visit, error), w *FactWrites) error {
 		l.events = l.events[:0]
-		forms := map[string]*form.Form{}
-		befores := map[string]visitBefore{}
-		var failed error
-		loadSeen := func(id string) (Visit, error) {
-			v, err := load(id)
-			if err == nil {
-				if _, seen := befores[id]; !seen {
-					b, err := e.before(ctx, forms, v)
-					if err != nil {
-						failed = err
-					}
-					befores[id] = b
-				}
-			}
-			return v, err
-		}
-		if err := fn(loadSeen, w); err != nil {
+		fe := e.factEvents(ctx, l, forms)
+		if err := fn(fe.wrap(load), w); err != nil {
 			return err
 		}
-		if failed != nil {
-			return failed
-		}
-		for _, v := range w.New {
-			if err := e.visitCreated(ctx, l, forms, v); err != nil {
-				return err
-			}
-		}
-		for _, v := range w.Visits {
-			b, ok := befores[v.ID]
-			if !ok {
-				return errors.New("apply fact: a visit written that was not loaded")
-			}
-			if err := e.visitChanged(ctx, l, forms, b, v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fe.done(w)
 	})
 	return applied, l.committed(err)
+}
+
+// factEvents records the events of one fact: it remembers each visit the
+// fact loads as it was, and compares what the fact writes with that.
+type factEvents struct {
+	e       eventStore
+	ctx     context.Context
+	l       *eventLog
+	forms   map[string]*form.Form
+	befores map[string]visitBefore
+	failed  error
+}
+
+func (e eventStore) factEvents(ctx context.Context, l *eventLog, forms map[string]*form.Form) *factEvents {
+	return &factEvents{e: e, ctx: ctx, l: l, forms: forms, befores: map[string]visitBefore{}}
+}
+
+// wrap returns load, remembering each visit it returns the first time.
+func (fe *factEvents) wrap(load func(string) (Visit, error)) func(string) (Visit, error) {
+	return func(id string) (Visit, error) {
+		v, err := load(id)
+		if _, seen := fe.befores[id]; err == nil && !seen {
+			b, err := fe.e.before(fe.ctx, fe.forms, v)
+			if err != nil && fe.failed == nil {
+				fe.failed = err
+			}
+			fe.befores[id] = b
+		}
+		return v, err
+	}
+}
+
+// done records the events of what the fact wrote: its new visits and the
+// visits it changed.
+func (fe *factEvents) done(w *FactWrites) error {
+	if fe.failed != nil {
+		return fe.failed
+	}
+	for _, v := range w.New {
+		if err := fe.e.visitCreated(fe.ctx, fe.l, fe.forms, v); err != nil {
+			return err
+		}
+	}
+	for _, v := range w.Visits {
+		b, ok := fe.befores[v.ID]
+		if !ok {
+			return errors.New("apply fact: a visit written that was not loaded")
+		}
+		if err := fe.e.visitChanged(fe.ctx, fe.l, fe.forms, b, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bookingEvent is the event a booking's move to status fires.
@@ -414,42 +436,11 @@ func (e eventStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(in
 		// Each fact's events compare the visits as the batch had left
 		// them before it with what it writes, so a check-in and a
 		// check-out of one visit in one batch fire both, in order.
-		befores := map[string]visitBefore{}
-		var failed error
-		loadSeen := func(id string) (Visit, error) {
-			v, err := load(id)
-			if err == nil {
-				if _, seen := befores[id]; !seen {
-					b, err := e.before(ctx, forms, v)
-					if err != nil {
-						failed = err
-					}
-					befores[id] = b
-				}
-			}
-			return v, err
-		}
-		if err := fn(i, loadSeen, w); err != nil {
+		fe := e.factEvents(ctx, l, forms)
+		if err := fn(i, fe.wrap(load), w); err != nil {
 			return err
 		}
-		if failed != nil {
-			return failed
-		}
-		for _, v := range w.New {
-			if err := e.visitCreated(ctx, l, forms, v); err != nil {
-				return err
-			}
-		}
-		for _, v := range w.Visits {
-			b, ok := befores[v.ID]
-			if !ok {
-				return errors.New("apply facts: a visit written that was not loaded")
-			}
-			if err := e.visitChanged(ctx, l, forms, b, v); err != nil {
-				return err
-			}
-		}
-		return nil
+		return fe.done(w)
 	})
 	return applied, l.committed(err)
 }
