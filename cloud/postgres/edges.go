@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -26,10 +27,11 @@ func (s *Store) ApplyFact(ctx context.Context, ef cloud.EdgeFact, fn func(func(s
 	return applied[0], nil
 }
 
-// ApplyFacts implements cloud.Store in a few round trips whatever the
-// number of facts: the facts' rows inserted in one pipeline, the visits
-// they name read and locked in one query, what they write sent in a
-// second pipeline, then the feed.
+// ApplyFacts implements cloud.Store in a few round trips and statements
+// whatever the number of facts: the facts' rows inserted in one statement,
+// the visits they name read and locked in one query, the visits updated
+// in one statement sent in one pipeline with the rest (new visits, hosts,
+// audit events, conflicts), then the feed.
 //
 // Each fact's row is inserted first: a second delivery of the ID, in
 // this process or another, waits at the insert for the first to end and
@@ -53,25 +55,40 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 	}
 	applied := make([]bool, len(facts))
 	err := s.writeTx(ctx, t, func(tx pgx.Tx, fd *feed) error {
+		// The rows go in ID order; of equal IDs the first in the batch's
+		// order is the one applied.
 		order := make([]int, len(facts))
 		for i := range order {
 			order[i] = i
 		}
 		slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(facts[a].Fact.ID, facts[b].Fact.ID) })
-		var rows pgx.Batch
+		var c factCols
 		for _, i := range order {
-			ef := facts[i]
-			f := ef.Fact
-			rows.Queue(`INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
-					visit_id, pass_visit_id, reason, received_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
-				f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), f.At, f.GateID,
-				null(f.VisitID), null(f.PassVisitID), null(f.Reason), ef.ReceivedAt)
+			c.add(facts[i])
 		}
-		if err := sendBatch(ctx, tx, &rows, "record fact", func(k int, tag pgconn.CommandTag) {
-			applied[order[k]] = tag.RowsAffected() > 0 // the first of equal IDs, in the batch's order
-		}); err != nil {
-			return err
+		rs, _ := tx.Query(ctx, `INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
+				visit_id, pass_visit_id, reason, received_at)
+			SELECT u.id, $1, $2, u.site_id, u.edge_id, u.counter, u.kind, u.at, u.gate_id, u.visit_id, u.pass_visit_id,
+				u.reason, u.received_at
+			FROM unnest($3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::timestamptz[], $9::text[],
+				$10::text[], $11::text[], $12::text[], $13::timestamptz[])
+				WITH ORDINALITY AS u(id, site_id, edge_id, counter, kind, at, gate_id, visit_id, pass_visit_id, reason, received_at, n)
+			ORDER BY u.n
+			ON CONFLICT (id) DO NOTHING RETURNING id`,
+			t.OrgID, string(t.Mode), c.id, c.site, c.edge, c.counter, c.kind, c.at, c.gate, c.visit, c.pass, c.reason, c.received)
+		inserted, err := pgx.CollectRows(rs, pgx.RowTo[string])
+		if err != nil {
+			return translate("record facts", err)
+		}
+		now := make(map[string]bool, len(inserted))
+		for _, id := range inserted {
+			now[id] = true
+		}
+		for i, ef := range facts {
+			if now[ef.Fact.ID] {
+				applied[i] = true
+				delete(now, ef.Fact.ID)
+			}
 		}
 
 		if !slices.Contains(applied, true) {
@@ -111,21 +128,23 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 		}
 
 		var writes pgx.Batch
+		var updates visitUpdates
 		for _, bv := range b.Written() {
 			v := bv.Visit
-			args, err := visitArgs(t, v.ID, v)
-			if err != nil {
-				return err
-			}
 			after := hostIDs(v)
-			switch {
-			case bv.New():
+			if bv.New() {
+				args, err := visitArgs(t, v.ID, v)
+				if err != nil {
+					return err
+				}
 				writes.Queue(qInsertVisit, args...)
 				if len(after) > 0 {
 					writes.Queue(qInsertHosts, t.OrgID, string(t.Mode), v.ID, after)
 				}
-			default:
-				writes.Queue(qUpdateVisit, slices.Delete(args, 11, 12)...) // created_at is not updated
+			} else {
+				if err := updates.add(v); err != nil {
+					return err
+				}
 				if before := hostIDs(*bv.Loaded); !slices.Equal(before, after) {
 					writes.Queue(qDeleteHosts, t.OrgID, string(t.Mode), v.ID)
 					if len(after) > 0 {
@@ -134,6 +153,18 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 				}
 			}
 			fd.visitAs(v)
+		}
+		if len(updates.id) > 0 {
+			u := updates
+			writes.Queue(`UPDATE visits v SET status = u.status, type = u.type, site_id = u.site_id, host_id = u.host_id,
+					visitor_id = u.visitor_id, booking_id = u.booking_id, expected_at = u.expected_at, doc = u.doc::json,
+					updated_at = u.updated_at, edge_until = u.edge_until
+				FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+					$10::timestamptz[], $11::text[], $12::timestamptz[], $13::timestamptz[])
+					AS u(id, status, type, site_id, host_id, visitor_id, booking_id, expected_at, doc, updated_at, edge_until)
+				WHERE v.org_id = $1 AND v.mode = $2 AND v.id = u.id`,
+				t.OrgID, string(t.Mode), u.id, u.status, u.typ, u.site, u.host, u.visitor, u.booking, u.expected, u.doc,
+				u.updated, u.edgeUntil)
 		}
 		for _, a := range b.Audit {
 			writes.Queue(qInsertAudit, auditArgs(t, a)...)
@@ -147,6 +178,50 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 		return nil, err
 	}
 	return applied, nil
+}
+
+// factCols are facts as the columns of one INSERT ... unnest.
+type factCols struct {
+	id, site, edge, kind, gate []string
+	visit, pass, reason        []*string
+	counter                    []int64
+	at, received               []time.Time
+}
+
+func (c *factCols) add(ef cloud.EdgeFact) {
+	f := ef.Fact
+	c.id, c.site, c.edge, c.kind, c.gate = append(c.id, f.ID), append(c.site, ef.SiteID), append(c.edge, f.EdgeID),
+		append(c.kind, string(f.Kind)), append(c.gate, f.GateID)
+	c.visit, c.pass, c.reason = append(c.visit, nullPtr(f.VisitID)), append(c.pass, nullPtr(f.PassVisitID)), append(c.reason, nullPtr(f.Reason))
+	c.counter, c.at, c.received = append(c.counter, int64(f.Counter)), append(c.at, f.At), append(c.received, ef.ReceivedAt)
+}
+
+// visitUpdates are visits as the columns of one UPDATE ... FROM unnest.
+type visitUpdates struct {
+	id, status, typ, site, doc []string
+	host, visitor, booking     []*string
+	expected, edgeUntil        []*time.Time
+	updated                    []time.Time
+}
+
+func (c *visitUpdates) add(v cloud.Visit) error {
+	doc, err := storedoc.EncodeVisit(v)
+	if err != nil {
+		return err
+	}
+	c.id, c.status, c.typ, c.site, c.doc = append(c.id, v.ID), append(c.status, string(v.Status)), append(c.typ, v.Type),
+		append(c.site, v.SiteID), append(c.doc, string(doc))
+	c.host, c.visitor, c.booking = append(c.host, nullPtr(v.HostID)), append(c.visitor, nullPtr(v.VisitorID)), append(c.booking, nullPtr(v.BookingID))
+	c.expected, c.edgeUntil, c.updated = append(c.expected, v.ExpectedAt), append(c.edgeUntil, cloud.EdgeUntil(v)), append(c.updated, v.UpdatedAt)
+	return nil
+}
+
+// nullPtr is "" as NULL, in an array.
+func nullPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // sendBatch runs the queued statements in one round trip, handing each

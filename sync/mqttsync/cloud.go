@@ -72,7 +72,10 @@ type CloudConfig struct {
 	// PublishEvery is the least time between two publications of the
 	// change feeds: Notify calls meanwhile wait for it and are published
 	// together, so a burst of commits costs a store pass and a batch per
-	// PublishEvery rather than per commit. Default 20ms.
+	// PublishEvery rather than per commit. Default 10ms. Commits about
+	// PublishEvery apart make every one wait for the pass grid (its phase
+	// set by the poll or a late commit): at 20ms, visits made at 50 a
+	// second reached the edge in 12ms at the median instead of 1.5ms.
 	PublishEvery time.Duration
 	// FactBatch bounds the facts applied in one ApplyFacts call.
 	// Default 256.
@@ -142,7 +145,7 @@ func (c *CloudConfig) setDefaults() {
 		}
 	}
 	def(&c.PollEvery, 100*time.Millisecond)
-	def(&c.PublishEvery, 20*time.Millisecond)
+	def(&c.PublishEvery, 10*time.Millisecond)
 	def(&c.AckEvery, 10*time.Millisecond)
 	def(&c.StoreTimeout, 30*time.Second)
 	def(&c.KeepAlive, defaultKeepAlive)
