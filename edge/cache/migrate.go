@@ -42,6 +42,9 @@ func migrateBucket(tx *bolt.Tx, name []byte) error {
 			return corrupt(name, k, err)
 		}
 		rows = append(rows, kv{slices.Clone(k), b})
+		if len(rows)%dropEvery == 0 {
+			_ = dropPages(tx) // nothing allocated yet; see loadVisits
+		}
 		return nil
 	})
 	if err != nil {
@@ -50,6 +53,7 @@ func migrateBucket(tx *bolt.Tx, name []byte) error {
 	if err := tx.DeleteBucket(name); err != nil {
 		return fmt.Errorf("empty bucket %s: %w", name, err)
 	}
+	_ = dropPages(tx) // freeing the JSON pages read every one of them again
 	b, err := tx.CreateBucket(name)
 	if err != nil {
 		return fmt.Errorf("create bucket %s: %w", name, err)

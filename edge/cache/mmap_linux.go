@@ -19,11 +19,16 @@ import (
 // spans. It is advice: if the kernel refuses, the pages stay resident,
 // which is not a reason to fail a write that has committed.
 func (c *Cache) dropMapped() {
-	_ = c.db.View(func(tx *bolt.Tx) error {
-		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, c.db.Info().Data, uintptr(tx.Size()), syscall.MADV_DONTNEED)
-		if errno != 0 {
-			return errno
-		}
-		return nil
-	})
+	_ = c.db.View(func(tx *bolt.Tx) error { return dropPages(tx) })
+}
+
+// dropPages is dropMapped within tx, for Open, which reads the whole file
+// in one transaction. Within a write transaction it may only run before
+// the transaction allocates (which may move the map).
+func dropPages(tx *bolt.Tx) error {
+	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, tx.DB().Info().Data, uintptr(tx.Size()), syscall.MADV_DONTNEED)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }

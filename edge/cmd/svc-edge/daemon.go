@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 
@@ -34,6 +35,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	setGC(os.Getenv)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	deps := edge.Deps{Logger: log}
 	if *simulate {
@@ -66,6 +68,26 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return app.Run(ctx)
+}
+
+// defaultGCPercent is the daemon's GOGC unless the environment sets one.
+// Its heap is mostly the cache's View, long-lived (about 21 MB for
+// 100,000 visits), and the garbage is small and steady (about 130 KB a
+// scan, 18 MB a batch of 500 changes). Go lets the heap reach
+// (1+GOGC/100) times the live heap before collecting, so at the default of
+// 100 the appliance settled at about 50 MiB resident with 100,000 visits;
+// at 50 about 44 MiB, with a collection twice as often (every ~90 scans
+// instead of ~180) and no change to the decision's median. A fixed
+// GOMEMLIMIT was not chosen: it does not scale with the site, and a site
+// whose View outgrew it would collect continuously.
+const defaultGCPercent = 50
+
+// setGC applies defaultGCPercent unless GOGC is set (the runtime has
+// applied it then).
+func setGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 // envBool reads a boolean variable; unset, empty or unparsable is false.

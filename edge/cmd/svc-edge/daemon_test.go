@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +219,26 @@ func TestRun_BadConfig(t *testing.T) {
 	code, _, errOut := runCLI(t, "run", "--config", filepath.Join(t.TempDir(), "none.json"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "no such file or directory")
+}
+
+func TestSetGC_DefaultUnlessGOGC(t *testing.T) {
+	for name, tc := range map[string]struct {
+		gogc string
+		want int
+	}{
+		"unset": {"", defaultGCPercent},
+		"set":   {"200", 100}, // left as the runtime has it (100 here)
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := debug.SetGCPercent(100)
+			t.Cleanup(func() { debug.SetGCPercent(old) })
+			setGC(func(k string) string {
+				if k == "GOGC" {
+					return tc.gogc
+				}
+				return ""
+			})
+			require.Equal(t, tc.want, debug.SetGCPercent(100))
+		})
+	}
 }
