@@ -69,13 +69,12 @@ type CloudConfig struct {
 	// PollEvery is how often the change feeds are published when Notify
 	// is not called. Default 100ms.
 	PollEvery time.Duration
-	// PublishEvery is the least time between two publications of the
-	// change feeds: Notify calls meanwhile wait for it and are published
-	// together, so a burst of commits costs a store pass and a batch per
-	// PublishEvery rather than per commit. Default 10ms. Commits about
-	// PublishEvery apart make every one wait for the pass grid (its phase
-	// set by the poll or a late commit): at 20ms, visits made at 50 a
-	// second reached the edge in 12ms at the median instead of 1.5ms.
+	// PublishEvery paces the publications of the change feeds: while
+	// commits keep coming faster, they are published once per
+	// PublishEvery (after a burst of publishBurst passes), Notify calls
+	// meanwhile together, so a stream of commits costs a store pass and
+	// a batch per PublishEvery rather than per commit. Commits that come
+	// slower are published at once. Default 15ms.
 	PublishEvery time.Duration
 	// FactBatch bounds the facts applied in one ApplyFacts call.
 	// Default 256.
@@ -145,7 +144,7 @@ func (c *CloudConfig) setDefaults() {
 		}
 	}
 	def(&c.PollEvery, 100*time.Millisecond)
-	def(&c.PublishEvery, 10*time.Millisecond)
+	def(&c.PublishEvery, 15*time.Millisecond)
 	def(&c.AckEvery, 10*time.Millisecond)
 	def(&c.StoreTimeout, 30*time.Second)
 	def(&c.KeepAlive, defaultKeepAlive)
@@ -672,14 +671,14 @@ func (c *Cloud) recordStatus(ctx context.Context, m message) {
 }
 
 // publisher publishes the change feeds on Notify and every PollEvery,
-// while connected, at most once per PublishEvery: Notify calls that come
-// meanwhile are published together by the next pass.
+// while connected, paced by a pacer: Notify calls that come while it waits
+// are published together by the next pass.
 func (c *Cloud) publisher(ctx context.Context) {
 	t := time.NewTicker(c.cfg.PollEvery)
 	defer t.Stop()
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
-	var last time.Time
+	pace := pacer{every: c.cfg.PublishEvery}
 	for {
 		select {
 		case <-ctx.Done():
@@ -687,7 +686,7 @@ func (c *Cloud) publisher(ctx context.Context) {
 		case <-c.notify:
 		case <-t.C:
 		}
-		if wait := c.cfg.PublishEvery - time.Since(last); !last.IsZero() && wait > 0 {
+		if wait := pace.take(time.Now()); wait > 0 {
 			gap.Reset(wait)
 			select {
 			case <-ctx.Done():
@@ -701,7 +700,6 @@ func (c *Cloud) publisher(ctx context.Context) {
 		case <-c.notify:
 		default:
 		}
-		last = time.Now()
 		for c.connected.Load() && ctx.Err() == nil {
 			n, err := c.cfg.Store.PublishFeeds(ctx, c.cfg.FeedLimit, c.publishFeed)
 			if err != nil {
@@ -715,6 +713,40 @@ func (c *Cloud) publisher(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// publishBurst is how many passes the publisher may make at once before
+// PublishEvery spaces them.
+const publishBurst = 4
+
+// pacer spaces the publisher's passes: a bucket of publishBurst passes,
+// refilled one every every. A stream of commits faster than that is
+// published once per every; commits about every apart, or slower, go out
+// at once, their jitter taken up by the bucket. (A plain least gap between
+// passes made each of a stream of commits about that gap apart wait for
+// the next slot: the passes settle on a grid whose phase the poll and late
+// commits set.)
+type pacer struct {
+	every  time.Duration
+	tokens float64   // passes that may start now
+	at     time.Time // when tokens was counted; zero before the first pass
+}
+
+// take counts a pass wanted at now and returns how long it must wait.
+func (p *pacer) take(now time.Time) time.Duration {
+	if p.at.IsZero() || p.every <= 0 {
+		p.tokens = publishBurst
+	} else {
+		p.tokens = min(publishBurst, p.tokens+float64(now.Sub(p.at))/float64(p.every))
+	}
+	p.at = now
+	var wait time.Duration
+	if p.tokens < 1 {
+		wait = time.Duration((1 - p.tokens) * float64(p.every))
+		p.tokens, p.at = 1, now.Add(wait)
+	}
+	p.tokens--
+	return wait
 }
 
 // publishFeed publishes one site's run of changes as Batches and returns

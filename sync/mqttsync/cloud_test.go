@@ -402,48 +402,59 @@ func (s *feedCalls) times() []time.Time {
 	return slices.Clone(s.calls)
 }
 
-// A burst of commits is published at most once per PublishEvery, the last
-// of them within PublishEvery; a commit after a quiet spell at once. Time
-// is synctest's.
+// newPacedCloud is a cloud half whose publisher polls once an hour and
+// paces its passes every every, over store.
+func newPacedCloud(t *testing.T, store CloudStore, every time.Duration) *Cloud {
+	c, err := NewCloud(CloudConfig{BrokerURL: "tcp://127.0.0.1:1", ClientID: "svc-cloud-test", Store: store,
+		Logger: testLogger(t), PollEvery: time.Hour, PublishEvery: every})
+	require.NoError(t, err)
+	c.setClient(&recorder{})
+	return c
+}
+
+// runPublisher runs c's publisher until the test ends.
+func runPublisher(t *testing.T, c *Cloud) {
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.publisher(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// A stream of commits is published once per PublishEvery after a burst of
+// publishBurst passes, the last commit within PublishEvery; a commit after
+// a quiet spell at once. Time is synctest's.
 func TestCloud_PublisherCoalesces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		const every = 20 * time.Millisecond
 		store := &feedCalls{fakeCloud: newFakeCloud()}
-		c, err := NewCloud(CloudConfig{BrokerURL: "tcp://127.0.0.1:1", ClientID: "svc-cloud-test", Store: store,
-			Logger: testLogger(t), PollEvery: time.Hour, PublishEvery: 20 * time.Millisecond})
-		require.NoError(t, err)
-		c.setClient(&recorder{})
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c.publisher(ctx)
-		}()
-		defer func() { cancel(); <-done }()
+		c := newPacedCloud(t, store, every)
+		runPublisher(t, c)
 		synctest.Wait()
 
 		c.Notify()
 		synctest.Wait()
 		require.Len(t, store.times(), 1, "the first commit is published at once")
 
-		start := time.Now()
 		var last time.Time
-		for range 1000 { // a commit every 100µs for 100ms
+		for range 1000 { // a commit every 100µs for 200ms
 			c.Notify()
 			last = time.Now()
-			time.Sleep(100 * time.Microsecond)
+			time.Sleep(200 * time.Microsecond)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
 		calls := store.times()[1:]
-		require.LessOrEqual(t, len(calls), 6, "at most one pass per 20ms for 100ms of commits: %v", calls)
-		require.GreaterOrEqual(t, len(calls), 5, "passes go on while the commits come")
-		for i := 1; i < len(calls); i++ {
-			require.GreaterOrEqual(t, calls[i].Sub(calls[i-1]), 20*time.Millisecond)
+		require.LessOrEqual(t, len(calls), publishBurst+200/20+1, "a pass per 20ms for 200ms of commits, after a burst: %v", calls)
+		require.GreaterOrEqual(t, len(calls), 200/20, "passes go on while the commits come")
+		for i := publishBurst; i < len(calls); i++ {
+			require.GreaterOrEqual(t, calls[i].Sub(calls[i-1]), every, "pass %d", i)
 		}
 		end := calls[len(calls)-1]
 		require.False(t, end.Before(last), "the last commit was published")
-		require.LessOrEqual(t, end.Sub(last), 20*time.Millisecond)
-		require.LessOrEqual(t, calls[0].Sub(start), 20*time.Millisecond)
+		require.LessOrEqual(t, end.Sub(last), every)
 
 		time.Sleep(time.Second)
 		c.Notify()
@@ -451,4 +462,51 @@ func TestCloud_PublisherCoalesces(t *testing.T) {
 		require.Len(t, store.times(), 1+len(calls)+1)
 		require.Equal(t, time.Now(), store.times()[len(calls)+1], "after a quiet spell, at once")
 	})
+}
+
+// Commits that come on average slower than PublishEvery, however
+// unevenly, are each published at once: with a plain least gap between
+// passes, a commit 10ms after the last would wait 5ms.
+func TestCloud_PublisherSteadyCommitsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &feedCalls{fakeCloud: newFakeCloud()}
+		c := newPacedCloud(t, store, 15*time.Millisecond)
+		runPublisher(t, c)
+		synctest.Wait()
+		var notified []time.Time
+		for i := range 200 {
+			c.Notify()
+			notified = append(notified, time.Now())
+			synctest.Wait()
+			time.Sleep([]time.Duration{10 * time.Millisecond, 30 * time.Millisecond}[i%2])
+		}
+		require.Equal(t, notified, store.times())
+	})
+}
+
+func TestPacer(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for _, tt := range []struct {
+		name  string
+		at    []time.Time
+		waits []time.Duration
+	}{
+		{"a burst, then one a period", []time.Time{ms(0), ms(0), ms(0), ms(0), ms(0), ms(0)},
+			[]time.Duration{0, 0, 0, 0, 10 * time.Millisecond, 20 * time.Millisecond}},
+		{"refilled while quiet", []time.Time{ms(0), ms(0), ms(0), ms(0), ms(100), ms(100), ms(100), ms(100), ms(100)},
+			[]time.Duration{0, 0, 0, 0, 0, 0, 0, 0, 10 * time.Millisecond}},
+		{"passes a period apart never wait", []time.Time{ms(0), ms(10), ms(20), ms(30), ms(40), ms(50), ms(60)},
+			[]time.Duration{0, 0, 0, 0, 0, 0, 0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pacer{every: 10 * time.Millisecond}
+			var got []time.Duration
+			for _, at := range tt.at {
+				w := p.take(at)
+				got = append(got, w)
+			}
+			require.Equal(t, tt.waits, got)
+		})
+	}
 }
