@@ -97,16 +97,25 @@ type EventFilter struct {
 // what a GET of the object returned at that moment. httpapi provides it.
 type EventRenderer func(obj any) (json.RawMessage, error)
 
-// eventLog collects the events of the store write a context is passed to.
+// eventLog collects the events and audit entries of the store write a
+// context is passed to.
 type eventLog struct {
 	events []Event
+	audit  []AuditEvent
 	taken  bool // a transaction took them
+	took   int  // how many events it took
 }
 
 type eventsKey struct{}
 
-// withEvents returns ctx carrying a new event log for one store write.
+// withEvents returns ctx carrying an event log for one store write: the
+// one ctx already carries, or a new one. A service method that audits a
+// write it makes through eventStore starts the log, adds the audit entry
+// and lets eventStore add the events.
 func withEvents(ctx context.Context) (context.Context, *eventLog) {
+	if l, ok := ctx.Value(eventsKey{}).(*eventLog); ok {
+		return ctx, l
+	}
 	l := &eventLog{}
 	return context.WithValue(ctx, eventsKey{}, l), l
 }
@@ -121,8 +130,20 @@ func TakeEvents(ctx context.Context) []Event {
 		return nil
 	}
 	evs := l.events
-	l.events, l.taken = nil, true
+	l.events, l.taken, l.took = nil, true, l.took+len(evs)
 	return evs
+}
+
+// TakeAudit is TakeEvents for the audit entries recorded for the write:
+// stores insert them in the same transaction.
+func TakeAudit(ctx context.Context) []AuditEvent {
+	l, _ := ctx.Value(eventsKey{}).(*eventLog)
+	if l == nil {
+		return nil
+	}
+	a := l.audit
+	l.audit, l.taken = nil, true
+	return a
 }
 
 // committed returns err, or an error when the write succeeded while events
@@ -131,6 +152,20 @@ func TakeEvents(ctx context.Context) []Event {
 func (l *eventLog) committed(err error) error {
 	if err == nil && len(l.events) > 0 && !l.taken {
 		return fmt.Errorf("store write committed without its %d events (%s first): it must write in a transaction that calls TakeEvents", len(l.events), l.events[0].Type)
+	}
+	if err == nil && len(l.audit) > 0 && !l.taken {
+		return fmt.Errorf("store write committed without its audit entry %s: it must write in a transaction that calls TakeAudit", l.audit[0].Action)
+	}
+	return err
+}
+
+// committed is l.committed, and once events are committed it wakes the
+// webhook dispatcher, so their first delivery attempt need not wait for
+// its next poll.
+func (s *Service) committed(l *eventLog, err error) error {
+	err = l.committed(err)
+	if err == nil && l.took > 0 {
+		s.wakeWebhooks()
 	}
 	return err
 }

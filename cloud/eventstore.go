@@ -134,7 +134,7 @@ func (e eventStore) CreateVisit(ctx context.Context, v Visit, w VisitWrites) err
 			return err
 		}
 	}
-	return l.committed(e.Store.CreateVisit(ctx, v, w))
+	return e.s.committed(l, e.Store.CreateVisit(ctx, v, w))
 }
 
 func (e eventStore) UpdateVisit(ctx context.Context, t Tenant, id string, fn func(*Visit, *VisitWrites) error) (Visit, error) {
@@ -159,7 +159,7 @@ func (e eventStore) UpdateVisit(ctx context.Context, t Tenant, id string, fn fun
 		}
 		return e.visitChanged(ctx, l, forms, b, *v)
 	})
-	return v, l.committed(err)
+	return v, e.s.committed(l, err)
 }
 
 func (e eventStore) ApplyFact(ctx context.Context, ef EdgeFact, fn func(func(string) (Visit, error), *FactWrites) error) (bool, error) {
@@ -176,7 +176,7 @@ func (e eventStore) ApplyFact(ctx context.Context, ef EdgeFact, fn func(func(str
 		}
 		return fe.done(w)
 	})
-	return applied, l.committed(err)
+	return applied, e.s.committed(l, err)
 }
 
 // factEvents records the events of one fact: it remembers each visit the
@@ -304,7 +304,7 @@ func (e eventStore) CreateBooking(ctx context.Context, b Booking, w BookingWrite
 	if err := e.bookingVisits(ctx, l, forms, w); err != nil {
 		return err
 	}
-	return l.committed(e.Store.CreateBooking(ctx, b, w, now))
+	return e.s.committed(l, e.Store.CreateBooking(ctx, b, w, now))
 }
 
 func (e eventStore) UpdateBooking(ctx context.Context, t Tenant, id string, now time.Time, fn func(*Booking, *BookingWrites) error) (Booking, error) {
@@ -330,7 +330,7 @@ func (e eventStore) UpdateBooking(ctx context.Context, t Tenant, id string, now 
 		}
 		return e.bookingVisits(ctx, l, forms, *w)
 	})
-	return b, l.committed(err)
+	return b, e.s.committed(l, err)
 }
 
 func (e eventStore) ExpireBookings(ctx context.Context, now time.Time, fn func(Booking) error) (int64, error) {
@@ -351,7 +351,7 @@ func (e eventStore) ExpireBookings(ctx context.Context, now time.Time, fn func(B
 		}
 		return e.s.record(ctx, l, []string{EventBookingExpired}, "booking", b.ID, b.Tenant, data)
 	})
-	return n, l.committed(err)
+	return n, e.s.committed(l, err)
 }
 
 func (e eventStore) CreatePerson(ctx context.Context, p Person) error {
@@ -366,7 +366,7 @@ func (e eventStore) CreatePerson(ctx context.Context, p Person) error {
 	if err := e.s.record(ctx, l, []string{EventPersonCreated}, "person", p.ID, p.Tenant, data); err != nil {
 		return err
 	}
-	return l.committed(e.Store.CreatePerson(ctx, p))
+	return e.s.committed(l, e.Store.CreatePerson(ctx, p))
 }
 
 func (e eventStore) UpdatePerson(ctx context.Context, t Tenant, id string, fn func(*Person) error) (Person, error) {
@@ -401,7 +401,7 @@ func (e eventStore) UpdatePerson(ctx context.Context, t Tenant, id string, fn fu
 		}
 		return e.s.record(ctx, l, []string{typ}, "person", p.ID, p.Tenant, data)
 	})
-	return p, l.committed(err)
+	return p, e.s.committed(l, err)
 }
 
 // ErasedVisitor is visitor.erased's data: the visitor's ID and when it
@@ -423,7 +423,7 @@ func (e eventStore) EraseVisitor(ctx context.Context, t Tenant, id string, fn fu
 	if err := e.s.record(ctx, l, []string{EventVisitorErased}, "visitor", id, t, data); err != nil {
 		return err
 	}
-	return l.committed(e.Store.EraseVisitor(ctx, t, id, fn, bfn))
+	return e.s.committed(l, e.Store.EraseVisitor(ctx, t, id, fn, bfn))
 }
 
 func (e eventStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(int, func(string) (Visit, error), *FactWrites) error) ([]bool, error) {
@@ -442,5 +442,5 @@ func (e eventStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(in
 		}
 		return fe.done(w)
 	})
-	return applied, l.committed(err)
+	return applied, e.s.committed(l, err)
 }

@@ -45,13 +45,27 @@ type Service struct {
 
 	changeMu sync.Mutex
 	onChange []func()
+
+	webhookWake chan struct{} // a token when events committed; WebhookWake
 }
 
 // NewService returns a Service on store; now is its clock.
 func NewService(store Store, now func() time.Time) *Service {
-	s := &Service{now: now}
+	s := &Service{now: now, webhookWake: make(chan struct{}, 1)}
 	s.store = eventStore{Store: feedStore{Store: store, changed: s.changed}, s: s}
 	return s
+}
+
+// WebhookWake returns a channel that holds a token once events have
+// committed through this service: the webhook dispatcher waits on it
+// between polls, so a change's first delivery attempt follows at once.
+func (s *Service) WebhookWake() <-chan struct{} { return s.webhookWake }
+
+func (s *Service) wakeWebhooks() {
+	select {
+	case s.webhookWake <- struct{}{}:
+	default:
+	}
 }
 
 // Store returns the store the service writes to.
