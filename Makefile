@@ -15,14 +15,14 @@ BIN       := $(TOOLS)/bin
 ## run: start the cloud API (SQLite under ./data, embedded MQTT broker) with a demo organisation, and one demo edge with simulated relays
 run: $(BIN)/svc-cloud $(BIN)/svc-edge
 	@trap 'kill 0' INT TERM; \
-	$(BIN)/svc-cloud serve --data $(DATA) --demo & \
+	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback & \
 	for i in $$(seq 100); do [ -f $(DATA)/edge.json ] && break; sleep 0.1; done; \
 	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate & \
 	wait
 
 ## run-cloud, run-edge: the two halves of make run, one per terminal (stop and start either alone)
 run-cloud: $(BIN)/svc-cloud
-	$(BIN)/svc-cloud serve --data $(DATA) --demo
+	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback
 
 run-edge: $(BIN)/svc-edge
 	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate

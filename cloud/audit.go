@@ -23,8 +23,13 @@ type AuditEvent struct {
 
 // The audited actions and actor kinds (docs/decisions.md, "Audit trail").
 const (
-	AuditPassRulesOverridden = "visit.pass_rules_overridden"
-	AuditEdgeFactConflicted  = "edge.fact_conflicted" // a fact from an edge disagreed with the cloud's state
+	AuditPassRulesOverridden     = "visit.pass_rules_overridden"
+	AuditEdgeFactConflicted      = "edge.fact_conflicted" // a fact from an edge disagreed with the cloud's state
+	AuditKeyCreated              = "key.created"
+	AuditKeyRevoked              = "key.revoked"
+	AuditVisitorErased           = "visitor.erased"
+	AuditWebhookSecretRotated    = "webhook_endpoint.secret_rotated"
+	AuditWebhookEndpointDisabled = "webhook_endpoint.disabled" // by the system, after failing for the whole schedule
 
 	ActorKey    = "key"
 	ActorPerson = "person"

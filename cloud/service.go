@@ -46,7 +46,8 @@ type Service struct {
 	changeMu sync.Mutex
 	onChange []func()
 
-	webhookWake chan struct{} // a token when events committed; WebhookWake
+	webhookWake   chan struct{} // a token when events committed; WebhookWake
+	webhookPolicy WebhookPolicy
 }
 
 // NewService returns a Service on store; now is its clock.

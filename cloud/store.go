@@ -149,6 +149,53 @@ type Store interface {
 	// Event returns one of the tenant's events or ErrNotFound.
 	Event(ctx context.Context, t Tenant, id string) (Event, error)
 
+	// Webhooks (docs/decisions.md, "Webhooks"). When a write inserts its
+	// events it also queues, in the same statement's transaction, one
+	// delivery per enabled endpoint of the event's tenant subscribed to
+	// its type: pending, due at the event's time.
+
+	// CreateWebhookEndpoint stores a new endpoint.
+	CreateWebhookEndpoint(ctx context.Context, e WebhookEndpoint) error
+	// WebhookEndpoint returns an endpoint or ErrNotFound.
+	WebhookEndpoint(ctx context.Context, t Tenant, id string) (WebhookEndpoint, error)
+	// UpdateWebhookEndpoint is UpdateSite for endpoints; it inserts what
+	// TakeEvents and TakeAudit return in the same transaction.
+	UpdateWebhookEndpoint(ctx context.Context, t Tenant, id string, fn func(*WebhookEndpoint) error) (WebhookEndpoint, error)
+	// DeleteWebhookEndpoint deletes an endpoint with its deliveries and
+	// attempts, or returns ErrNotFound.
+	DeleteWebhookEndpoint(ctx context.Context, t Tenant, id string) error
+	// ListWebhookEndpoints returns a page of endpoints.
+	ListWebhookEndpoints(ctx context.Context, t Tenant, p Page) ([]WebhookEndpoint, bool, error)
+	// ClaimWebhookDeliveries claims, for the token claim, up to limit
+	// pending deliveries of enabled endpoints, of any tenant, due at or
+	// before now, earliest first: each is marked due again at until (so a
+	// claimant that dies leaves it to be claimed then) and held by claim.
+	// No two callers, in any process sharing the store, claim the same
+	// delivery until its until has passed.
+	ClaimWebhookDeliveries(ctx context.Context, now, until time.Time, claim string, limit int) ([]WebhookJob, error)
+	// CompleteWebhookDelivery stores the attempt a and, when the delivery
+	// is still held by claim, applies fn to it and its endpoint and stores
+	// both, with what TakeEvents and TakeAudit return, in one
+	// transaction. fn may set a.NextAttemptAt before a is stored. When the
+	// claim was lost (the lease ran out and another claimant took it) the
+	// attempt is stored and nothing else changes.
+	CompleteWebhookDelivery(ctx context.Context, claim string, a *WebhookAttempt, fn func(*WebhookDelivery, *WebhookEndpoint) error) error
+	// WebhookDelivery returns the delivery of the event to the tenant's
+	// endpoint, or ErrNotFound.
+	WebhookDelivery(ctx context.Context, t Tenant, endpointID, eventID string) (WebhookDelivery, error)
+	// ListWebhookDeliveries returns a page of an endpoint's deliveries,
+	// newest first (Position.ID is the event ID).
+	ListWebhookDeliveries(ctx context.Context, t Tenant, endpointID string, f DeliveryFilter, p Page) ([]WebhookDelivery, bool, error)
+	// ListWebhookAttempts returns a page of an endpoint's attempts, newest
+	// first (Position.CreatedAt is the attempt's time).
+	ListWebhookAttempts(ctx context.Context, t Tenant, endpointID string, f AttemptFilter, p Page) ([]WebhookAttempt, bool, error)
+	// ResendWebhookDeliveries makes the deliveries f chooses of the
+	// endpoint pending again, due at now, at schedule step step, released
+	// from any claim: with f.EventID the one delivery unless it is
+	// pending, with f.Since every failed one created at or after it. It
+	// returns how many.
+	ResendWebhookDeliveries(ctx context.Context, t Tenant, endpointID string, f ResendFilter, now time.Time, step int) (int64, error)
+
 	// ListMessages returns a page of the tenant's outbox, newest first.
 	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)
 

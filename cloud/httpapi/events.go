@@ -30,6 +30,8 @@ func RenderEvent(obj any) (json.RawMessage, error) {
 		v = renderBooking(o)
 	case cloud.Person:
 		v = renderPerson(o)
+	case cloud.WebhookEndpoint:
+		v = renderWebhookEndpoint(o)
 	case cloud.ErasedVisitor:
 		v = erasedVisitorJSON{ID: o.ID, Object: "visitor", ErasedAt: ts(o.ErasedAt)}
 	default:

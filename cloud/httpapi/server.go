@@ -236,6 +236,21 @@ func (s *Server) routes() *echo.Echo {
 
 	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsRead, list: true}, s.listMessages)
 	op(http.MethodGet, "/audit-events", route{scope: cloud.ScopeAuditRead, list: true}, s.listAuditEvents)
+	wh := route{scope: cloud.ScopeWebhooksWrite, minLivePlan: cloud.PlanGrowth}
+	whList := route{scope: cloud.ScopeWebhooksWrite, minLivePlan: cloud.PlanGrowth, list: true}
+	op(http.MethodGet, "/webhook-endpoints", whList, s.listWebhookEndpoints)
+	op(http.MethodPost, "/webhook-endpoints", wh, s.createWebhookEndpoint)
+	op(http.MethodGet, "/webhook-endpoints/:webhook_endpoint_id", wh, s.getWebhookEndpoint)
+	op(http.MethodPatch, "/webhook-endpoints/:webhook_endpoint_id", wh, s.updateWebhookEndpoint)
+	op(http.MethodDelete, "/webhook-endpoints/:webhook_endpoint_id", wh, s.deleteWebhookEndpoint)
+	op(http.MethodPost, "/webhook-endpoints/:webhook_endpoint_id/enable", wh, s.setWebhookEndpointEnabled(true))
+	op(http.MethodPost, "/webhook-endpoints/:webhook_endpoint_id/disable", wh, s.setWebhookEndpointEnabled(false))
+	op(http.MethodPost, "/webhook-endpoints/:webhook_endpoint_id/rotate-secret", wh, s.rotateWebhookSecret)
+	op(http.MethodGet, "/webhook-endpoints/:webhook_endpoint_id/deliveries", whList, s.listWebhookDeliveries)
+	op(http.MethodGet, "/webhook-endpoints/:webhook_endpoint_id/deliveries/:event_id", wh, s.getWebhookDelivery)
+	op(http.MethodPost, "/webhook-endpoints/:webhook_endpoint_id/deliveries/:event_id/resend", wh, s.resendWebhookDelivery)
+	op(http.MethodPost, "/webhook-endpoints/:webhook_endpoint_id/resend", wh, s.resendFailedWebhooks)
+	op(http.MethodGet, "/webhook-endpoints/:webhook_endpoint_id/attempts", whList, s.listWebhookAttempts)
 	op(http.MethodGet, "/events", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth, list: true}, s.listEvents)
 	op(http.MethodGet, "/events/:event_id", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth}, s.getEvent)
 

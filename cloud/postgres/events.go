@@ -13,17 +13,25 @@ import (
 
 const eventCols = `id, type, object_type, object_id, request_id, data, created_at`
 
-// insertEvents writes the events recorded for the write ctx goes with
-// (cloud.TakeEvents), in its transaction.
+// insertEvents writes the events and audit entries recorded for the write
+// ctx goes with (cloud.TakeEvents, cloud.TakeAudit), in its transaction,
+// and queues each event's webhook deliveries: all in one round trip.
 func insertEvents(ctx context.Context, tx pgx.Tx) error {
-	for _, e := range cloud.TakeEvents(ctx) {
-		if _, err := tx.Exec(ctx, `INSERT INTO events (org_id, mode, `+eventCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			e.Tenant.OrgID, string(e.Tenant.Mode), e.ID, e.Type, e.ObjectType, e.ObjectID, null(e.RequestID),
-			[]byte(e.Data), e.CreatedAt); err != nil {
-			return translate("insert event "+e.Type, err)
-		}
+	events, audit := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx)
+	if len(events) == 0 && len(audit) == 0 {
+		return nil
 	}
-	return nil
+	var b pgx.Batch
+	for _, e := range events {
+		b.Queue(`INSERT INTO events (org_id, mode, `+eventCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.ID, e.Type, e.ObjectType, e.ObjectID, null(e.RequestID),
+			[]byte(e.Data), e.CreatedAt)
+		b.Queue(qFanOut, e.Tenant.OrgID, string(e.Tenant.Mode), e.ID, e.Type, e.CreatedAt)
+	}
+	for _, a := range audit {
+		b.Queue(qInsertAudit, auditArgs(a.Tenant, a)...)
+	}
+	return sendBatch(ctx, tx, &b, "insert events", nil)
 }
 
 func scanEvent(row scanner, t cloud.Tenant) (cloud.Event, error) {

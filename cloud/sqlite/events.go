@@ -11,14 +11,24 @@ import (
 
 const eventCols = `id, org_id, mode, type, object_type, object_id, request_id, data, created_at`
 
-// insertEvents writes the events recorded for the write ctx goes with
-// (cloud.TakeEvents), in its transaction.
+// insertEvents writes the events and audit entries recorded for the write
+// ctx goes with (cloud.TakeEvents, cloud.TakeAudit), in its transaction,
+// and queues each event's webhook deliveries.
 func insertEvents(ctx context.Context, tx *sql.Tx) error {
 	for _, e := range cloud.TakeEvents(ctx) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO events (`+eventCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Type, e.ObjectType, e.ObjectID, null(e.RequestID),
 			string(e.Data), micros(e.CreatedAt)); err != nil {
 			return fmt.Errorf("insert event %s: %w", e.Type, err)
+		}
+		if _, err := tx.ExecContext(ctx, qFanOut, e.ID, e.Type, micros(e.CreatedAt), e.Tenant.OrgID, string(e.Tenant.Mode)); err != nil {
+			return fmt.Errorf("queue webhook deliveries of %s: %w", e.Type, err)
+		}
+	}
+	for _, a := range cloud.TakeAudit(ctx) {
+		if _, err := tx.ExecContext(ctx, qInsertAudit, a.ID, a.Tenant.OrgID, string(a.Tenant.Mode), a.Action, a.ActorKind, null(a.ActorID),
+			a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), micros(a.CreatedAt)); err != nil {
+			return fmt.Errorf("insert audit event %s: %w", a.Action, err)
 		}
 	}
 	return nil

@@ -31,6 +31,8 @@ const (
 	Edge            = "edge"
 	Fact            = "fact"
 	Change          = "chg"
+	WebhookEndpoint = "we"
+	WebhookAttempt  = "wha"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It

@@ -21,10 +21,11 @@ import (
 	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/webhook"
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR] [--webhooks-allow-loopback]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
@@ -122,6 +123,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
+	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
 	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: log, DocsURL: cfg.DocsURL, RateLimits: limits})
 	if err != nil {
 		return err
@@ -156,6 +158,8 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		return nil
 	})
 	g.Go(func() error { return api.Maintain(gctx, 10*time.Minute) })
+	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log}
+	g.Go(func() error { return hooks.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)

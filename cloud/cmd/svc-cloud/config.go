@@ -29,6 +29,9 @@ type Config struct {
 	LogLevel    string
 	RateLimits  string // "free=120,pro=3000"
 	Demo        bool
+	// WebhooksAllowLoopback lets test-mode webhook endpoints be on this
+	// machine (localhost), for development.
+	WebhooksAllowLoopback bool
 
 	// MQTTURL is an external broker; empty runs the embedded one on
 	// MQTTListen, and "off" runs no sync with edges at all.
@@ -61,6 +64,8 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
 	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
+	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
+	fs.BoolVar(&c.WebhooksAllowLoopback, "webhooks-allow-loopback", loopback, "let test-mode webhook endpoints use loopback addresses such as localhost, for development; live mode never may (env SVC_WEBHOOKS_ALLOW_LOOPBACK)")
 	fs.StringVar(&c.MQTTURL, "mqtt-url", env("SVC_MQTT_URL", ""), "external MQTT broker for the edges, e.g. tcp://127.0.0.1:1883; empty runs the embedded broker, off runs no edge sync (env SVC_MQTT_URL)")
 	fs.StringVar(&c.MQTTListen, "mqtt-listen", env("SVC_MQTT_LISTEN", DefaultMQTTListen), "address of the embedded broker (env SVC_MQTT_LISTEN)")
 	fs.StringVar(&c.MQTTUsername, "mqtt-username", env("SVC_MQTT_USERNAME", ""), "username at the external broker (env SVC_MQTT_USERNAME)")

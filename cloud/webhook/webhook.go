@@ -1,0 +1,253 @@
+// Package webhook delivers the cloud's events to webhook endpoints,
+// signed following the Standard Webhooks scheme: the dispatcher claims
+// due deliveries from the store, sends each once per claim, and records
+// the attempt (docs/decisions.md, "Webhooks").
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// Sign returns the webhook-signature header value for a message signed
+// with each of secrets (whsec_ and base64, as NewWebhookSecret makes
+// them): "v1,<base64 HMAC-SHA256 of id.timestamp.body>" per secret,
+// separated by spaces.
+func Sign(secrets []string, id string, ts time.Time, body []byte) (string, error) {
+	sigs := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, "whsec_"))
+		if err != nil {
+			return "", fmt.Errorf("webhook secret: %w", err)
+		}
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(id))
+		m.Write([]byte{'.'})
+		m.Write([]byte(strconv.FormatInt(ts.Unix(), 10)))
+		m.Write([]byte{'.'})
+		m.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// Timeout is how long one attempt may take, connection and response
+// included.
+const Timeout = 10 * time.Second
+
+type modeKey struct{}
+
+// NewClient returns the HTTP client deliveries are sent with: it connects
+// only to addresses policy allows for the mode the request's context
+// carries (every address a name resolves to is checked, at connect time,
+// so a name cannot be pointed somewhere forbidden after it was accepted),
+// uses no proxy, and follows no redirect (a 3xx is a failed attempt).
+func NewClient(policy cloud.WebhookPolicy) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mode, _ := ctx.Value(modeKey{}).(cloud.Mode)
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+		var refused error
+		for _, ip := range ips {
+			if err := policy.CheckWebhookAddr(mode, ip); err != nil {
+				refused = err
+				continue
+			}
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+			if err == nil {
+				return c, nil
+			}
+			refused = err
+		}
+		if refused == nil {
+			refused = fmt.Errorf("%s has no address", host)
+		}
+		return nil, fmt.Errorf("refused: %w", refused)
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dial,
+			TLSHandshakeTimeout:   5 * time.Second,
+			ResponseHeaderTimeout: Timeout,
+			MaxIdleConnsPerHost:   8,
+			IdleConnTimeout:       90 * time.Second,
+			ForceAttemptHTTP2:     true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Dispatcher sends due deliveries. Any number of dispatchers, in one
+// process or many sharing a store, may run at once: each delivery is
+// claimed by one of them at a time.
+type Dispatcher struct {
+	Service *cloud.Service
+	// Body renders an event as a delivery's body: the envelope GET /events
+	// returns (httpapi.EventBody).
+	Body   func(cloud.Event) ([]byte, error)
+	Client *http.Client // NewClient(Service.WebhookPolicy()) when nil
+	Log    *slog.Logger
+	// Batch is how many deliveries one claim takes (32 when 0); Workers
+	// how many of them are sent at once (8 when 0).
+	Batch, Workers int
+	// Poll is how long Run waits for a wake-up before it looks for due
+	// deliveries anyway (1 s when 0): retries fall due without one, and
+	// other processes' events wake only their own dispatcher.
+	Poll time.Duration
+	// Clock gives the time a delivery is signed at (time.Now when nil):
+	// the receiver's clock, not the service's, judges it.
+	Clock func() time.Time
+
+	once sync.Once
+}
+
+func (d *Dispatcher) init() {
+	d.once.Do(func() {
+		if d.Client == nil {
+			d.Client = NewClient(d.Service.WebhookPolicy())
+		}
+		if d.Log == nil {
+			d.Log = slog.New(slog.DiscardHandler)
+		}
+		if d.Batch <= 0 {
+			d.Batch = 32
+		}
+		if d.Workers <= 0 {
+			d.Workers = 8
+		}
+		if d.Poll <= 0 {
+			d.Poll = time.Second
+		}
+		if d.Clock == nil {
+			d.Clock = time.Now
+		}
+	})
+}
+
+// Run sends due deliveries until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	d.init()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		n, err := d.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.Log.Warn("webhook deliveries", "err", err)
+		}
+		if n == d.Batch && err == nil {
+			continue // more may be due
+		}
+		t.Reset(d.Poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.Service.WebhookWake():
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce claims one batch of due deliveries, sends them and records
+// their attempts, and returns how many it claimed.
+func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
+	d.init()
+	jobs, err := d.Service.ClaimWebhooks(ctx, d.Batch)
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, d.Workers)
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := d.Send(ctx, j)
+			// The attempt is recorded even when ctx ends meanwhile: it
+			// was made.
+			if err := d.Service.CompleteWebhook(context.WithoutCancel(ctx), j, r); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("record attempt of %s to %s: %w", j.Event.ID, j.Endpoint.ID, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return len(jobs), errors.Join(errs...)
+}
+
+// Send makes one attempt of a claimed delivery and says what it came to.
+func (d *Dispatcher) Send(ctx context.Context, j cloud.WebhookJob) cloud.WebhookResult {
+	d.init()
+	start := time.Now()
+	r := cloud.WebhookResult{AttemptedAt: d.Service.Now()}
+	fail := func(err error) cloud.WebhookResult {
+		r.Duration, r.Error = time.Since(start), trim(err.Error(), 500)
+		return r
+	}
+	if err := d.Service.WebhookPolicy().CheckWebhookURL(j.Endpoint.Tenant.Mode, j.Endpoint.URL); err != nil {
+		return fail(fmt.Errorf("url refused: %w", err))
+	}
+	body, err := d.Body(j.Event)
+	if err != nil {
+		return fail(fmt.Errorf("render event: %w", err))
+	}
+	ts := d.Clock()
+	sig, err := Sign(j.Endpoint.Secrets(d.Service.Now()), j.Event.ID, ts, body)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, modeKey{}, j.Endpoint.Tenant.Mode), Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint.URL, bytes.NewReader(body))
+	if err != nil {
+		return fail(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "svc-webhooks/1")
+	req.Header.Set("webhook-id", j.Event.ID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fail(fmt.Errorf("no response within %s", Timeout))
+		}
+		return fail(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	resp.Body.Close()
+	r.Duration, r.StatusCode = time.Since(start), resp.StatusCode
+	return r
+}
+
+func trim(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
