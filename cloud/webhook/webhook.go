@@ -46,9 +46,9 @@ func Sign(secrets []string, id string, ts time.Time, body []byte) (string, error
 	return strings.Join(sigs, " "), nil
 }
 
-// Timeout is how long one attempt may take, connection and response
-// included.
-const Timeout = 10 * time.Second
+// DefaultTimeout is how long one attempt may take, connection and
+// response headers included.
+const DefaultTimeout = 10 * time.Second
 
 type modeKey struct{}
 
@@ -91,7 +91,6 @@ func NewClient(policy cloud.WebhookPolicy) *http.Client {
 			Proxy:                 nil,
 			DialContext:           dial,
 			TLSHandshakeTimeout:   5 * time.Second,
-			ResponseHeaderTimeout: Timeout,
 			MaxIdleConnsPerHost:   8,
 			IdleConnTimeout:       90 * time.Second,
 			ForceAttemptHTTP2:     true,
@@ -117,6 +116,9 @@ type Dispatcher struct {
 	// deliveries anyway (1 s when 0): retries fall due without one, and
 	// other processes' events wake only their own dispatcher.
 	Poll time.Duration
+	// Timeout bounds each attempt (DefaultTimeout when 0); it must stay
+	// well below cloud.WebhookLease.
+	Timeout time.Duration
 	// Clock gives the time a delivery is signed at (time.Now when nil):
 	// the receiver's clock, not the service's, judges it.
 	Clock func() time.Time
@@ -140,6 +142,9 @@ func (d *Dispatcher) init() {
 		}
 		if d.Poll <= 0 {
 			d.Poll = time.Second
+		}
+		if d.Timeout <= 0 {
+			d.Timeout = DefaultTimeout
 		}
 		if d.Clock == nil {
 			d.Clock = time.Now
@@ -221,7 +226,7 @@ func (d *Dispatcher) Send(ctx context.Context, j cloud.WebhookJob) cloud.Webhook
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, modeKey{}, j.Endpoint.Tenant.Mode), Timeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, modeKey{}, j.Endpoint.Tenant.Mode), d.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint.URL, bytes.NewReader(body))
 	if err != nil {
@@ -235,7 +240,7 @@ func (d *Dispatcher) Send(ctx context.Context, j cloud.WebhookJob) cloud.Webhook
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fail(fmt.Errorf("no response within %s", Timeout))
+			return fail(fmt.Errorf("no response within %s", d.Timeout))
 		}
 		return fail(err)
 	}
