@@ -327,8 +327,9 @@ func (s *Server) resendFailedWebhooks(c echo.Context) error {
 		return err
 	}
 	in, err := decode(c, false, func(b *body) cloud.Optional[*time.Time] {
+		_, present := b.fields["since"]
 		since := b.timestamp("since", false)
-		if !since.Set {
+		if !present {
 			b.errs.add(b.loc("since"), "is required: failed deliveries created at or after this time are sent again")
 		}
 		return since

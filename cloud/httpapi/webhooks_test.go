@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -299,3 +300,337 @@ func TestWebhooks_TwoProcessesOnPostgresNeverDoubleSend(t *testing.T) {
 	}
 	t.Logf("process a sent %d, process b %d", counts[0], counts[1])
 }
+
+// An endpoint that fails for the whole retry schedule is disabled, and a
+// webhook_endpoint.disabled event and an audit entry say so; its failed
+// delivery is sent again on request once it is enabled, and new events
+// are not queued for it while disabled.
+func TestWebhooks_EndpointFailingForTheWholeScheduleIsDisabled(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		bad := newReceiver(t, -1)
+		ep := subscribe(t, h, bad, "visit.created")
+		epID := ep["id"].(string)
+		watcher := newReceiver(t, 0)
+		subscribe(t, h, watcher, "webhook_endpoint.disabled")
+
+		createVisit(t, h, nil)
+		id := events(t, h, "type=visit.created")[0]["id"].(string)
+		require.Equal(t, 1, drain(t, d))
+		var total time.Duration
+		for i, wait := range cloud.WebhookSchedule {
+			h.clock.Advance(wait)
+			total += wait
+			want := 1
+			if i == len(cloud.WebhookSchedule)-1 {
+				want = 2 // the last retry, and the event that it disabled the endpoint to the watcher
+			}
+			require.Equal(t, want, drain(t, d), "retry %d", i+1)
+		}
+		require.Greater(t, total, 27*time.Hour, "the schedule runs about 27 hours")
+		require.Less(t, total, 28*time.Hour)
+		require.Equal(t, 0, drain(t, d))
+
+		requests, ok, _ := bad.snapshot()
+		require.Equal(t, len(cloud.WebhookSchedule)+1, requests[id], "the first attempt and every retry")
+		require.Zero(t, ok[id])
+		del := h.get("/v1/webhook-endpoints/" + epID + "/deliveries/" + id)
+		require.Equal(t, "failed", del.Body["status"], "%s", del.Raw)
+		require.Nil(t, del.Body["next_attempt_at"])
+
+		got := h.get("/v1/webhook-endpoints/" + epID)
+		require.Equal(t, "disabled", got.Body["status"], "%s", got.Raw)
+		require.Equal(t, "failing", got.Body["disabled_reason"])
+		disabled := events(t, h, "type=webhook_endpoint.disabled")
+		require.Len(t, disabled, 1)
+		require.Equal(t, epID, disabled[0]["data"].(map[string]any)["id"])
+		require.NotContains(t, string(h.get("/v1/events?type=webhook_endpoint.disabled").Raw), "whsec_", "no secret in the event")
+		_, wok, _ := watcher.snapshot()
+		require.Equal(t, 1, wok[disabled[0]["id"].(string)], "an endpoint subscribed to it is told")
+		audit := data(t, h.get("/v1/audit-events?action=webhook_endpoint.disabled"))
+		require.Len(t, audit, 1)
+		require.Equal(t, "system", audit[0]["actor_kind"])
+		require.Equal(t, epID, audit[0]["object_id"])
+
+		createVisit(t, h, nil)
+		require.Len(t, data(t, h.get("/v1/webhook-endpoints/"+epID+"/deliveries")), 1, "nothing queued while disabled")
+		requireProblem(t, h.post("/v1/webhook-endpoints/"+epID+"/deliveries/"+id+"/resend", nil), http.StatusConflict, "invalid_state")
+
+		on := h.post("/v1/webhook-endpoints/"+epID+"/enable", nil)
+		require.Equal(t, http.StatusOK, on.Status, "%s", on.Raw)
+		require.Equal(t, "enabled", on.Body["status"])
+		require.Nil(t, on.Body["disabled_reason"])
+		bad.mu.Lock()
+		bad.fail = 0
+		bad.mu.Unlock()
+		re := h.post("/v1/webhook-endpoints/"+epID+"/deliveries/"+id+"/resend", nil)
+		require.Equal(t, http.StatusAccepted, re.Status, "%s", re.Raw)
+		require.Equal(t, "pending", re.Body["status"])
+		requireProblem(t, h.post("/v1/webhook-endpoints/"+epID+"/deliveries/"+id+"/resend", nil), http.StatusConflict, "invalid_state")
+		require.Equal(t, 1, drain(t, d))
+		_, ok, _ = bad.snapshot()
+		require.Equal(t, 1, ok[id], "sent again on request")
+		del = h.get("/v1/webhook-endpoints/" + epID + "/deliveries/" + id)
+		require.Equal(t, "succeeded", del.Body["status"])
+		require.Equal(t, float64(len(cloud.WebhookSchedule)+2), del.Body["attempts"])
+	})
+}
+
+// A resend of every failed delivery since a time queues exactly those, one
+// attempt each: a failure then does not start the schedule again.
+func TestWebhooks_ResendFailedSince(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		r := newReceiver(t, -1)
+		ep := subscribe(t, h, r, "visit.created")
+		epID := ep["id"].(string)
+		createVisit(t, h, nil)
+		h.clock.Advance(time.Hour)
+		createVisit(t, h, nil)
+		for range len(cloud.WebhookSchedule) + 1 {
+			drain(t, d)
+			h.clock.Advance(10 * time.Hour)
+		}
+		require.Len(t, data(t, h.get("/v1/webhook-endpoints/"+epID+"/deliveries?status=failed")), 2)
+		require.Equal(t, http.StatusOK, h.post("/v1/webhook-endpoints/"+epID+"/enable", nil).Status)
+
+		requireProblem(t, h.post("/v1/webhook-endpoints/"+epID+"/resend", map[string]any{}), http.StatusUnprocessableEntity,
+			"validation_failed", "body.since")
+		requireProblem(t, h.post("/v1/webhook-endpoints/"+epID+"/resend", map[string]any{"since": "yesterday"}), http.StatusUnprocessableEntity,
+			"validation_failed", "body.since")
+		res := h.post("/v1/webhook-endpoints/"+epID+"/resend", map[string]any{"since": "2026-11-21T09:30:00Z"})
+		require.Equal(t, http.StatusAccepted, res.Status, "%s", res.Raw)
+		require.Equal(t, float64(1), res.Body["resent"], "only the delivery created after since")
+		require.Equal(t, 1, drain(t, d))
+		h.clock.Advance(48 * time.Hour)
+		require.Equal(t, 0, drain(t, d), "a resent delivery that fails again is not retried")
+		require.Len(t, data(t, h.get("/v1/webhook-endpoints/"+epID+"/deliveries?status=failed")), 2)
+	})
+}
+
+// After a rotation both the new and the old secret sign each delivery, for
+// 24 hours; then only the new one. The rotation is audited.
+func TestWebhooks_RotatedSecretSignsBesideTheOldFor24Hours(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		ep := subscribe(t, h, newReceiver(t, 0), "visit.created")
+		epID := ep["id"].(string)
+		old := ep["secret"].(string)
+		rot := h.post("/v1/webhook-endpoints/"+epID+"/rotate-secret", nil)
+		require.Equal(t, http.StatusOK, rot.Status, "%s", rot.Raw)
+		fresh := rot.Body["secret"].(string)
+		require.NotEqual(t, old, fresh)
+		require.Equal(t, "2026-11-22T09:00:00.000Z", rot.Body["previous_secret_valid_until"])
+		got := h.get("/v1/webhook-endpoints/" + epID)
+		require.NotContains(t, string(got.Raw), "whsec_", "the secret is shown only at creation and rotation")
+		audit := data(t, h.get("/v1/audit-events?action=webhook_endpoint.secret_rotated"))
+		require.Len(t, audit, 1)
+		require.Equal(t, "key", audit[0]["actor_kind"])
+		require.Equal(t, epID, audit[0]["object_id"])
+		require.Equal(t, rot.Header.Get("Svc-Request-Id"), audit[0]["request_id"])
+
+		// Two receivers behind the same URL's handler: one trusts only the
+		// old secret, one only the new; both must verify each request.
+		oldOnly, newOnly := newReceiver(t, 0), newReceiver(t, 0)
+		oldOnly.trust(old)
+		newOnly.trust(fresh)
+		var sigs []string
+		var mu sync.Mutex
+		both := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			sigs = append(sigs, r.Header.Get("webhook-signature"))
+			mu.Unlock()
+			for _, rc := range []*receiver{oldOnly, newOnly} {
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest(http.MethodPost, "/", bytesReader(body))
+				req.Header = r.Header.Clone()
+				rc.serve(rec, req)
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(both.Close)
+		require.Equal(t, http.StatusOK, h.patch("/v1/webhook-endpoints/"+epID, map[string]any{"url": both.URL}).Status)
+
+		createVisit(t, h, nil)
+		require.Equal(t, 1, drain(t, d))
+		_, okOld, badOld := oldOnly.snapshot()
+		_, okNew, badNew := newOnly.snapshot()
+		require.Empty(t, badOld)
+		require.Empty(t, badNew)
+		require.Len(t, okOld, 1, "the old secret still verifies within 24 hours")
+		require.Len(t, okNew, 1)
+		require.Regexp(t, `^v1,\S+ v1,\S+$`, sigs[0])
+
+		h.clock.Advance(24 * time.Hour)
+		createVisit(t, h, nil)
+		require.Equal(t, 1, drain(t, d))
+		_, okOld, badOld = oldOnly.snapshot()
+		_, okNew, _ = newOnly.snapshot()
+		require.Len(t, badOld, 1, "after 24 hours the old secret no longer signs")
+		require.Len(t, okOld, 1)
+		require.Len(t, okNew, 2)
+		require.Regexp(t, `^v1,\S+$`, sigs[1])
+	})
+}
+
+// Endpoints are created, listed, read, changed and deleted; every input
+// error is named; deliveries follow the subscriptions.
+func TestWebhooks_EndpointLifeAndInputErrors(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		r := newReceiver(t, 0)
+		ep := subscribe(t, h, r, "visit.cancelled", "visit.created", "visit.created")
+		epID := ep["id"].(string)
+		require.Regexp(t, `^we_[0-7][0-9a-hjkmnp-tv-z]{25}$`, epID)
+		require.Equal(t, []any{"visit.cancelled", "visit.created"}, ep["event_types"], "sorted, without repeats")
+		require.Equal(t, "test receiver", ep["description"])
+
+		list := data(t, h.get("/v1/webhook-endpoints"))
+		require.Len(t, list, 1)
+		require.NotContains(t, list[0], "secret")
+		upd := h.patch("/v1/webhook-endpoints/"+epID, map[string]any{"event_types": []string{"visit.cancelled"}, "description": nil})
+		require.Equal(t, http.StatusOK, upd.Status, "%s", upd.Raw)
+		require.Equal(t, []any{"visit.cancelled"}, upd.Body["event_types"])
+		require.Nil(t, upd.Body["description"])
+
+		v := createVisit(t, h, nil)
+		require.Equal(t, http.StatusOK, action(h, v["id"].(string), "cancel", nil).Status)
+		require.Equal(t, 1, drain(t, d), "only visit.cancelled is subscribed to")
+		dels := data(t, h.get("/v1/webhook-endpoints/" + epID + "/deliveries"))
+		require.Len(t, dels, 1)
+		require.Equal(t, "visit.cancelled", dels[0]["event_type"])
+
+		off := h.post("/v1/webhook-endpoints/"+epID+"/disable", nil)
+		require.Equal(t, http.StatusOK, off.Status, "%s", off.Raw)
+		require.Equal(t, "disabled", off.Body["status"])
+		require.Equal(t, "manual", off.Body["disabled_reason"])
+		require.Equal(t, http.StatusOK, h.post("/v1/webhook-endpoints/"+epID+"/disable", nil).Status, "disabling twice is no error")
+
+		post := func(body any) response { return h.post("/v1/webhook-endpoints", body) }
+		requireProblem(t, post(map[string]any{}), http.StatusUnprocessableEntity, "validation_failed", "body.url", "body.event_types")
+		requireProblem(t, post(map[string]any{"url": "https://example.com/h", "event_types": []string{}}), http.StatusUnprocessableEntity,
+			"validation_failed", "body.event_types")
+		requireProblem(t, post(map[string]any{"url": "https://example.com/h", "event_types": []string{"visit.exploded", "*"}}),
+			http.StatusUnprocessableEntity, "validation_failed", "body.event_types[0]", "body.event_types[1]")
+		requireProblem(t, post(map[string]any{"url": "ftp://example.com/h", "event_types": []string{"*"}, "colour": "red"}),
+			http.StatusUnprocessableEntity, "validation_failed", "body.url", "body.colour")
+		requireProblem(t, post(map[string]any{"url": 7, "event_types": "*"}), http.StatusUnprocessableEntity,
+			"validation_failed", "body.url", "body.event_types")
+
+		requireProblem(t, h.get("/v1/webhook-endpoints/we_01h455vb4pex5vsknk084sn02q"), http.StatusNotFound, "not_found")
+		requireProblem(t, h.get("/v1/webhook-endpoints/visit_01h455vb4pex5vsknk084sn02q"), http.StatusUnprocessableEntity, "validation_failed", "path.webhook_endpoint_id")
+		requireProblem(t, h.get("/v1/webhook-endpoints/"+epID+"/deliveries?status=lost"), http.StatusUnprocessableEntity, "validation_failed", "query.status")
+
+		del := h.do(req{method: http.MethodDelete, path: "/v1/webhook-endpoints/" + epID, key: h.seed.Keys.SecretTest})
+		require.Equal(t, http.StatusNoContent, del.Status, "%s", del.Raw)
+		requireProblem(t, h.get("/v1/webhook-endpoints/"+epID), http.StatusNotFound, "not_found")
+		requireProblem(t, h.get("/v1/webhook-endpoints/"+epID+"/deliveries"), http.StatusNotFound, "not_found")
+	})
+}
+
+// Live mode needs https and a public address, and Growth or above; test
+// mode may use loopback only when the server allows it.
+func TestWebhooks_OutboundURLRulesAndPlan(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open, withPlan(cloud.PlanGrowth))
+		live := func(url string) response {
+			return h.do(req{method: http.MethodPost, path: "/v1/webhook-endpoints", key: h.seed.Keys.SecretLive,
+				body: map[string]any{"url": url, "event_types": []string{"*"}}})
+		}
+		for _, url := range []string{
+			"http://hooks.example.com/in",    // not https
+			"https://127.0.0.1/in",           // loopback
+			"https://localhost:8443/in",      // loopback by name
+			"https://[::1]/in",               // loopback
+			"https://10.1.2.3/in",            // private
+			"https://192.168.0.10/in",        // private
+			"https://169.254.169.254/latest", // link-local: cloud metadata
+			"https://[fe80::1]/in",           // link-local
+			"https://100.64.0.1/in",          // shared address space
+			"https://0.0.0.0/in",             // unspecified
+			"https://user:pw@hooks.example.com/in",
+			"https://intranet/in", // not a full domain name
+			"/relative",
+		} {
+			requireProblem(t, live(url), http.StatusUnprocessableEntity, "validation_failed", "body.url")
+		}
+		ok := live("https://hooks.example.com/in?tenant=1")
+		require.Equal(t, http.StatusCreated, ok.Status, "%s", ok.Raw)
+
+		test := func(url string) response {
+			return h.post("/v1/webhook-endpoints", map[string]any{"url": url, "event_types": []string{"*"}})
+		}
+		requireProblem(t, test("http://127.0.0.1:9000/in"), http.StatusUnprocessableEntity, "validation_failed", "body.url")
+		h.svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: true})
+		require.Equal(t, http.StatusCreated, test("http://127.0.0.1:9000/in").Status, "test mode may use loopback when allowed")
+		require.Equal(t, http.StatusCreated, test("http://localhost:9000/in").Status)
+		requireProblem(t, test("http://10.0.0.1/in"), http.StatusUnprocessableEntity, "validation_failed", "body.url")
+		requireProblem(t, live("https://127.0.0.1/in"), http.StatusUnprocessableEntity, "validation_failed", "body.url")
+
+		free := newHarness(t, open, withPlan(cloud.PlanFree))
+		r := free.do(req{method: http.MethodPost, path: "/v1/webhook-endpoints", key: free.seed.Keys.SecretLive,
+			body: map[string]any{"url": "https://hooks.example.com/in", "event_types": []string{"*"}}})
+		requireProblem(t, r, http.StatusForbidden, "plan_required")
+		requireProblem(t, free.do(req{method: http.MethodGet, path: "/v1/webhook-endpoints", key: free.seed.Keys.SecretLive}),
+			http.StatusForbidden, "plan_required")
+		require.Equal(t, http.StatusOK, free.get("/v1/webhook-endpoints").Status, "test mode on every plan")
+	})
+}
+
+// A redirect is a failed attempt, not followed; so is no answer within the
+// timeout; and a loopback address the policy no longer allows is refused
+// when sending.
+func TestWebhooks_RedirectTimeoutAndRefusedAddressFail(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		d.Timeout = 300 * time.Millisecond
+		target := newReceiver(t, 0)
+		redirect := httptest.NewServer(http.RedirectHandler(target.srv.URL, http.StatusFound))
+		t.Cleanup(redirect.Close)
+		release := make(chan struct{})
+		hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select { // answers only once the client has given up
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(func() { close(release); hang.Close() })
+
+		mk := func(url string) string {
+			r := h.post("/v1/webhook-endpoints", map[string]any{"url": url, "event_types": []string{"visit.created"}})
+			require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+			return r.Body["id"].(string)
+		}
+		redirID, hangID := mk(redirect.URL), mk(hang.URL)
+		createVisit(t, h, nil)
+		require.Equal(t, 2, drain(t, d))
+
+		a := data(t, h.get("/v1/webhook-endpoints/"+redirID+"/attempts"))
+		require.Len(t, a, 1)
+		require.Equal(t, "failed", a[0]["status"])
+		require.Equal(t, float64(http.StatusFound), a[0]["response_status"], "the redirect is the answer")
+		_, ok, _ := target.snapshot()
+		require.Empty(t, ok, "the redirect was not followed")
+
+		a = data(t, h.get("/v1/webhook-endpoints/"+hangID+"/attempts"))
+		require.Len(t, a, 1)
+		require.Equal(t, "failed", a[0]["status"])
+		require.Nil(t, a[0]["response_status"])
+		require.Contains(t, a[0]["error"], "no response within")
+
+		h.svc.SetWebhookPolicy(cloud.WebhookPolicy{})
+		h.clock.Advance(cloud.WebhookSchedule[0])
+		require.Equal(t, 2, drain(t, d))
+		a = data(t, h.get("/v1/webhook-endpoints/"+redirID+"/attempts"))
+		require.Len(t, a, 2)
+		require.Contains(t, a[0]["error"], "loopback", "refused before connecting")
+	})
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
