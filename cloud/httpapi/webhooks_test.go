@@ -501,7 +501,7 @@ func TestWebhooks_EndpointLifeAndInputErrors(t *testing.T) {
 		v := createVisit(t, h, nil)
 		require.Equal(t, http.StatusOK, action(h, v["id"].(string), "cancel", nil).Status)
 		require.Equal(t, 1, drain(t, d), "only visit.cancelled is subscribed to")
-		dels := data(t, h.get("/v1/webhook-endpoints/" + epID + "/deliveries"))
+		dels := data(t, h.get("/v1/webhook-endpoints/"+epID+"/deliveries"))
 		require.Len(t, dels, 1)
 		require.Equal(t, "visit.cancelled", dels[0]["event_type"])
 

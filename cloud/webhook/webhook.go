@@ -88,12 +88,12 @@ func NewClient(policy cloud.WebhookPolicy) *http.Client {
 	}
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy:                 nil,
-			DialContext:           dial,
-			TLSHandshakeTimeout:   5 * time.Second,
-			MaxIdleConnsPerHost:   8,
-			IdleConnTimeout:       90 * time.Second,
-			ForceAttemptHTTP2:     true,
+			Proxy:               nil,
+			DialContext:         dial,
+			TLSHandshakeTimeout: 5 * time.Second,
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     90 * time.Second,
+			ForceAttemptHTTP2:   true,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
