@@ -52,6 +52,13 @@ const DefaultTimeout = 10 * time.Second
 
 type modeKey struct{}
 
+// WithMode returns ctx saying which mode's rules (cloud.WebhookPolicy) a
+// request made with NewClient's client connects under; without it the
+// client applies live mode's.
+func WithMode(ctx context.Context, m cloud.Mode) context.Context {
+	return context.WithValue(ctx, modeKey{}, m)
+}
+
 // NewClient returns the HTTP client deliveries are sent with: it connects
 // only to addresses policy allows for the mode the request's context
 // carries (every address a name resolves to is checked, at connect time,
@@ -60,7 +67,10 @@ type modeKey struct{}
 func NewClient(policy cloud.WebhookPolicy) *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mode, _ := ctx.Value(modeKey{}).(cloud.Mode)
+		mode, ok := ctx.Value(modeKey{}).(cloud.Mode)
+		if !ok {
+			mode = cloud.ModeLive
+		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
@@ -86,17 +96,32 @@ func NewClient(policy cloud.WebhookPolicy) *http.Client {
 		}
 		return nil, fmt.Errorf("refused: %w", refused)
 	}
-	return &http.Client{
-		Transport: &http.Transport{
+	transport := func() *http.Transport {
+		return &http.Transport{
 			Proxy:               nil,
 			DialContext:         dial,
 			TLSHandshakeTimeout: 5 * time.Second,
 			MaxIdleConnsPerHost: 8,
 			IdleConnTimeout:     90 * time.Second,
 			ForceAttemptHTTP2:   true,
-		},
+		}
+	}
+	return &http.Client{
+		// A pool of connections per mode: a connection dialled under test
+		// mode's rules is never reused for a live-mode request.
+		Transport:     byMode{live: transport(), test: transport()},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// byMode sends each request through the transport of its mode (WithMode).
+type byMode struct{ live, test *http.Transport }
+
+func (b byMode) RoundTrip(r *http.Request) (*http.Response, error) {
+	if m, _ := r.Context().Value(modeKey{}).(cloud.Mode); m == cloud.ModeTest {
+		return b.test.RoundTrip(r)
+	}
+	return b.live.RoundTrip(r)
 }
 
 // Dispatcher sends due deliveries. Any number of dispatchers, in one
@@ -226,7 +251,7 @@ func (d *Dispatcher) Send(ctx context.Context, j cloud.WebhookJob) cloud.Webhook
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, modeKey{}, j.Endpoint.Tenant.Mode), d.Timeout)
+	ctx, cancel := context.WithTimeout(WithMode(ctx, j.Endpoint.Tenant.Mode), d.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.Endpoint.URL, bytes.NewReader(body))
 	if err != nil {
