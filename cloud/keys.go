@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -44,16 +45,36 @@ func (s *Service) CreateKey(ctx context.Context, t Tenant, kind KeyKind, scopes 
 	secret := NewKeySecret(kind, t.Mode)
 	k := APIKey{ID: ids.New(ids.Key), Tenant: t, Kind: kind, Scopes: scopes, Hash: HashKey(secret),
 		Last4: secret[len(secret)-4:], CreatedAt: s.Now()}
-	if err := s.store.CreateKey(ctx, k); err != nil {
+	ctx, l := withEvents(ctx)
+	l.audit = append(l.audit, s.keyAudit(ctx, AuditKeyCreated, k))
+	if err := s.committed(l, s.store.CreateKey(ctx, k)); err != nil {
 		return APIKey{}, "", fmt.Errorf("create key: %w", err)
 	}
 	return k, secret, nil
 }
 
+// keyAudit is the audit entry of a key's creation or revocation: keys are
+// made and revoked by the operator's command line, so the actor is the
+// system.
+func (s *Service) keyAudit(ctx context.Context, action string, k APIKey) AuditEvent {
+	detail, _ := json.Marshal(map[string]any{"kind": k.Kind, "last4": k.Last4, "scopes": k.Scopes})
+	return AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: k.Tenant, Action: action, ActorKind: ActorSystem,
+		ObjectType: "key", ObjectID: k.ID, RequestID: RequestID(ctx), Detail: detail, CreatedAt: s.Now()}
+}
+
 // RevokeKey revokes a key of the organisation; ErrNotFound when it has none
-// with this ID.
+// with this ID. Revoking a revoked key changes nothing.
 func (s *Service) RevokeKey(ctx context.Context, orgID, keyID string) error {
-	return s.store.RevokeKey(ctx, orgID, keyID, s.Now())
+	k, err := s.store.Key(ctx, orgID, keyID)
+	if err != nil {
+		return err
+	}
+	if k.RevokedAt != nil {
+		return nil
+	}
+	ctx, l := withEvents(ctx)
+	l.audit = append(l.audit, s.keyAudit(ctx, AuditKeyRevoked, k))
+	return s.committed(l, s.store.RevokeKey(ctx, orgID, keyID, s.Now()))
 }
 
 // Authenticate returns who a presented key acts as, or ErrUnauthorized.

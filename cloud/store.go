@@ -20,11 +20,15 @@ type Store interface {
 	// Organisation returns an organisation or ErrNotFound.
 	Organisation(ctx context.Context, id string) (Organisation, error)
 
-	// CreateKey stores a key. The hash must be unique.
+	// CreateKey stores a key, with what TakeAudit returns, in one
+	// transaction. The hash must be unique.
 	CreateKey(ctx context.Context, k APIKey) error
 	// KeyByHash returns the key with this hash and its organisation's plan,
 	// revoked or not, or ErrNotFound.
 	KeyByHash(ctx context.Context, hash []byte) (Principal, error)
+	// Key returns a key of the organisation, revoked or not, or
+	// ErrNotFound.
+	Key(ctx context.Context, orgID, keyID string) (APIKey, error)
 	// RevokeKey marks a key of the organisation revoked; ErrNotFound when
 	// the organisation has no such key. Revoking twice keeps the first time.
 	RevokeKey(ctx context.Context, orgID, keyID string, at time.Time) error

@@ -508,7 +508,10 @@ func (s *Service) entryGate(ctx context.Context, v *ValidationError, t Tenant, i
 // details.
 func (s *Service) EraseVisitor(ctx context.Context, a Actor, id string) error {
 	now := s.Now()
-	return s.store.EraseVisitor(ctx, a.Tenant, id, func(v *Visit) {
+	ctx, l := withEvents(ctx)
+	l.audit = append(l.audit, AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: a.Tenant, Action: AuditVisitorErased,
+		ActorKind: ActorKey, ActorID: a.KeyID, ObjectType: "visitor", ObjectID: id, RequestID: RequestID(ctx), CreatedAt: now})
+	return s.committed(l, s.store.EraseVisitor(ctx, a.Tenant, id, func(v *Visit) {
 		v.Visitor = Visitor{}
 		v.Purpose, v.VehiclePlate = "", ""
 		v.CustomFields = map[string]json.RawMessage{}
@@ -521,7 +524,7 @@ func (s *Service) EraseVisitor(ctx context.Context, a Actor, id string) error {
 		b.Purpose = ""
 		b.CustomFields = map[string]json.RawMessage{}
 		b.UpdatedAt = now
-	})
+	}))
 }
 
 // Visitor returns a visitor record; an erased visitor is not found.

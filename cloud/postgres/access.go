@@ -47,14 +47,39 @@ func scopeStrings(sc []cloud.Scope) []string {
 
 // CreateKey implements cloud.Store.
 func (s *Store) CreateKey(ctx context.Context, k cloud.APIKey) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_keys (id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		k.ID, k.Tenant.OrgID, string(k.Tenant.Mode), string(k.Kind), scopeStrings(k.Scopes), k.Hash, k.Last4,
-		k.CreatedAt, nullTime(k.RevokedAt))
-	if err != nil {
-		return translate("create key", err)
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO api_keys (id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			k.ID, k.Tenant.OrgID, string(k.Tenant.Mode), string(k.Kind), scopeStrings(k.Scopes), k.Hash, k.Last4,
+			k.CreatedAt, nullTime(k.RevokedAt))
+		if err != nil {
+			return translate("create key", err)
+		}
+		return nil
+	})
+}
+
+// Key implements cloud.Store.
+func (s *Store) Key(ctx context.Context, orgID, keyID string) (cloud.APIKey, error) {
+	var k cloud.APIKey
+	var mode, kind string
+	var scopes []string
+	var revoked pgtype.Timestamptz
+	err := s.pool.QueryRow(ctx, `SELECT id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at
+		FROM api_keys WHERE id = $1 AND org_id = $2`, keyID, orgID).
+		Scan(&k.ID, &k.Tenant.OrgID, &mode, &kind, &scopes, &k.Hash, &k.Last4, &k.CreatedAt, &revoked)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return k, cloud.ErrNotFound
 	}
-	return nil
+	if err != nil {
+		return k, fmt.Errorf("get key: %w", err)
+	}
+	k.Tenant.Mode, k.Kind = cloud.Mode(mode), cloud.KeyKind(kind)
+	for _, sc := range scopes {
+		k.Scopes = append(k.Scopes, cloud.Scope(sc))
+	}
+	k.CreatedAt, k.RevokedAt = k.CreatedAt.UTC(), timePtr(revoked)
+	return k, nil
 }
 
 // KeyByHash implements cloud.Store.
@@ -89,10 +114,12 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (cloud.Principal, er
 // second sees the first's time and keeps it.
 func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, at time.Time) error {
 	var found bool
-	err := s.pool.QueryRow(ctx, `WITH u AS (UPDATE api_keys SET revoked_at = $3
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `WITH u AS (UPDATE api_keys SET revoked_at = $3
 			WHERE id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING 1)
 		SELECT EXISTS (SELECT 1 FROM u) OR EXISTS (SELECT 1 FROM api_keys WHERE id = $1 AND org_id = $2)`,
-		keyID, orgID, at).Scan(&found)
+			keyID, orgID, at).Scan(&found)
+	})
 	if err != nil {
 		return fmt.Errorf("revoke key: %w", err)
 	}

@@ -60,14 +60,36 @@ func splitScopes(s string) []cloud.Scope {
 
 // CreateKey implements cloud.Store.
 func (s *Store) CreateKey(ctx context.Context, k cloud.APIKey) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.Tenant.OrgID, string(k.Tenant.Mode), string(k.Kind), joinScopes(k.Scopes), k.Hash, k.Last4,
-		micros(k.CreatedAt), nullMicros(k.RevokedAt))
-	if err != nil {
-		return fmt.Errorf("insert key: %w", err)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			k.ID, k.Tenant.OrgID, string(k.Tenant.Mode), string(k.Kind), joinScopes(k.Scopes), k.Hash, k.Last4,
+			micros(k.CreatedAt), nullMicros(k.RevokedAt))
+		if err != nil {
+			return fmt.Errorf("insert key: %w", err)
+		}
+		return nil
+	})
+}
+
+// Key implements cloud.Store.
+func (s *Store) Key(ctx context.Context, orgID, keyID string) (cloud.APIKey, error) {
+	var k cloud.APIKey
+	var mode, kind, scopes string
+	var created int64
+	var revoked sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT id, org_id, mode, kind, scopes, hash, last4, created_at, revoked_at
+		FROM api_keys WHERE id = ? AND org_id = ?`, keyID, orgID).
+		Scan(&k.ID, &k.Tenant.OrgID, &mode, &kind, &scopes, &k.Hash, &k.Last4, &created, &revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, cloud.ErrNotFound
 	}
-	return nil
+	if err != nil {
+		return k, fmt.Errorf("get key: %w", err)
+	}
+	k.Tenant.Mode, k.Kind, k.Scopes = cloud.Mode(mode), cloud.KeyKind(kind), splitScopes(scopes)
+	k.CreatedAt, k.RevokedAt = fromMicros(created), fromNullMicros(revoked)
+	return k, nil
 }
 
 // KeyByHash implements cloud.Store.
