@@ -109,6 +109,9 @@ type EventRenderer func(obj any) (json.RawMessage, error)
 type eventLog struct {
 	events []Event
 	audit  []AuditEvent
+	scrub  map[string]json.RawMessage // object ID → its rendering after an erasure: TakeScrubs
+	scrubT Tenant                     // whose objects scrub holds
+	failed error                      // a rendering for scrub failed: the write must not commit
 	taken  bool // a transaction took them
 	took   int  // how many events it took
 }
@@ -151,6 +154,53 @@ func TakeAudit(ctx context.Context) []AuditEvent {
 	a := l.audit
 	l.audit, l.taken = nil, true
 	return a
+}
+
+// TakeScrubs returns, for the write ctx goes with, the objects whose
+// earlier events must lose the personal data an erasure removed: each
+// object's ID with its rendering after the erasure. Stores call it in the
+// transaction and rewrite each earlier event of each object with
+// ScrubEventData.
+// An error means the write must not commit.
+func TakeScrubs(ctx context.Context) (Tenant, map[string]json.RawMessage, error) {
+	l, _ := ctx.Value(eventsKey{}).(*eventLog)
+	if l == nil {
+		return Tenant{}, nil, nil
+	}
+	m, err := l.scrub, l.failed
+	l.scrub = nil
+	return l.scrubT, m, err
+}
+
+// erasedKeys are the members of a visit's or booking's rendering that hold
+// the visitor's personal data: what EraseVisitor clears.
+var erasedKeys = []string{"visitor", "purpose", "vehicle_plate", "custom_fields"}
+
+// ScrubEventData returns an earlier event's data with the personal data
+// of an erased visitor replaced by what the object shows after the
+// erasure (erased): the visitor, purpose, vehicle plate and custom fields,
+// and a reschedule's note. The rest (status, times, IDs) stays as it was.
+func ScrubEventData(data, erased json.RawMessage) (json.RawMessage, error) {
+	var old, now map[string]json.RawMessage
+	if err := json.Unmarshal(data, &old); err != nil {
+		return nil, fmt.Errorf("scrub event: %w", err)
+	}
+	if err := json.Unmarshal(erased, &now); err != nil {
+		return nil, fmt.Errorf("scrub event: %w", err)
+	}
+	for _, k := range erasedKeys {
+		if _, ok := old[k]; ok {
+			old[k] = now[k]
+		}
+	}
+	var moved map[string]json.RawMessage
+	if raw, ok := old["rescheduled_to"]; ok && json.Unmarshal(raw, &moved) == nil && moved != nil {
+		if _, ok := moved["note"]; ok {
+			moved["note"] = json.RawMessage("null")
+			old["rescheduled_to"], _ = json.Marshal(moved)
+		}
+	}
+	return json.Marshal(old)
 }
 
 // committed returns err, or an error when the write succeeded while events

@@ -3,6 +3,7 @@ package cloud
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -423,7 +424,29 @@ func (e eventStore) EraseVisitor(ctx context.Context, t Tenant, id string, fn fu
 	if err := e.s.record(ctx, l, []string{EventVisitorErased}, "visitor", id, t, data); err != nil {
 		return err
 	}
-	return e.s.committed(l, e.Store.EraseVisitor(ctx, t, id, fn, bfn))
+	// Earlier events of the visitor's visits and bookings lose the
+	// personal data too: each is rewritten with what the object shows
+	// after the erasure (TakeScrubs).
+	forms := map[string]*form.Form{}
+	l.scrub, l.scrubT = map[string]json.RawMessage{}, t
+	err = e.Store.EraseVisitor(ctx, t, id, func(v *Visit) {
+		fn(v)
+		d, err := e.renderVisit(ctx, forms, *v)
+		if err != nil {
+			l.failed = err
+			return
+		}
+		l.scrub[v.ID] = d
+	}, func(b *Booking) {
+		bfn(b)
+		d, err := e.s.render(*b)
+		if err != nil {
+			l.failed = err
+			return
+		}
+		l.scrub[b.ID] = d
+	})
+	return e.s.committed(l, err)
 }
 
 func (e eventStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(int, func(string) (Visit, error), *FactWrites) error) ([]bool, error) {

@@ -212,3 +212,46 @@ func TestEvents_PlanRule(t *testing.T) {
 		}
 	})
 }
+
+// Erasing a visitor takes their personal data out of the earlier events
+// of their visits too, and out of webhook deliveries still to be sent:
+// the events stay, with what the visits show after the erasure.
+func TestEvents_ErasureScrubsEarlierEvents(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		r := newReceiver(t, 0)
+		subscribe(t, h, r, "visit.created")
+		v := createVisit(t, h, func(b map[string]any) { b["purpose"] = "Vera's secret project" })
+		id := v["id"].(string)
+		r2 := h.patch("/v1/visits/"+id, map[string]any{"purpose": "Vera again"})
+		require.Equal(t, http.StatusOK, r2.Status, "%s", r2.Raw)
+		createVisit(t, h, func(b map[string]any) {
+			b["visitor"] = map[string]any{"name": "Olga Other", "email": "olga@example.org"}
+		})
+		before := events(t, h, "")
+		require.Contains(t, string(h.get("/v1/events?limit=100").Raw), "vera@example.org")
+
+		vid := v["visitor"].(map[string]any)["id"].(string)
+		require.Equal(t, http.StatusNoContent, h.do(req{method: http.MethodDelete, path: "/v1/visitors/" + vid, key: h.seed.Keys.SecretTest}).Status)
+		all := h.get("/v1/events?limit=100")
+		for _, personal := range []string{"Vera", "vera@example.org", "+447700900123", "secret project"} {
+			require.NotContains(t, string(all.Raw), personal)
+		}
+		require.Contains(t, string(all.Raw), "olga@example.org", "another visitor's events keep their data")
+		after := events(t, h, "")
+		require.Len(t, after, len(before)+1, "every event stays; visitor.erased is added")
+		require.Equal(t, []string{"visit.created", "pass.sent", "visit.updated"}, typesOf(after, id))
+		created := after[0]["data"].(map[string]any)
+		require.Equal(t, "expected", created["status"], "what is not personal stays as it was")
+		require.Equal(t, v["created_at"], created["created_at"])
+
+		require.Equal(t, 2, drain(t, d))
+		_, ok, invalid := r.snapshot()
+		require.Empty(t, invalid)
+		require.Len(t, ok, 2)
+		for eid := range ok {
+			require.NotContains(t, string(r.bodies[eid]), "vera@example.org", "the pending delivery sends the scrubbed event")
+		}
+	})
+}

@@ -17,6 +17,9 @@ const eventCols = `id, type, object_type, object_id, request_id, data, created_a
 // ctx goes with (cloud.TakeEvents, cloud.TakeAudit), in its transaction,
 // and queues each event's webhook deliveries: all in one round trip.
 func insertEvents(ctx context.Context, tx pgx.Tx) error {
+	if err := scrubEvents(ctx, tx); err != nil {
+		return err
+	}
 	events, audit := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx)
 	if len(events) == 0 && len(audit) == 0 {
 		return nil
@@ -84,4 +87,40 @@ func (s *Store) Event(ctx context.Context, t cloud.Tenant, id string) (cloud.Eve
 		return cloud.Event{}, fmt.Errorf("get event: %w", err)
 	}
 	return e, nil
+}
+
+// scrubEvents rewrites the earlier events of the objects an erasure
+// changed (cloud.TakeScrubs), so no event keeps the erased personal data.
+func scrubEvents(ctx context.Context, tx pgx.Tx) error {
+	t, scrubs, err := cloud.TakeScrubs(ctx)
+	if err != nil {
+		return fmt.Errorf("scrub events: %w", err)
+	}
+	for objectID, erased := range scrubs {
+		type row struct {
+			org, mode, id string
+			data          []byte
+		}
+		rows, _ := tx.Query(ctx, `SELECT org_id, mode, id, data FROM events WHERE org_id = $1 AND mode = $2 AND object_id = $3`,
+			t.OrgID, string(t.Mode), objectID)
+		found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			err := r.Scan(&x.org, &x.mode, &x.id, &x.data)
+			return x, err
+		})
+		if err != nil {
+			return fmt.Errorf("scrub events: %w", err)
+		}
+		for _, r := range found {
+			data, err := cloud.ScrubEventData(r.data, erased)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE events SET data = $4 WHERE org_id = $1 AND mode = $2 AND id = $3`,
+				r.org, r.mode, r.id, data); err != nil {
+				return translate("scrub events", err)
+			}
+		}
+	}
+	return nil
 }

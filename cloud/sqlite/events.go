@@ -25,6 +25,9 @@ func insertEvents(ctx context.Context, tx *sql.Tx) error {
 			return fmt.Errorf("queue webhook deliveries of %s: %w", e.Type, err)
 		}
 	}
+	if err := scrubEvents(ctx, tx); err != nil {
+		return err
+	}
 	for _, a := range cloud.TakeAudit(ctx) {
 		if _, err := tx.ExecContext(ctx, qInsertAudit, a.ID, a.Tenant.OrgID, string(a.Tenant.Mode), a.Action, a.ActorKind, null(a.ActorID),
 			a.ObjectType, a.ObjectID, null(a.RequestID), auditDetail(a.Detail), micros(a.CreatedAt)); err != nil {
@@ -90,4 +93,44 @@ func (s *Store) Event(ctx context.Context, t cloud.Tenant, id string) (cloud.Eve
 		return cloud.Event{}, fmt.Errorf("get event: %w", err)
 	}
 	return e, nil
+}
+
+// scrubEvents rewrites the earlier events of the objects an erasure
+// changed (cloud.TakeScrubs), so no event keeps the erased personal data.
+func scrubEvents(ctx context.Context, tx *sql.Tx) error {
+	t, scrubs, err := cloud.TakeScrubs(ctx)
+	if err != nil {
+		return fmt.Errorf("scrub events: %w", err)
+	}
+	for objectID, erased := range scrubs {
+		rows, err := tx.QueryContext(ctx, `SELECT id, data FROM events WHERE org_id = ? AND mode = ? AND object_id = ?`,
+			t.OrgID, string(t.Mode), objectID)
+		if err != nil {
+			return fmt.Errorf("scrub events: %w", err)
+		}
+		type row struct{ id, data string }
+		var found []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.data); err != nil {
+				rows.Close()
+				return fmt.Errorf("scrub events: %w", err)
+			}
+			found = append(found, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("scrub events: %w", err)
+		}
+		for _, r := range found {
+			data, err := cloud.ScrubEventData([]byte(r.data), erased)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE events SET data = ? WHERE id = ?`, string(data), r.id); err != nil {
+				return fmt.Errorf("scrub events: %w", err)
+			}
+		}
+	}
+	return nil
 }
