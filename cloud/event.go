@@ -112,8 +112,8 @@ type eventLog struct {
 	scrub  map[string]json.RawMessage // object ID → its rendering after an erasure: TakeScrubs
 	scrubT Tenant                     // whose objects scrub holds
 	failed error                      // a rendering for scrub failed: the write must not commit
-	taken  bool // a transaction took them
-	took   int  // how many events it took
+	taken  bool                       // a transaction took them
+	took   int                        // how many events it took
 }
 
 type eventsKey struct{}
