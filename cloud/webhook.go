@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/svc-vms/svc/shared/ids"
 )
@@ -148,6 +150,10 @@ var WebhookSchedule = []time.Duration{
 // It is well beyond the sender's timeout, so a live claimant always
 // completes first.
 const WebhookLease = 2 * time.Minute
+
+// auditTime is how audit details write times: as the API does, UTC to the
+// millisecond.
+const auditTime = "2006-01-02T15:04:05.000Z"
 
 // SecretOverlap is how long a rotated secret keeps signing deliveries.
 const SecretOverlap = 24 * time.Hour
@@ -299,8 +305,13 @@ func (s *Service) checkWebhookInput(mode Mode, in WebhookInput, create bool) ([]
 			verr.Add("url", "%s", err)
 		}
 	}
-	if in.Description != nil && len(*in.Description) > 500 {
-		verr.Add("description", "must be at most 500 characters")
+	if in.Description != nil {
+		switch d := *in.Description; {
+		case utf8.RuneCountInString(d) > 500:
+			verr.Add("description", "must be at most 500 characters")
+		case strings.ContainsFunc(d, unicode.IsControl):
+			verr.Add("description", "must not contain control characters")
+		}
 	}
 	var types []string
 	switch {
@@ -438,7 +449,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, a Actor, id string) (
 		now := s.Now()
 		until := now.Add(SecretOverlap)
 		e.PrevSecret, e.PrevUntil, e.Secret = e.Secret, &until, NewWebhookSecret()
-		detail, _ := json.Marshal(map[string]string{"previous_secret_valid_until": until.Format(time.RFC3339)})
+		detail, _ := json.Marshal(map[string]string{"previous_secret_valid_until": until.Format(auditTime)})
 		l.audit = append(l.audit, AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: a.Tenant, Action: AuditWebhookSecretRotated,
 			ActorKind: ActorKey, ActorID: a.KeyID, ObjectType: "webhook_endpoint", ObjectID: e.ID,
 			RequestID: RequestID(ctx), Detail: detail, CreatedAt: now})
@@ -487,11 +498,11 @@ func (s *Service) ResendWebhook(ctx context.Context, a Actor, endpointID, eventI
 	if err := s.webhooksAllowed(a); err != nil {
 		return WebhookDelivery{}, err
 	}
-	if err := s.resendable(ctx, a.Tenant, endpointID); err != nil {
-		return WebhookDelivery{}, err
-	}
 	d, err := s.store.WebhookDelivery(ctx, a.Tenant, endpointID, eventID)
 	if err != nil {
+		return WebhookDelivery{}, err
+	}
+	if err := s.resendable(ctx, a.Tenant, endpointID); err != nil {
 		return WebhookDelivery{}, err
 	}
 	if d.Status == DeliveryPending {
@@ -584,7 +595,7 @@ func (s *Service) CompleteWebhook(ctx context.Context, job WebhookJob, r Webhook
 				return err
 			}
 		}
-		detail, _ := json.Marshal(map[string]any{"reason": DisabledFailing, "failing_since": e.FailingSince.Format(time.RFC3339Nano),
+		detail, _ := json.Marshal(map[string]any{"reason": DisabledFailing, "failing_since": e.FailingSince.Format(auditTime),
 			"last_event_id": d.EventID})
 		l.audit = append(l.audit, AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: e.Tenant, Action: AuditWebhookEndpointDisabled,
 			ActorKind: ActorSystem, ObjectType: "webhook_endpoint", ObjectID: e.ID, Detail: detail, CreatedAt: now})

@@ -39,7 +39,7 @@ func renderWebhookEndpoint(e cloud.WebhookEndpoint) webhookEndpointJSON {
 	if e.Disabled {
 		out.Status, out.DisabledReason = "disabled", nullable(e.DisabledReason)
 	}
-	if e.PrevSecret != "" && e.PrevUntil != nil {
+	if e.PrevUntil != nil {
 		out.PreviousSecretValidUntil = tsPtr(e.PrevUntil)
 	}
 	return out

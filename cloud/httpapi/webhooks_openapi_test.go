@@ -168,25 +168,25 @@ func TestWebhooks_LiveModeNeedsGrowthAndHTTPS(t *testing.T) {
 	})
 }
 
-// receiver is a webhook endpoint's server: it records every request, and
+// docReceiver is a webhook endpoint's server: it records every request, and
 // fails the ones fail says to.
-type receiver struct {
+type docReceiver struct {
 	mu       sync.Mutex
-	got      []received
+	got      []docReceived
 	attempts map[string]int // by path and webhook-id
 	fail     func(path string, attempt int) bool
 }
 
-type received struct {
+type docReceived struct {
 	path   string
 	header http.Header
 	body   []byte
 }
 
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rc *docReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rc.mu.Lock()
-	rc.got = append(rc.got, received{path: r.URL.Path, header: r.Header.Clone(), body: body})
+	rc.got = append(rc.got, docReceived{path: r.URL.Path, header: r.Header.Clone(), body: body})
 	key := r.URL.Path + " " + r.Header.Get("webhook-id")
 	rc.attempts[key]++
 	fail := rc.fail(r.URL.Path, rc.attempts[key])
@@ -198,8 +198,8 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// take returns the requests received since the last call.
-func (rc *receiver) take() []received {
+// take returns the requests docReceived since the last call.
+func (rc *docReceiver) take() []docReceived {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	out := rc.got
@@ -210,7 +210,7 @@ func (rc *receiver) take() []received {
 // requireSigned checks a delivery's headers as the Webhooks tag documents
 // them, with an HMAC computed here: webhook-signature holds one v1
 // signature per secret, in order.
-func requireSigned(t *testing.T, r received, secrets ...string) {
+func requireSigned(t *testing.T, r docReceived, secrets ...string) {
 	t.Helper()
 	id, stamp := r.header.Get("webhook-id"), r.header.Get("webhook-timestamp")
 	require.Regexp(t, `^evt_[0-7][0-9a-hjkmnp-tv-z]{25}$`, id)
@@ -236,7 +236,7 @@ func TestWebhooks_DeliveriesRetriesAndResendsAsDocumented(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
 		h := newHarness(t, open)
 		h.svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: true}) // svc-cloud serve --webhooks-allow-loopback
-		rc := &receiver{attempts: map[string]int{}, fail: func(path string, attempt int) bool {
+		rc := &docReceiver{attempts: map[string]int{}, fail: func(path string, attempt int) bool {
 			return path == "/down" || attempt == 1 // /ok fails each event's first attempt only
 		}}
 		srv := httptest.NewServer(rc)
