@@ -79,22 +79,25 @@ func NewClient(policy cloud.WebhookPolicy) *http.Client {
 		if err != nil {
 			return nil, err
 		}
-		var refused error
+		var refused, failed error
 		for _, ip := range ips {
 			if err := policy.CheckWebhookAddr(mode, ip); err != nil {
-				refused = err
+				refused = fmt.Errorf("refused: %w", err)
 				continue
 			}
 			c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
 			if err == nil {
 				return c, nil
 			}
-			refused = err
+			failed = err
 		}
-		if refused == nil {
-			refused = fmt.Errorf("%s has no address", host)
+		switch {
+		case failed != nil:
+			return nil, failed
+		case refused != nil:
+			return nil, refused
 		}
-		return nil, fmt.Errorf("refused: %w", refused)
+		return nil, fmt.Errorf("%s has no address", host)
 	}
 	transport := func() *http.Transport {
 		return &http.Transport{
