@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
+	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/webhook"
 )
 
@@ -211,36 +213,62 @@ func TestWebhooks_FailingThenSucceedingReceiverGetsEachEventOnce(t *testing.T) {
 // claim, mid-retry, loses nothing; another process sends the delivery once
 // the claim's lease is over, and the receiver gets it once.
 func TestWebhooks_RestartMidRetryLosesNothing(t *testing.T) {
-	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
-		base := open(t)
-		h := (&harness{t: t, clock: newClock()}).serve(t, base, options{plan: cloud.PlanPro})
-		d := withHooks(t, h)
-		r := newReceiver(t, 1)
-		subscribe(t, h, r, "visit.created")
-		v := createVisit(t, h, nil)
-		require.Equal(t, 1, drain(t, d), "the first attempt fails")
+	// Each engine opened twice on one database: the process before the
+	// restart and the one after, sharing nothing but the database.
+	engines := map[string]func(t *testing.T) func() cloud.Store{
+		"sqlite": func(t *testing.T) func() cloud.Store {
+			path := filepath.Join(t.TempDir(), "cloud.db")
+			return func() cloud.Store {
+				s, err := sqlite.Open(context.Background(), path)
+				require.NoError(t, err)
+				return s
+			}
+		},
+		"postgres": func(t *testing.T) func() cloud.Store {
+			url := postgrestest.URL(t)
+			schema := postgrestest.NewSchema(t, url)
+			return func() cloud.Store {
+				s, err := postgrestest.OpenIn(t, url, schema)
+				require.NoError(t, err)
+				return s
+			}
+		},
+	}
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			open := engines[name](t)
+			first := open()
+			h := (&harness{t: t, clock: newClock()}).serve(t, first, options{plan: cloud.PlanPro})
+			d := withHooks(t, h)
+			r := newReceiver(t, 1)
+			subscribe(t, h, r, "visit.created")
+			v := createVisit(t, h, nil)
+			require.Equal(t, 1, drain(t, d), "the first attempt fails")
 
-		h.clock.Advance(cloud.WebhookSchedule[0])
-		jobs, err := h.svc.ClaimWebhooks(context.Background(), 10)
-		require.NoError(t, err)
-		require.Len(t, jobs, 1, "the first process claims the retry and dies before sending it")
+			h.clock.Advance(cloud.WebhookSchedule[0])
+			jobs, err := h.svc.ClaimWebhooks(context.Background(), 10)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1, "the first process claims the retry")
+			require.NoError(t, first.Close(), "and dies before sending it")
 
-		// A new process over the same store.
-		h2 := (&harness{t: t, clock: h.clock, seed: h.seed}).serve(t, base, options{plan: cloud.PlanPro})
-		d2 := withHooks(t, h2)
-		require.Equal(t, 0, drain(t, d2), "the claim holds while its lease runs")
-		h.clock.Advance(cloud.WebhookLease)
-		require.Equal(t, 1, drain(t, d2), "then the new process sends it")
+			second := open()
+			t.Cleanup(func() { second.Close() })
+			h2 := (&harness{t: t, clock: h.clock, seed: h.seed}).serve(t, second, options{plan: cloud.PlanPro})
+			d2 := withHooks(t, h2)
+			require.Equal(t, 0, drain(t, d2), "the claim holds while its lease runs")
+			h.clock.Advance(cloud.WebhookLease)
+			require.Equal(t, 1, drain(t, d2), "then the new process sends it")
 
-		requests, ok, invalid := r.snapshot()
-		require.Empty(t, invalid)
-		evs := events(t, h2, "type=visit.created")
-		require.Len(t, evs, 1)
-		id := evs[0]["id"].(string)
-		require.Equal(t, v["id"], evs[0]["data"].(map[string]any)["id"])
-		require.Equal(t, 2, requests[id])
-		require.Equal(t, 1, ok[id])
-	})
+			requests, ok, invalid := r.snapshot()
+			require.Empty(t, invalid)
+			evs := events(t, h2, "type=visit.created")
+			require.Len(t, evs, 1)
+			id := evs[0]["id"].(string)
+			require.Equal(t, v["id"], evs[0]["data"].(map[string]any)["id"])
+			require.Equal(t, 2, requests[id])
+			require.Equal(t, 1, ok[id])
+		})
+	}
 }
 
 // Two API processes on PostgreSQL, each with its own connection pool and
