@@ -280,11 +280,7 @@ func (s *Server) listWebhookDeliveries(c echo.Context) error {
 }
 
 func (s *Server) getWebhookDelivery(c echo.Context) error {
-	id, err := pathID(c, "webhook_endpoint_id", ids.WebhookEndpoint)
-	if err != nil {
-		return err
-	}
-	eventID, err := pathID(c, "event_id", ids.Event)
+	id, eventID, err := deliveryPath(c)
 	if err != nil {
 		return err
 	}
@@ -296,11 +292,7 @@ func (s *Server) getWebhookDelivery(c echo.Context) error {
 }
 
 func (s *Server) resendWebhookDelivery(c echo.Context) error {
-	id, err := pathID(c, "webhook_endpoint_id", ids.WebhookEndpoint)
-	if err != nil {
-		return err
-	}
-	eventID, err := pathID(c, "event_id", ids.Event)
+	id, eventID, err := deliveryPath(c)
 	if err != nil {
 		return err
 	}
@@ -312,6 +304,15 @@ func (s *Server) resendWebhookDelivery(c echo.Context) error {
 		return notFoundAs(err, "webhook delivery", eventID)
 	}
 	return c.JSON(http.StatusAccepted, renderWebhookDelivery(d))
+}
+
+// deliveryPath reads the endpoint and event IDs that name a delivery.
+func deliveryPath(c echo.Context) (endpointID, eventID string, err error) {
+	if endpointID, err = pathID(c, "webhook_endpoint_id", ids.WebhookEndpoint); err != nil {
+		return "", "", err
+	}
+	eventID, err = pathID(c, "event_id", ids.Event)
+	return endpointID, eventID, err
 }
 
 type resendJSON struct {

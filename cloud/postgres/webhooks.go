@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -188,21 +189,8 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now, until time.Time
 	return jobs, err
 }
 
-// qualified prefixes each column of a comma-separated list with p.
-func qualified(p, cols string) string {
-	out := p
-	for i := 0; i < len(cols); i++ {
-		out += string(cols[i])
-		if cols[i] == ',' {
-			for i+1 < len(cols) && cols[i+1] == ' ' {
-				i++
-				out += " "
-			}
-			out += p
-		}
-	}
-	return out
-}
+// qualified prefixes each column of a ", "-separated list with p.
+func qualified(p, cols string) string { return p + strings.ReplaceAll(cols, ", ", ", "+p) }
 
 // CompleteWebhookDelivery implements cloud.Store.
 func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cloud.WebhookAttempt, fn func(*cloud.WebhookDelivery, *cloud.WebhookEndpoint) error) error {
