@@ -81,5 +81,10 @@ bench:
 bench-edge:
 	cloud/bench/edge.sh
 
+## bench-webhooks: webhook deliveries per second (1 and 2 dispatchers, 8 and 16 workers) and change-to-first-attempt delay at 20 and 100 visits/s, SQLite and PostgreSQL (when SVC_TEST_POSTGRES_URL is set), the receiver on 127.0.0.1
+.PHONY: bench-webhooks
+bench-webhooks:
+	$(GO) run ./cloud/bench/webhooks $(BENCH_FLAGS)
+
 clean:
 	rm -rf bin $(TOOLS)
