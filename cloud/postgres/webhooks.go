@@ -196,23 +196,24 @@ func qualified(p, cols string) string { return p + strings.ReplaceAll(cols, ", "
 func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cloud.WebhookAttempt, fn func(*cloud.WebhookDelivery, *cloud.WebhookEndpoint) error) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		var held pgtype.Text
-		d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries
-			WHERE endpoint_id = $1 AND event_id = $2 FOR UPDATE`, a.EndpointID, a.EventID))
+		d, err := scanDelivery(heldBy{tx.QueryRow(ctx, `SELECT `+deliveryCols+`, claim FROM webhook_deliveries
+			WHERE endpoint_id = $1 AND event_id = $2 FOR UPDATE`, a.EndpointID, a.EventID), &held})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // the endpoint was deleted meanwhile: nothing to record it on
 		}
 		if err != nil {
 			return fmt.Errorf("complete webhook delivery: %w", err)
 		}
-		if err := tx.QueryRow(ctx, `SELECT claim FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2`,
-			a.EndpointID, a.EventID).Scan(&held); err != nil {
-			return fmt.Errorf("complete webhook delivery: %w", err)
-		}
 		if held.String == claim && d.Status == cloud.DeliveryPending {
-			e, err := getEndpoint(ctx, tx, d.Tenant, d.EndpointID, true)
+			// The endpoint is read without a lock and written only when fn
+			// changed it (a failure, a first success after failures): the
+			// common success neither waits for other completions of the
+			// endpoint nor holds up the events that queue deliveries to it.
+			e, err := getEndpoint(ctx, tx, d.Tenant, d.EndpointID, false)
 			if err != nil {
 				return err
 			}
+			before := e
 			if err := fn(&d, &e); err != nil {
 				return err
 			}
@@ -222,8 +223,10 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 				nullTime(d.NextAttemptAt), nullTime(d.LastAttemptAt), nullInt(d.LastStatusCode), d.UpdatedAt); err != nil {
 				return translate("complete webhook delivery", err)
 			}
-			if err := updateEndpointRow(ctx, tx, e); err != nil {
-				return err
+			if endpointChanged(before, e) {
+				if err := updateEndpointRow(ctx, tx, e); err != nil {
+					return err
+				}
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_attempts (id, endpoint_id, event_id, org_id, mode, created_at, duration_us,
@@ -235,6 +238,23 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 		return nil
 	})
 }
+
+// heldBy scans a delivery row followed by its claim column.
+type heldBy struct {
+	row   scanner
+	claim *pgtype.Text
+}
+
+func (h heldBy) Scan(dest ...any) error { return h.row.Scan(append(dest, h.claim)...) }
+
+// endpointChanged reports whether completing a delivery changed what is
+// stored of its endpoint.
+func endpointChanged(a, b cloud.WebhookEndpoint) bool {
+	return a.Disabled != b.Disabled || a.DisabledReason != b.DisabledReason || !sameTime(a.FailingSince, b.FailingSince) ||
+		!a.UpdatedAt.Equal(b.UpdatedAt)
+}
+
+func sameTime(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }
 
 func nullInt(v int) any {
 	if v == 0 {

@@ -193,16 +193,12 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now, until time.Time
 func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cloud.WebhookAttempt, fn func(*cloud.WebhookDelivery, *cloud.WebhookEndpoint) error) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var held sql.NullString
-		d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE endpoint_id = ? AND event_id = ?`,
-			a.EndpointID, a.EventID))
+		d, err := scanDelivery(heldBy{tx.QueryRowContext(ctx, `SELECT `+deliveryCols+`, claim FROM webhook_deliveries
+			WHERE endpoint_id = ? AND event_id = ?`, a.EndpointID, a.EventID), &held})
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil // the endpoint was deleted meanwhile: nothing to record it on
 		}
 		if err != nil {
-			return fmt.Errorf("complete webhook delivery: %w", err)
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT claim FROM webhook_deliveries WHERE endpoint_id = ? AND event_id = ?`,
-			a.EndpointID, a.EventID).Scan(&held); err != nil {
 			return fmt.Errorf("complete webhook delivery: %w", err)
 		}
 		if held.String == claim && d.Status == cloud.DeliveryPending {
@@ -232,6 +228,14 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 		return nil
 	})
 }
+
+// heldBy scans a delivery row followed by its claim column.
+type heldBy struct {
+	row   scanner
+	claim *sql.NullString
+}
+
+func (h heldBy) Scan(dest ...any) error { return h.row.Scan(append(dest, h.claim)...) }
 
 func nullInt(v int) any {
 	if v == 0 {

@@ -104,7 +104,7 @@ func NewClient(policy cloud.WebhookPolicy) *http.Client {
 			Proxy:               nil,
 			DialContext:         dial,
 			TLSHandshakeTimeout: 5 * time.Second,
-			MaxIdleConnsPerHost: 8,
+			MaxIdleConnsPerHost: 64, // above any Workers: each worker keeps its connection
 			IdleConnTimeout:     90 * time.Second,
 			ForceAttemptHTTP2:   true,
 		}

@@ -39,6 +39,7 @@ CREATE TABLE webhook_deliveries (
     FOREIGN KEY (org_id, mode, event_id) REFERENCES events (org_id, mode, id)
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_claim ON webhook_deliveries (claim) WHERE claim IS NOT NULL;
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (endpoint_id, created_at DESC, event_id DESC);
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (endpoint_id, created_at) WHERE status = 'failed';
 

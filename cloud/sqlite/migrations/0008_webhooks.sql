@@ -36,6 +36,7 @@ CREATE TABLE webhook_deliveries (
     PRIMARY KEY (endpoint_id, event_id)
 ) STRICT;
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_claim ON webhook_deliveries (claim) WHERE claim IS NOT NULL;
 CREATE INDEX webhook_deliveries_list ON webhook_deliveries (endpoint_id, created_at DESC, event_id DESC);
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (endpoint_id, created_at) WHERE status = 'failed';
 
