@@ -45,7 +45,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -76,6 +75,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/bench/benchutil"
 	cloudsync "github.com/svc-vms/svc/cloud/edgesync"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
@@ -232,77 +232,7 @@ type bench struct {
 	filters             []string
 	halves              []*mqttsync.Cloud
 	sync                *syncStore
-	tracer              *sqlTracer // -trace-sql
-}
-
-// sqlTracer counts and times the statements of the PostgreSQL pool while
-// it is on, by their first words.
-type sqlTracer struct {
-	on    atomic.Bool
-	mu    sync.Mutex
-	stats map[string]*sqlStat
-}
-
-type sqlStat struct {
-	n     int
-	total time.Duration
-}
-
-type traceKey struct{}
-
-type traceStart struct {
-	sql string
-	at  time.Time
-}
-
-func (t *sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !t.on.Load() {
-		return ctx
-	}
-	return context.WithValue(ctx, traceKey{}, traceStart{d.SQL, time.Now()})
-}
-
-func (t *sqlTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
-	st, ok := ctx.Value(traceKey{}).(traceStart)
-	if !ok {
-		return
-	}
-	d := time.Since(st.at)
-	key := strings.Join(strings.Fields(st.sql), " ")
-	if len(key) > 90 {
-		key = key[:90]
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.stats[key]
-	if s == nil {
-		s = &sqlStat{}
-		t.stats[key] = s
-	}
-	s.n++
-	s.total += d
-}
-
-// report prints the statements by total time, per fact.
-func (t *sqlTracer) report(facts int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	keys := make([]string, 0, len(t.stats))
-	var all time.Duration
-	calls := 0
-	for k, s := range t.stats {
-		keys = append(keys, k)
-		all += s.total
-		calls += s.n
-	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(t.stats[b].total, t.stats[a].total) })
-	fmt.Printf("SQL while draining: %d statements (%.2f a fact), %.1f s in all (statements of concurrent callers overlap)\n",
-		calls, float64(calls)/float64(facts), all.Seconds())
-	for _, k := range keys {
-		s := t.stats[k]
-		fmt.Printf("  %8d  %6.2f a fact  %7.1f s  %6.3f ms each  %s\n", s.n, float64(s.n)/float64(facts), s.total.Seconds(),
-			ms(s.total)/float64(s.n), k)
-	}
+	tracer              *benchutil.SQLTracer // -trace-sql
 }
 
 func (b *bench) storeKind() string {
@@ -350,7 +280,7 @@ func (b *bench) openStore(ctx context.Context, wrap func(cloud.Store) cloud.Stor
 		}
 		cfg.ConnConfig.RuntimeParams["search_path"] = schema
 		if b.o.traceSQL {
-			b.tracer = &sqlTracer{stats: make(map[string]*sqlStat)}
+			b.tracer = &benchutil.SQLTracer{}
 			cfg.ConnConfig.Tracer = b.tracer
 		}
 		st, err := postgres.OpenConfig(ctx, cfg)
@@ -952,7 +882,7 @@ func (b *bench) drain(ctx context.Context) error {
 	}
 	before := b.cloudState()
 	if b.tracer != nil {
-		b.tracer.on.Store(true)
+		b.tracer.On(true)
 	}
 	progress("edge reconnects with %d facts waiting", n)
 	start = time.Now()
@@ -990,7 +920,7 @@ func (b *bench) drain(ctx context.Context) error {
 		pprof.StopCPUProfile()
 	}
 	if b.tracer != nil {
-		b.tracer.on.Store(false)
+		b.tracer.On(false)
 	}
 	if err != nil {
 		return err
@@ -1030,7 +960,7 @@ func (b *bench) drain(ctx context.Context) error {
 		apTotal += d
 	}
 	if b.tracer != nil {
-		b.tracer.report(n)
+		b.tracer.Report(os.Stdout, "fact", n)
 	}
 	b.result("drain", "facts", n, "empty_after", empty, "facts_per_s", float64(n)/empty.Seconds(),
 		"feed_caught_up_after", caught,
@@ -1039,24 +969,13 @@ func (b *bench) drain(ctx context.Context) error {
 		"cloud_rejected", cs.FactsRejected-before.FactsRejected, "ack_replies", cs.AckReplies-before.AckReplies,
 		"applyfacts_calls", len(ap), "batch_mean", fmt.Sprintf("%.1f", float64(n)/float64(max(len(ap), 1))),
 		"batch_p50", sizeAt(50), "batch_max", sizeAt(100),
-		"applyfacts_mean_ms", fmt.Sprintf("%.3f", ms(apTotal)/float64(max(len(ap), 1))),
-		"applyfacts_p50_ms", fmt.Sprintf("%.3f", ms(pct(ap, 50))), "applyfacts_p99_ms", fmt.Sprintf("%.3f", ms(pct(ap, 99))),
+		"applyfacts_mean_ms", fmt.Sprintf("%.3f", benchutil.MS(apTotal)/float64(max(len(ap), 1))),
+		"applyfacts_p50_ms", fmt.Sprintf("%.3f", benchutil.MS(benchutil.Pct(ap, 50))), "applyfacts_p99_ms", fmt.Sprintf("%.3f", benchutil.MS(benchutil.Pct(ap, 99))),
 		"applyfacts_total", apTotal,
 		"edge_acks", acks, "edge_ack_total", ackTime, "edge_applies", applies, "edge_changes", changes, "edge_apply_total", appTime,
 		"edge_snapshots", es.Counters.Snapshots, "edge_resyncs", es.Counters.ResyncRequests, "edge_dropped", es.Counters.Dropped,
 		"edge_connects", es.Counters.Connects, "cloud_snapshots", cs.Snapshots-before.Snapshots, "cloud_dropped", cs.Dropped-before.Dropped)
 	return b.verifyDrain(ctx, c, visits, facts)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// pct is the p-th percentile of sorted ds, nearest rank.
-func pct(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	i := int(float64(len(ds))*p/100+0.999999) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
 }
 
 // verifyDrain checks that the cloud has each fact once, and each visit
@@ -1354,10 +1273,10 @@ func (b *bench) propagation(ctx context.Context) error {
 	applies, changes := oc.applies, oc.changes
 	oc.mu.Unlock()
 	b.result("propagation", "visits", len(made), "rate_per_s", float64(len(made))/took.Seconds(),
-		"p50_ms", fmt.Sprintf("%.1f", ms(pct(lat, 50))), "p99_ms", fmt.Sprintf("%.1f", ms(pct(lat, 99))),
-		"max_ms", fmt.Sprintf("%.1f", ms(lat[len(lat)-1])), "min_ms", fmt.Sprintf("%.1f", ms(lat[0])),
-		"from_call_p50_ms", fmt.Sprintf("%.1f", ms(pct(fromCall, 50))), "from_call_p99_ms", fmt.Sprintf("%.1f", ms(pct(fromCall, 99))),
-		"from_call_max_ms", fmt.Sprintf("%.1f", ms(fromCall[len(fromCall)-1])),
+		"p50_ms", fmt.Sprintf("%.1f", benchutil.MS(benchutil.Pct(lat, 50))), "p99_ms", fmt.Sprintf("%.1f", benchutil.MS(benchutil.Pct(lat, 99))),
+		"max_ms", fmt.Sprintf("%.1f", benchutil.MS(lat[len(lat)-1])), "min_ms", fmt.Sprintf("%.1f", benchutil.MS(lat[0])),
+		"from_call_p50_ms", fmt.Sprintf("%.1f", benchutil.MS(benchutil.Pct(fromCall, 50))), "from_call_p99_ms", fmt.Sprintf("%.1f", benchutil.MS(benchutil.Pct(fromCall, 99))),
+		"from_call_max_ms", fmt.Sprintf("%.1f", benchutil.MS(fromCall[len(fromCall)-1])),
 		"edge_applies", applies, "edge_changes", changes, "cached_visits", c.View().Counts().Visits)
 	return nil
 }

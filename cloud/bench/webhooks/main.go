@@ -35,7 +35,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -64,6 +63,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/bench/benchutil"
 	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
@@ -220,7 +220,7 @@ func result(kv ...any) {
 		v := kv[i+1]
 		switch x := v.(type) {
 		case time.Duration:
-			v = fmt.Sprintf("%.1fms", ms(x))
+			v = fmt.Sprintf("%.1fms", benchutil.MS(x))
 		case float64:
 			v = strconv.FormatFloat(x, 'f', 1, 64)
 		case string:
@@ -232,8 +232,6 @@ func result(kv ...any) {
 	}
 	fmt.Println(sb.String())
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
@@ -263,7 +261,7 @@ type env struct {
 	since    time.Time // the endpoint's creation: events from then on are delivered
 	sqlPath  string
 	pgSchema string
-	tracer   *sqlTracer // -trace-sql
+	tracer   *benchutil.SQLTracer // -trace-sql
 	closers  []func()
 }
 
@@ -319,7 +317,7 @@ func (b *bench) open(ctx context.Context, kind string) (_ *env, err error) {
 			}
 		})
 		if b.o.traceSQL {
-			e.tracer = &sqlTracer{stats: map[string]*sqlStat{}}
+			e.tracer = &benchutil.SQLTracer{}
 		}
 		s, err := b.openPG(ctx, schema, e.tracer)
 		if err != nil {
@@ -365,7 +363,7 @@ func (b *bench) service(st cloud.Store) *cloud.Service {
 	return svc
 }
 
-func (b *bench) openPG(ctx context.Context, schema string, tracer *sqlTracer) (*postgres.Store, error) {
+func (b *bench) openPG(ctx context.Context, schema string, tracer *benchutil.SQLTracer) (*postgres.Store, error) {
 	cfg, err := pgxpool.ParseConfig(b.o.pgURL)
 	if err != nil {
 		return nil, err
@@ -595,7 +593,7 @@ func (b *bench) throughput(ctx context.Context, kind string, c config) error {
 	}
 	e.store.reset()
 	if e.tracer != nil {
-		e.tracer.on.Store(true)
+		e.tracer.On(true)
 	}
 	dctx, stop := context.WithCancel(ctx)
 	var running sync.WaitGroup
@@ -610,7 +608,7 @@ func (b *bench) throughput(ctx context.Context, kind string, c config) error {
 		pprof.StopCPUProfile()
 	}
 	if e.tracer != nil {
-		e.tracer.on.Store(false)
+		e.tracer.On(false)
 	}
 	load1 := loadavg()
 	if err != nil {
@@ -633,7 +631,7 @@ func (b *bench) throughput(ctx context.Context, kind string, c config) error {
 		"receiver_conns", e.rcv.conns.Load(), "verified", e.rcv.verified.Load(),
 		"visits_per_s_created", float64(b.o.n)/made.Seconds(), "load_before", load0, "load_after", load1)
 	if e.tracer != nil {
-		e.tracer.report(want)
+		e.tracer.Report(os.Stdout, "delivery", want)
 	}
 	return nil
 }
@@ -763,18 +761,9 @@ func (b *bench) delayAt(ctx context.Context, e *env, rate float64, process strin
 	slices.Sort(ds)
 	result("scenario", "delay", "store", e.kind, "dispatcher", process, "rate", rate,
 		"visits_per_s_achieved", float64(len(made))/took.Seconds(), "deliveries", len(ds), "exactly_once", "ok",
-		"p50", pct(ds, 50), "p90", pct(ds, 90), "p99", pct(ds, 99), "max", ds[len(ds)-1], "min", ds[0],
+		"p50", benchutil.Pct(ds, 50), "p90", benchutil.Pct(ds, 90), "p99", benchutil.Pct(ds, 99), "max", ds[len(ds)-1], "min", ds[0],
 		"load_before", load0, "load_after", load1)
 	return nil
-}
-
-// pct is the p-th percentile of sorted ds, nearest rank.
-func pct(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	i := int(float64(len(ds))*p/100+0.999999) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
 }
 
 // ---- the store, timed ----
@@ -941,73 +930,3 @@ func (r *receiver) snapshot() (map[string]receipt, []string, int64) {
 }
 
 // ---- -trace-sql ----
-
-// sqlTracer counts and times the statements of a PostgreSQL pool while it
-// is on, by their first words.
-type sqlTracer struct {
-	on    atomic.Bool
-	mu    sync.Mutex
-	stats map[string]*sqlStat
-}
-
-type sqlStat struct {
-	n     int
-	total time.Duration
-}
-
-type traceKey struct{}
-
-type traceStart struct {
-	sql string
-	at  time.Time
-}
-
-func (t *sqlTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !t.on.Load() {
-		return ctx
-	}
-	return context.WithValue(ctx, traceKey{}, traceStart{d.SQL, time.Now()})
-}
-
-func (t *sqlTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
-	st, ok := ctx.Value(traceKey{}).(traceStart)
-	if !ok {
-		return
-	}
-	d := time.Since(st.at)
-	key := strings.Join(strings.Fields(st.sql), " ")
-	if len(key) > 100 {
-		key = key[:100]
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.stats[key]
-	if s == nil {
-		s = &sqlStat{}
-		t.stats[key] = s
-	}
-	s.n++
-	s.total += d
-}
-
-// report prints the statements by total time, per delivery.
-func (t *sqlTracer) report(deliveries int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	keys := make([]string, 0, len(t.stats))
-	var all time.Duration
-	calls := 0
-	for k, s := range t.stats {
-		keys = append(keys, k)
-		all += s.total
-		calls += s.n
-	}
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(t.stats[b].total, t.stats[a].total) })
-	fmt.Printf("SQL during the drain: %d statements (%.2f a delivery), %.1f s in all (concurrent statements overlap)\n",
-		calls, float64(calls)/float64(deliveries), all.Seconds())
-	for _, k := range keys {
-		s := t.stats[k]
-		fmt.Printf("  %7d  %5.2f a delivery  %6.1f s  %7.3f ms each  %s\n", s.n, float64(s.n)/float64(deliveries), s.total.Seconds(),
-			ms(s.total)/float64(s.n), k)
-	}
-}
