@@ -49,6 +49,7 @@ type Site struct {
 	Name      string
 	Timezone  string // IANA name
 	Address   *Address
+	Zone      *AttendanceZone // where phones may punch; nil when none is set
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

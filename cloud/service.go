@@ -177,6 +177,51 @@ type SiteInput struct {
 	Name     Optional[string]
 	Timezone Optional[string]
 	Address  Optional[*Address]
+	Geofence Optional[*Geofence]    // nil clears
+	Wifi     Optional[[]WifiNetwork] // empty clears
+}
+
+// checkZone checks a site's geofence and Wi-Fi networks.
+func checkZone(v *ValidationError, in SiteInput) {
+	if g := in.Geofence.Value; in.Geofence.Set && g != nil {
+		checkGeoPoint(v, "geofence", &GeoPoint{Latitude: g.Latitude, Longitude: g.Longitude})
+		if g.RadiusM < 10 || g.RadiusM > 10000 {
+			v.Add("geofence.radius_m", "must be between 10 and 10000 metres")
+		}
+	}
+	if in.Wifi.Set {
+		if len(in.Wifi.Value) > MaxWifiNetworks {
+			v.Add("wifi_networks", "may list at most %d networks", MaxWifiNetworks)
+		}
+		for i, n := range in.Wifi.Value {
+			checkWifi(v, fmt.Sprintf("wifi_networks[%d]", i), n, true)
+		}
+	}
+}
+
+// applyZone sets the zone parts in changes on site.
+func applyZone(site *Site, in SiteInput) {
+	if !in.Geofence.Set && !in.Wifi.Set {
+		return
+	}
+	z := AttendanceZone{}
+	if site.Zone != nil {
+		z = *site.Zone
+	}
+	if in.Geofence.Set {
+		z.Geofence = in.Geofence.Value
+	}
+	if in.Wifi.Set {
+		z.Wifi = nil
+		for _, n := range in.Wifi.Value {
+			n.BSSID = strings.ToLower(n.BSSID)
+			z.Wifi = append(z.Wifi, n)
+		}
+	}
+	site.Zone = &z
+	if z.Empty() {
+		site.Zone = nil
+	}
 }
 
 func checkSiteInput(v *ValidationError, in SiteInput, create bool) {
@@ -212,6 +257,7 @@ func isLetters(s string) bool {
 func (s *Service) ValidateSite(_ context.Context, _ Tenant, in SiteInput, create bool) error {
 	var v ValidationError
 	checkSiteInput(&v, in, create)
+	checkZone(&v, in)
 	return v.Err()
 }
 
@@ -223,6 +269,7 @@ func (s *Service) CreateSite(ctx context.Context, t Tenant, in SiteInput) (Site,
 	now := s.Now()
 	site := Site{ID: ids.New(ids.Site), Tenant: t, Name: in.Name.Value, Timezone: in.Timezone.Value,
 		Address: in.Address.Value, CreatedAt: now, UpdatedAt: now}
+	applyZone(&site, in)
 	if err := s.store.CreateSite(ctx, site); err != nil {
 		return Site{}, fmt.Errorf("create site: %w", err)
 	}
@@ -241,6 +288,7 @@ func (s *Service) UpdateSite(ctx context.Context, t Tenant, id string, in SiteIn
 		if in.Timezone.Set {
 			site.Timezone = in.Timezone.Value
 		}
+		applyZone(site, in)
 		if in.Address.Set {
 			site.Address = in.Address.Value
 		}

@@ -200,6 +200,43 @@ type Store interface {
 	// returns how many.
 	ResendWebhookDeliveries(ctx context.Context, t Tenant, endpointID string, f ResendFilter, now time.Time, step int) (int64, error)
 
+	// Attendance (docs/decisions.md, "Attendance"). Writes go through
+	// Attendance, whose transaction inserts what TakeEvents and TakeAudit
+	// return before it commits.
+
+	// Attendance runs fn in one write transaction over the tenant's
+	// attendance records; fn's error aborts it and is returned as is.
+	Attendance(ctx context.Context, t Tenant, fn func(AttendanceTx) error) error
+	// AttendanceSettings returns the tenant's settings or ErrNotFound.
+	AttendanceSettings(ctx context.Context, t Tenant) (AttendanceSettings, error)
+	// Punch returns one of the tenant's punches or ErrNotFound.
+	Punch(ctx context.Context, t Tenant, id string) (AttendanceEvent, error)
+	// ListPunches returns a page of punches, newest (OccurredAt) first;
+	// Position.CreatedAt is OccurredAt.
+	ListPunches(ctx context.Context, t Tenant, f PunchFilter, p Page) ([]AttendanceEvent, bool, error)
+	// PunchDays returns a page of the (day, person) pairs with punches,
+	// newest day first, then person ID descending; Position.CreatedAt is
+	// the day's midnight UTC (Date.Time) and Position.ID the person.
+	PunchDays(ctx context.Context, t Tenant, personID, siteID string, from, to Date, p Page) ([]PersonDay, bool, error)
+	// PersonPunches returns the punches of these people on days in
+	// [from, to], by person.
+	PersonPunches(ctx context.Context, t Tenant, personIDs []string, from, to Date) (map[string][]AttendanceEvent, error)
+	// TimesheetPeriod returns one period with its counts, or ErrNotFound.
+	TimesheetPeriod(ctx context.Context, t Tenant, id string) (TimesheetPeriod, error)
+	// ListTimesheetPeriods returns a page of periods with their counts,
+	// newest (StartsOn) first; Position.CreatedAt is StartsOn.Time().
+	ListTimesheetPeriods(ctx context.Context, t Tenant, f PeriodFilter, p Page) ([]TimesheetPeriod, bool, error)
+	// Timesheet returns one timesheet or ErrNotFound.
+	Timesheet(ctx context.Context, t Tenant, id string) (Timesheet, error)
+	// ListTimesheets returns a page of timesheets, newest first.
+	ListTimesheets(ctx context.Context, t Tenant, f TimesheetFilter, p Page) ([]Timesheet, bool, error)
+	// Consents returns a person's consents, by kind; a kind never
+	// answered is absent.
+	Consents(ctx context.Context, t Tenant, personID string) (map[EvidenceKind]Consent, error)
+	// DuePeriods returns the tenants, of any organisation, with a period
+	// not closed whose ClosesAt is at or before now.
+	DuePeriods(ctx context.Context, now time.Time) ([]Tenant, error)
+
 	// ListMessages returns a page of the tenant's outbox, newest first.
 	ListMessages(ctx context.Context, t Tenant, f MessageFilter, p Page) ([]Message, bool, error)
 
@@ -334,4 +371,76 @@ type StoredResponse struct {
 	Status int
 	Header map[string]string
 	Body   []byte
+}
+
+// PersonDay names one person's day.
+type PersonDay struct {
+	PersonID string
+	Day      Date
+}
+
+// AttendanceTx is one write transaction over a tenant's attendance
+// records (Store.Attendance). Reads inside it see its own writes.
+type AttendanceTx interface {
+	// LockPerson serialises this transaction with every other that locks
+	// the same person (PostgreSQL: the person's row, FOR UPDATE); an
+	// error wrapping ErrNotFound when the tenant has no such person.
+	LockPerson(id string) error
+	// Settings returns the tenant's settings; false when there are none.
+	Settings() (AttendanceSettings, bool, error)
+	// PutSettings stores the tenant's settings.
+	PutSettings(a AttendanceSettings) error
+
+	// PunchByFact returns the punch an edge's fact made; false when none.
+	PunchByFact(factID string) (AttendanceEvent, bool, error)
+	// RepeatOf returns the earliest punch of e's person, site, gate, kind
+	// and source within PunchRepeat of e.OccurredAt; false when none.
+	RepeatOf(e AttendanceEvent) (AttendanceEvent, bool, error)
+	// InsertPunch stores a new punch.
+	InsertPunch(e AttendanceEvent) error
+	// Punches returns a person's punches on days in [from, to].
+	Punches(personID string, from, to Date) ([]AttendanceEvent, error)
+
+	// Periods returns the tenant's periods overlapping [from, to], oldest
+	// first, without counts.
+	Periods(from, to Date) ([]TimesheetPeriod, error)
+	// Period returns one of the tenant's periods, without counts, or
+	// ErrNotFound.
+	Period(id string) (TimesheetPeriod, error)
+	// LastPeriod returns the tenant's latest period; false when none.
+	LastPeriod() (TimesheetPeriod, bool, error)
+	// InsertPeriod stores a new period.
+	InsertPeriod(p TimesheetPeriod) error
+	// DeletePeriodsFrom deletes the periods starting on or after day, with
+	// their timesheets, and returns how many.
+	DeletePeriodsFrom(day Date) (int, error)
+	// UpdatePeriod stores a period's ClosedAt and ApprovedAt.
+	UpdatePeriod(p TimesheetPeriod) error
+	// DuePeriods returns the periods not closed whose ClosesAt is at or
+	// before now, oldest first.
+	DuePeriods(now time.Time) ([]TimesheetPeriod, error)
+	// PeriodCounts counts a period's timesheets by stage.
+	PeriodCounts(periodID string) (TimesheetCounts, error)
+
+	// Timesheet returns a timesheet by ID (ErrNotFound when none).
+	Timesheet(id string) (Timesheet, error)
+	// TimesheetOf returns a person's timesheet of a period; false when none.
+	TimesheetOf(periodID, personID string) (Timesheet, bool, error)
+	// PutTimesheet inserts a new timesheet or stores one again.
+	PutTimesheet(ts Timesheet) error
+	// PeriodTimesheets returns a period's timesheets in a stage.
+	PeriodTimesheets(periodID string, st TimesheetStatus) ([]Timesheet, error)
+	// PeriodPunches returns every punch on days in [from, to], by person.
+	PeriodPunches(from, to Date) (map[string][]AttendanceEvent, error)
+
+	// Consent returns a person's consent to a kind; false when never given
+	// or withdrawn.
+	Consent(personID string, kind EvidenceKind) (Consent, bool, error)
+	// PutConsent stores a consent.
+	PutConsent(c Consent) error
+	// InsertEvidence stores evidence.
+	InsertEvidence(e Evidence) error
+	// DeleteEvidence deletes a person's evidence of a kind kept on a
+	// basis, and returns how many.
+	DeleteEvidence(personID string, kind EvidenceKind, basis EvidencePolicy) (int, error)
 }

@@ -32,6 +32,10 @@ func RenderEvent(obj any) (json.RawMessage, error) {
 		v = renderPerson(o)
 	case cloud.WebhookEndpoint:
 		v = renderWebhookEndpoint(o)
+	case cloud.AttendanceEvent:
+		v = renderPunch(o)
+	case cloud.Timesheet:
+		v = renderTimesheet(o)
 	case cloud.ErasedVisitor:
 		v = erasedVisitorJSON{ID: o.ID, Object: "visitor", ErasedAt: ts(o.ErasedAt)}
 	default:

@@ -69,6 +69,8 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 		se  *cloud.StateError
 		pe  *cloud.PlanError
 		re  *cloud.PassRuleError
+		cr  *cloud.ConsentError
+		lc  *cloud.LocationCheckError
 		he  *echo.HTTPError
 		out = &apiError{}
 	)
@@ -88,6 +90,11 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 		out.errors = []problem.FieldError{{Location: "pass_rule." + re.Reason, Message: re.Detail}}
 	case errors.As(err, &pe):
 		out.code, out.detail = problem.PlanRequired, pe.Detail
+	case errors.As(err, &cr):
+		out.code = problem.ConsentRequired
+		out.detail = fmt.Sprintf("This organisation records %s evidence only with the person's consent, and this person has not given it or withdrew it. Record their consent (PATCH /v1/people/{person_id}/attendance-consent) or use another method.", cr.Kind)
+	case errors.As(err, &lc):
+		out.code, out.detail = problem.LocationCheckFailed, lc.Detail
 	case errors.As(err, &se):
 		out.code, out.detail = problem.InvalidState, fmt.Sprintf("Cannot %s a %s whose status is %s.", se.Action, se.Object, se.State)
 	case errors.Is(err, cloud.ErrNotFound):

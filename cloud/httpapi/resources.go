@@ -100,16 +100,19 @@ type addressJSON struct {
 }
 
 type siteJSON struct {
-	ID        string       `json:"id"`
-	Name      string       `json:"name"`
-	Timezone  string       `json:"timezone"`
-	Address   *addressJSON `json:"address"`
-	CreatedAt string       `json:"created_at"`
-	UpdatedAt string       `json:"updated_at"`
+	ID        string        `json:"id"`
+	Name      string        `json:"name"`
+	Timezone  string        `json:"timezone"`
+	Address   *addressJSON  `json:"address"`
+	Geofence  *geofenceJSON `json:"geofence"`
+	Wifi      []wifiJSON    `json:"wifi_networks"`
+	CreatedAt string        `json:"created_at"`
+	UpdatedAt string        `json:"updated_at"`
 }
 
 func renderSite(st cloud.Site) siteJSON {
 	out := siteJSON{ID: st.ID, Name: st.Name, Timezone: st.Timezone, CreatedAt: ts(st.CreatedAt), UpdatedAt: ts(st.UpdatedAt)}
+	out.Geofence, out.Wifi = renderZone(st.Zone)
 	if a := st.Address; a != nil {
 		out.Address = &addressJSON{Line1: a.Line1, Line2: nullable(a.Line2), City: nullable(a.City), Region: nullable(a.Region),
 			PostalCode: nullable(a.PostalCode), Country: a.Country}
@@ -133,6 +136,7 @@ func parseSite(b *body) cloud.SiteInput {
 	} else if present {
 		in.Address = cloud.Some(&a)
 	}
+	parseZone(b, &in)
 	return in
 }
 

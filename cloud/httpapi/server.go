@@ -190,6 +190,10 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPost, "/people/:person_id/deactivate", route{scope: cloud.ScopePeopleWrite}, s.deactivatePerson)
 	op(http.MethodPost, "/people/:person_id/reactivate", route{scope: cloud.ScopePeopleWrite}, s.reactivatePerson)
 
+	op(http.MethodGet, "/people/:person_id/attendance-consent", route{scope: cloud.ScopeAttendanceRead}, s.getConsent)
+	op(http.MethodPatch, "/people/:person_id/attendance-consent", route{scope: cloud.ScopeAttendanceWrite}, s.updateConsent)
+	op(http.MethodPost, "/people/:person_id/attendance-evidence", route{scope: cloud.ScopeAttendanceWrite}, s.createEvidence)
+
 	op(http.MethodGet, "/teams", route{scope: cloud.ScopePeopleRead, list: true}, s.listTeams)
 	op(http.MethodPost, "/teams", route{scope: cloud.ScopePeopleWrite}, s.createTeam)
 	op(http.MethodGet, "/teams/:team_id", route{scope: cloud.ScopePeopleRead}, s.getTeam)
@@ -230,6 +234,19 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPost, "/bookings/:booking_id/decline", route{scope: cloud.ScopeBookingsWrite}, s.declineBooking)
 	op(http.MethodPost, "/bookings/:booking_id/cancel", route{scope: cloud.ScopeBookingsWrite}, s.cancelBooking)
 	op(http.MethodPost, "/bookings/:booking_id/reschedule", route{scope: cloud.ScopeBookingsWrite}, s.rescheduleBooking)
+
+	op(http.MethodGet, "/attendance-settings", route{scope: cloud.ScopeAttendanceRead}, s.getAttendanceSettings)
+	op(http.MethodPatch, "/attendance-settings", route{scope: cloud.ScopeAttendanceWrite}, s.updateAttendanceSettings)
+	op(http.MethodGet, "/attendance-events", route{scope: cloud.ScopeAttendanceRead, list: true}, s.listPunches)
+	op(http.MethodPost, "/attendance-events", route{scope: cloud.ScopeAttendanceWrite}, s.createPunch)
+	op(http.MethodGet, "/attendance-events/:attendance_event_id", route{scope: cloud.ScopeAttendanceRead}, s.getPunch)
+	op(http.MethodGet, "/attendance-summaries", route{scope: cloud.ScopeAttendanceRead, list: true}, s.listSummaries)
+	op(http.MethodGet, "/timesheet-periods", route{scope: cloud.ScopeAttendanceRead, list: true}, s.listTimesheetPeriods)
+	op(http.MethodGet, "/timesheet-periods/:timesheet_period_id", route{scope: cloud.ScopeAttendanceRead}, s.getTimesheetPeriod)
+	op(http.MethodGet, "/timesheets", route{scope: cloud.ScopeAttendanceRead, list: true}, s.listTimesheets)
+	op(http.MethodGet, "/timesheets/:timesheet_id", route{scope: cloud.ScopeAttendanceRead}, s.getTimesheet)
+	op(http.MethodPost, "/timesheets/:timesheet_id/confirm", route{scope: cloud.ScopeAttendanceWrite}, s.moveTimesheet(false))
+	op(http.MethodPost, "/timesheets/:timesheet_id/approve", route{scope: cloud.ScopeAttendanceWrite}, s.moveTimesheet(true))
 
 	// The visitor's pass image: no key, the link is the credential.
 	v1.GET("/passes/:link", s.passByLink, noQuery)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,17 +12,24 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-const siteCols = `id, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at`
+const siteCols = `id, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at, attendance_zone`
 
 // scanSite reads siteCols. A site has an address when addr_line1 is not
 // NULL: Line1 and Country are stored as given, the other parts "" as NULL.
 func scanSite(row scanner, t cloud.Tenant) (cloud.Site, error) {
 	site := cloud.Site{Tenant: t}
 	var line1, line2, city, region, postal, country pgtype.Text
+	var zone []byte
 	err := row.Scan(&site.ID, &site.Name, &site.Timezone, &line1, &line2, &city, &region, &postal, &country,
-		&site.CreatedAt, &site.UpdatedAt)
+		&site.CreatedAt, &site.UpdatedAt, &zone)
 	if err != nil {
 		return cloud.Site{}, err
+	}
+	if zone != nil {
+		site.Zone = new(cloud.AttendanceZone)
+		if err := json.Unmarshal(zone, site.Zone); err != nil {
+			return cloud.Site{}, fmt.Errorf("site %s: attendance zone: %w", site.ID, err)
+		}
 	}
 	if line1.Valid {
 		site.Address = &cloud.Address{Line1: line1.String, Line2: line2.String, City: city.String,
@@ -45,13 +53,17 @@ func addressArgs(a *cloud.Address) []any {
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.Tenant.OrgID, string(site.Tenant.Mode), site.ID, site.Name, site.Timezone},
 		addressArgs(site.Address)...)
-	args = append(args, site.CreatedAt, site.UpdatedAt)
+	zone, err := jsonOrNull(site.Zone)
+	if err != nil {
+		return fmt.Errorf("create site: %w", err)
+	}
+	args = append(args, site.CreatedAt, site.UpdatedAt, zone)
 	return s.writeTx(ctx, site.Tenant, func(tx pgx.Tx, f *feed) error {
 		if err := lockTenantFeeds(ctx, tx, site.Tenant); err != nil {
 			return fmt.Errorf("create site: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO sites (org_id, mode, `+siteCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, args...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, args...); err != nil {
 			return translate("create site", err)
 		}
 		settings := cloud.EdgeSettings(site)
@@ -92,10 +104,14 @@ func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn fu
 			return err
 		}
 		args := append([]any{t.OrgID, string(t.Mode), id, site.Name, site.Timezone}, addressArgs(site.Address)...)
-		args = append(args, site.CreatedAt, site.UpdatedAt)
+		zone, err := jsonOrNull(site.Zone)
+		if err != nil {
+			return fmt.Errorf("update site: %w", err)
+		}
+		args = append(args, site.CreatedAt, site.UpdatedAt, zone)
 		out, err = scanSite(tx.QueryRow(ctx, `UPDATE sites SET name = $4, timezone = $5,
 				addr_line1 = $6, addr_line2 = $7, addr_city = $8, addr_region = $9, addr_postal_code = $10, addr_country = $11,
-				created_at = $12, updated_at = $13
+				created_at = $12, updated_at = $13, attendance_zone = $14
 			WHERE org_id = $1 AND mode = $2 AND id = $3 RETURNING `+siteCols, args...), t)
 		if err != nil {
 			return translate("update site", err)

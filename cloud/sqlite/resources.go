@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -65,15 +66,21 @@ func update[T any](ctx context.Context, s *Store, read func(*sql.Tx) (T, error),
 	return v, err
 }
 
-const siteCols = `id, org_id, mode, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at`
+const siteCols = `id, org_id, mode, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at, attendance_zone`
 
 func scanSite(r scanner) (cloud.Site, error) {
 	var s cloud.Site
 	var mode string
-	var l1, l2, city, region, postal, country sql.NullString
+	var l1, l2, city, region, postal, country, zone sql.NullString
 	var created, updated int64
-	if err := r.Scan(&s.ID, &s.Tenant.OrgID, &mode, &s.Name, &s.Timezone, &l1, &l2, &city, &region, &postal, &country, &created, &updated); err != nil {
+	if err := r.Scan(&s.ID, &s.Tenant.OrgID, &mode, &s.Name, &s.Timezone, &l1, &l2, &city, &region, &postal, &country, &created, &updated, &zone); err != nil {
 		return s, err
+	}
+	if zone.Valid {
+		s.Zone = new(cloud.AttendanceZone)
+		if err := json.Unmarshal([]byte(zone.String), s.Zone); err != nil {
+			return s, fmt.Errorf("site %s: attendance zone: %w", s.ID, err)
+		}
 	}
 	s.Tenant.Mode, s.CreatedAt, s.UpdatedAt = cloud.Mode(mode), fromMicros(created), fromMicros(updated)
 	if l1.Valid {
@@ -87,7 +94,8 @@ func siteArgs(s cloud.Site) []any {
 	if a == nil {
 		a = &cloud.Address{}
 	}
-	return []any{s.Name, s.Timezone, null(a.Line1), null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), null(a.Country), micros(s.UpdatedAt)}
+	zone, _ := jsonOrNull(s.Zone) // plain numbers and strings always marshal
+	return []any{s.Name, s.Timezone, null(a.Line1), null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), null(a.Country), micros(s.UpdatedAt), zone}
 }
 
 // CreateSite implements cloud.Store: the site's feed starts with its
@@ -95,8 +103,8 @@ func siteArgs(s cloud.Site) []any {
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.ID, site.Tenant.OrgID, string(site.Tenant.Mode), micros(site.CreatedAt)}, siteArgs(site)...)
 	err := s.writeTx(ctx, site.Tenant, func(tx *sql.Tx, f *feed) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at, attendance_zone)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 			return err
 		}
 		settings := cloud.EdgeSettings(site)
@@ -127,7 +135,7 @@ func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn fu
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sites SET name = ?, timezone = ?, addr_line1 = ?, addr_line2 = ?, addr_city = ?, addr_region = ?,
-			addr_postal_code = ?, addr_country = ?, updated_at = ? WHERE id = ?`, append(siteArgs(site), id)...); err != nil {
+			addr_postal_code = ?, addr_country = ?, updated_at = ?, attendance_zone = ? WHERE id = ?`, append(siteArgs(site), id)...); err != nil {
 			return err
 		}
 		settings := cloud.EdgeSettings(site)

@@ -33,6 +33,9 @@ const (
 	Change          = "chg"
 	WebhookEndpoint = "we"
 	WebhookAttempt  = "wha"
+	AttendanceEvent = "att"
+	Timesheet       = "ts"
+	Evidence        = "evd"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It
