@@ -185,6 +185,7 @@ func (s *Service) UpdateAttendanceSettings(ctx context.Context, t Tenant, in Att
 		out = st
 		return nil
 	})
+	s.periodsChecked.Delete(t)
 	return out, s.committed(l, err)
 }
 
@@ -202,6 +203,9 @@ func withDefaultPolicies(m map[EvidenceKind]EvidencePolicy) map[EvidenceKind]Evi
 // replanPeriods deletes the periods that start after today and rebuilds
 // the timesheets of punches on their days once new ones are made.
 func (s *Service) replanPeriods(ctx context.Context, tx AttendanceTx, st AttendanceSettings, now time.Time) error {
+	if err := tx.LockPeriods(); err != nil {
+		return err
+	}
 	from := today(now, st.Location()).AddDays(1)
 	n, err := tx.DeletePeriodsFrom(from)
 	if err != nil || n == 0 {
@@ -230,6 +234,17 @@ func (s *Service) ensurePeriods(tx AttendanceTx, st AttendanceSettings, now time
 	}
 	last, ok, err := tx.LastPeriod()
 	if err != nil {
+		return err
+	}
+	if ok && !last.EndsOn.Before(until) {
+		return nil
+	}
+	// Another transaction may be making the same periods: take the lock
+	// and look again.
+	if err := tx.LockPeriods(); err != nil {
+		return err
+	}
+	if last, ok, err = tx.LastPeriod(); err != nil {
 		return err
 	}
 	if ok && !last.EndsOn.Before(until) {
@@ -509,6 +524,12 @@ func (s *Service) retally(ctx context.Context, tx AttendanceTx, p TimesheetPerio
 	case !ok && totals.Punches == 0:
 		return nil
 	case !ok:
+		// The period's row, read again under its lock: a closing that
+		// committed meanwhile is seen, so no open timesheet is made in a
+		// closed period.
+		if p, err = tx.Period(p.ID); err != nil {
+			return err
+		}
 		ts = Timesheet{ID: ids.New(ids.Timesheet), Tenant: p.Tenant, PeriodID: p.ID, PersonID: personID, Status: TimesheetOpen,
 			Totals: totals, CreatedAt: now, UpdatedAt: now}
 		if p.ClosedAt != nil {
@@ -613,13 +634,19 @@ func (s *Service) RebuildTimesheets(ctx context.Context, t Tenant, periodID stri
 func (s *Service) ClosePeriods(ctx context.Context, t Tenant) (int, error) {
 	ctx, l := withEvents(ctx)
 	var n int
+	var next time.Time
 	err := s.store.Attendance(ctx, t, func(tx AttendanceTx) error {
 		now := s.Now()
-		st, ok, err := tx.Settings()
-		if err != nil || !ok {
-			return err // a tenant with no settings has no periods
+		st, err := s.settings(tx, t, now)
+		if err != nil {
+			return err
 		}
-		if err := s.ensurePeriods(tx, st, now, today(now, st.Location())); err != nil {
+		td := today(now, st.Location())
+		if err := s.ensurePeriods(tx, st, now, td); err != nil {
+			return err
+		}
+		next = td.AddDays(1).Start(st.Location())
+		if err := tx.LockPeriods(); err != nil {
 			return err
 		}
 		due, err := tx.DuePeriods(now)
@@ -649,7 +676,23 @@ func (s *Service) ClosePeriods(ctx context.Context, t Tenant) (int, error) {
 		n = len(due)
 		return nil
 	})
-	return n, s.committed(l, err)
+	if err = s.committed(l, err); err != nil {
+		return 0, err
+	}
+	s.periodsChecked.Store(t, next)
+	return n, nil
+}
+
+// catchUp runs ClosePeriods unless it ran since the tenant's day began:
+// periods close, and periods ahead are due, only when the day changes at
+// the organisation's zone, so reads need not take a write transaction
+// each time.
+func (s *Service) catchUp(ctx context.Context, t Tenant) error {
+	if next, ok := s.periodsChecked.Load(t); ok && s.Now().Before(next.(time.Time)) {
+		return nil
+	}
+	_, err := s.ClosePeriods(ctx, t)
+	return err
 }
 
 // CloseAllPeriods runs ClosePeriods for every tenant with a period due;
@@ -673,7 +716,7 @@ func (s *Service) CloseAllPeriods(ctx context.Context) (int, error) {
 // TimesheetPeriods returns a page of periods, newest first, after closing
 // what has ended, so a period's status and counts are current.
 func (s *Service) TimesheetPeriods(ctx context.Context, t Tenant, f PeriodFilter, p Page) ([]TimesheetPeriod, bool, Date, error) {
-	if _, err := s.ClosePeriods(ctx, t); err != nil {
+	if err := s.catchUp(ctx, t); err != nil {
 		return nil, false, Date{}, err
 	}
 	st, err := s.AttendanceSettings(ctx, t)
@@ -686,7 +729,7 @@ func (s *Service) TimesheetPeriods(ctx context.Context, t Tenant, f PeriodFilter
 
 // TimesheetPeriod returns one period, closing what has ended first.
 func (s *Service) TimesheetPeriod(ctx context.Context, t Tenant, id string) (TimesheetPeriod, Date, error) {
-	if _, err := s.ClosePeriods(ctx, t); err != nil {
+	if err := s.catchUp(ctx, t); err != nil {
 		return TimesheetPeriod{}, Date{}, err
 	}
 	st, err := s.AttendanceSettings(ctx, t)
@@ -699,7 +742,7 @@ func (s *Service) TimesheetPeriod(ctx context.Context, t Tenant, id string) (Tim
 
 // Timesheets returns a page of timesheets, after closing what has ended.
 func (s *Service) Timesheets(ctx context.Context, t Tenant, f TimesheetFilter, p Page) ([]Timesheet, bool, error) {
-	if _, err := s.ClosePeriods(ctx, t); err != nil {
+	if err := s.catchUp(ctx, t); err != nil {
 		return nil, false, err
 	}
 	return s.store.ListTimesheets(ctx, t, f, p)
@@ -715,7 +758,7 @@ type TimesheetView struct {
 // Timesheet returns one timesheet with its days, after closing what has
 // ended.
 func (s *Service) Timesheet(ctx context.Context, t Tenant, id string) (TimesheetView, error) {
-	if _, err := s.ClosePeriods(ctx, t); err != nil {
+	if err := s.catchUp(ctx, t); err != nil {
 		return TimesheetView{}, err
 	}
 	ts, err := s.store.Timesheet(ctx, t, id)
@@ -749,7 +792,7 @@ func (s *Service) ApproveTimesheet(ctx context.Context, t Tenant, id string) (Ti
 }
 
 func (s *Service) moveTimesheet(ctx context.Context, t Tenant, id, action string, from, to TimesheetStatus) (TimesheetView, error) {
-	if _, err := s.ClosePeriods(ctx, t); err != nil {
+	if err := s.catchUp(ctx, t); err != nil {
 		return TimesheetView{}, err
 	}
 	ctx, l := withEvents(ctx)

@@ -48,6 +48,8 @@ type Service struct {
 
 	webhookWake   chan struct{} // a token when events committed; WebhookWake
 	webhookPolicy WebhookPolicy
+
+	periodsChecked sync.Map // Tenant → time.Time: ClosePeriods has nothing to do before it
 }
 
 // NewService returns a Service on store; now is its clock.

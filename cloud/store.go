@@ -386,6 +386,10 @@ type AttendanceTx interface {
 	// the same person (PostgreSQL: the person's row, FOR UPDATE); an
 	// error wrapping ErrNotFound when the tenant has no such person.
 	LockPerson(id string) error
+	// LockPeriods serialises this transaction with every other that makes,
+	// replans or closes the tenant's periods (PostgreSQL: a transaction
+	// advisory lock); SQLite has one writer, so it need do nothing.
+	LockPeriods() error
 	// Settings returns the tenant's settings; false when there are none.
 	Settings() (AttendanceSettings, bool, error)
 	// PutSettings stores the tenant's settings.

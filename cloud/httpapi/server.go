@@ -125,8 +125,9 @@ func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 }
 
 // Purge deletes idempotency records older than the replay window and
-// rate-limit counters of past minutes, and stores pending bookings whose
-// confirmation window has closed as expired.
+// rate-limit counters of past minutes, stores pending bookings whose
+// confirmation window has closed as expired, and closes timesheet periods
+// that have ended.
 func (s *Server) Purge(ctx context.Context) error {
 	now := s.now()
 	store := s.svc.Store()
@@ -144,6 +145,11 @@ func (s *Server) Purge(ctx context.Context) error {
 		return fmt.Errorf("expire bookings: %w", err)
 	} else if n > 0 {
 		s.log.Info("expired bookings", "count", n)
+	}
+	if n, err := s.svc.CloseAllPeriods(ctx); err != nil {
+		return fmt.Errorf("close timesheet periods: %w", err)
+	} else if n > 0 {
+		s.log.Info("closed timesheet periods", "count", n)
 	}
 	return nil
 }

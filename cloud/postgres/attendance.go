@@ -177,8 +177,13 @@ func (a *attTx) LockPerson(id string) error {
 	return err
 }
 
+func (a *attTx) LockPeriods() error {
+	_, err := a.tx.Exec(a.ctx, `SELECT pg_advisory_xact_lock(hashtextextended('timesheet_periods:' || $1 || ':' || $2, 0))`, a.args()...)
+	return err
+}
+
 func (a *attTx) Settings() (cloud.AttendanceSettings, bool, error) {
-	return found(readSettings(a.ctx, a.tx, a.t, true))
+	return found(readSettings(a.ctx, a.tx, a.t, false))
 }
 
 func readSettings(ctx context.Context, q querier, t cloud.Tenant, lock bool) (cloud.AttendanceSettings, error) {

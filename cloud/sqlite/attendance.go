@@ -147,6 +147,8 @@ func (a *attTx) LockPerson(id string) error {
 	return err
 }
 
+func (a *attTx) LockPeriods() error { return nil }
+
 func (a *attTx) Settings() (cloud.AttendanceSettings, bool, error) {
 	st, err := readSettings(a.ctx, a.tx, a.t)
 	if errors.Is(err, cloud.ErrNotFound) {
