@@ -86,7 +86,7 @@ type WifiNetwork struct {
 
 // AttendanceZone is where a phone may punch for a site.
 type AttendanceZone struct {
-	Geofence *Geofence    `json:"geofence,omitempty"`
+	Geofence *Geofence     `json:"geofence,omitempty"`
 	Wifi     []WifiNetwork `json:"wifi_networks,omitempty"`
 }
 
@@ -348,8 +348,8 @@ type AttendanceSettings struct {
 // period ends, UTC, every kind of evidence only with consent.
 func DefaultAttendanceSettings(t Tenant, now time.Time) AttendanceSettings {
 	return AttendanceSettings{Tenant: t, Timezone: "UTC",
-		Periods:  PeriodRules{Kind: PeriodWeekly, Weekday: time.Monday, PayrollDays: 5},
-		Evidence: map[EvidenceKind]EvidencePolicy{EvidenceFace: EvidenceConsent, EvidenceSelfie: EvidenceConsent, EvidenceLocation: EvidenceConsent},
+		Periods:   PeriodRules{Kind: PeriodWeekly, Weekday: time.Monday, PayrollDays: 5},
+		Evidence:  map[EvidenceKind]EvidencePolicy{EvidenceFace: EvidenceConsent, EvidenceSelfie: EvidenceConsent, EvidenceLocation: EvidenceConsent},
 		CreatedAt: now, UpdatedAt: now}
 }
 

@@ -115,7 +115,7 @@ func (s *Service) AttendanceSettings(ctx context.Context, t Tenant) (AttendanceS
 type AttendanceSettingsInput struct {
 	Timezone Optional[string]
 	Periods  Optional[PeriodRules] // whole rules
-	Evidence map[string]string    // kind to policy, as given
+	Evidence map[string]string     // kind to policy, as given
 }
 
 // ValidateAttendanceSettings checks in and returns every problem.

@@ -179,7 +179,7 @@ type SiteInput struct {
 	Name     Optional[string]
 	Timezone Optional[string]
 	Address  Optional[*Address]
-	Geofence Optional[*Geofence]    // nil clears
+	Geofence Optional[*Geofence]     // nil clears
 	Wifi     Optional[[]WifiNetwork] // empty clears
 }
 
