@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/base64"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -459,5 +460,56 @@ func TestAttendanceEvidence_Consent(t *testing.T) {
 		requireProblem(t, h.patch("/v1/people/"+person+"/attendance-consent", map[string]any{"face": "yes"}), http.StatusUnprocessableEntity,
 			"validation_failed", "body.face")
 		requireProblem(t, h.get("/v1/people/person_01h2xcejqtf2nbrexx3vqjhp41/attendance-consent"), http.StatusNotFound, "not_found")
+	})
+}
+
+// Punches arriving at once, each needing periods that do not exist yet
+// (the day moved on since the last were made), are each recorded once:
+// the periods are made once, the same punch sent eight times at once is
+// one punch, and every person gets one timesheet.
+func TestAttendance_ConcurrentPunches(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		site := london(h)
+		people := idsOf(data(t, h.get("/v1/people?active=true&limit=8")))
+		require.Len(t, people, 8)
+		require.Equal(t, http.StatusOK, h.patch("/v1/attendance-settings", map[string]any{"timezone": "Europe/London"}).Status)
+		h.clock.Advance(9 * 24 * time.Hour) // the periods ahead no longer reach 31 days
+		at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+		status := make([]int, 16)
+		idsSeen := make([]string, 16)
+		raw := make([]string, 16)
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				person := people[i%8]
+				if i >= 8 {
+					person = people[0] // eight copies of one punch
+				}
+				r := punchAt(h, person, site.ID, "in", at, nil)
+				status[i], raw[i] = r.Status, string(r.Raw)
+				idsSeen[i], _ = r.Body["id"].(string)
+			})
+		}
+		wg.Wait()
+		created := 0
+		for i, st := range status {
+			require.Contains(t, []int{http.StatusCreated, http.StatusOK}, st, "%s", raw[i])
+			if st == http.StatusCreated {
+				created++
+			}
+			if i >= 8 || i == 0 {
+				require.Equal(t, idsSeen[0], idsSeen[i], "one punch for person 0")
+			}
+		}
+		require.Equal(t, 8, created)
+		periods := data(t, h.get("/v1/timesheet-periods?limit=100"))
+		starts := map[string]bool{}
+		for _, p := range periods {
+			require.False(t, starts[p["starts_on"].(string)], "a period made twice")
+			starts[p["starts_on"].(string)] = true
+		}
+		cur := data(t, h.get("/v1/timesheet-periods?from=2026-11-30&to=2026-11-30"))
+		require.Equal(t, float64(8), cur[0]["counts"].(map[string]any)["open"])
 	})
 }
