@@ -395,9 +395,11 @@ func (s *Service) checkPunch(ctx context.Context, v *ValidationError, t Tenant, 
 
 // RecordPunch records an API punch: it returns the punch and true, or
 // the earlier punch it repeats (the same person, kind, site, gate and
-// source within PunchRepeat) and false. A phone punch outside the site's
-// zone returns *LocationCheckError; terminal and integration punches are
-// never checked.
+// source within PunchRepeat) and false. A phone clock-in outside the
+// site's zone returns *LocationCheckError (the spec's rule); a phone
+// clock-out is kept wherever it was made, with its location, so someone
+// who left before punching out can still end their stay; terminal and
+// integration punches are never checked.
 func (s *Service) RecordPunch(ctx context.Context, t Tenant, in PunchInput) (AttendanceEvent, bool, error) {
 	if err := s.ValidatePunch(ctx, t, in); err != nil {
 		return AttendanceEvent{}, false, err
@@ -406,7 +408,7 @@ func (s *Service) RecordPunch(ctx context.Context, t Tenant, in PunchInput) (Att
 	if err != nil {
 		return AttendanceEvent{}, false, err
 	}
-	if PunchSource(in.Source) == SourcePhone && !site.Zone.Admits(in.Location, in.Wifi) {
+	if PunchSource(in.Source) == SourcePhone && PunchKind(in.Kind) == PunchIn && !site.Zone.Admits(in.Location, in.Wifi) {
 		detail := "The phone was neither inside the site's geofence nor on one of its Wi-Fi networks."
 		if site.Zone.Empty() {
 			detail = "The site has no geofence or Wi-Fi networks, so phone punches cannot be checked there."
@@ -535,6 +537,12 @@ func (s *Service) retally(ctx context.Context, tx AttendanceTx, p TimesheetPerio
 		if p.ClosedAt != nil {
 			ts.Status = TimesheetToConfirm
 			events = append(events, EventTimesheetReady)
+		}
+		if p.ApprovedAt != nil { // a timesheet to confirm: the period is no longer all approved
+			p.ApprovedAt = nil
+			if err := tx.UpdatePeriod(p); err != nil {
+				return err
+			}
 		}
 	case ts.Totals == totals:
 		return nil
@@ -911,7 +919,7 @@ func (s *Service) SetConsents(ctx context.Context, a Actor, personID string, giv
 	ctx, l := withEvents(ctx)
 	err := s.store.Attendance(ctx, t, func(tx AttendanceTx) error {
 		if err := tx.LockPerson(personID); err != nil {
-			return ErrNotFound
+			return err
 		}
 		now := s.Now()
 		changes := map[string]any{}

@@ -375,19 +375,19 @@ func (s *Server) getTimesheetPeriod(c echo.Context) error {
 // Timesheets.
 
 type timesheetJSON struct {
-	ID          string        `json:"id"`
-	PeriodID    string        `json:"period_id"`
-	PersonID    string        `json:"person_id"`
-	Status      string        `json:"status"`
-	Minutes     int           `json:"minutes"`
-	DaysWorked  int           `json:"days_worked"`
-	Punches     int           `json:"punches"`
-	Unpaired    int           `json:"unpaired"`
-	ConfirmedAt *string       `json:"confirmed_at"`
-	ApprovedAt  *string       `json:"approved_at"`
-	CreatedAt   string        `json:"created_at"`
-	UpdatedAt   string        `json:"updated_at"`
-	Days        []summaryJSON `json:"days,omitempty"`
+	ID          string         `json:"id"`
+	PeriodID    string         `json:"period_id"`
+	PersonID    string         `json:"person_id"`
+	Status      string         `json:"status"`
+	Minutes     int            `json:"minutes"`
+	DaysWorked  int            `json:"days_worked"`
+	Punches     int            `json:"punches"`
+	Unpaired    int            `json:"unpaired"`
+	ConfirmedAt *string        `json:"confirmed_at"`
+	ApprovedAt  *string        `json:"approved_at"`
+	CreatedAt   string         `json:"created_at"`
+	UpdatedAt   string         `json:"updated_at"`
+	Days        *[]summaryJSON `json:"days,omitempty"` // single-timesheet responses only; empty is []
 }
 
 func renderTimesheet(t cloud.Timesheet) timesheetJSON {
@@ -398,10 +398,11 @@ func renderTimesheet(t cloud.Timesheet) timesheetJSON {
 
 func renderTimesheetView(v cloud.TimesheetView) timesheetJSON {
 	out := renderTimesheet(v.Timesheet)
-	out.Days = make([]summaryJSON, len(v.Days))
+	days := make([]summaryJSON, len(v.Days))
 	for i, d := range v.Days {
-		out.Days[i] = renderSummary(d)
+		days[i] = renderSummary(d)
 	}
+	out.Days = &days
 	return out
 }
 

@@ -161,10 +161,16 @@ func TestAttendance_PhoneLocationCheck(t *testing.T) {
 		require.Equal(t, http.StatusCreated, phone(nil, map[string]any{"ssid": "HQ-Guest"}).Status, "a network named without an access point")
 		requireProblem(t, phone(nil, nil), http.StatusUnprocessableEntity, "validation_failed", "body.location")
 
-		far := punchAt(h, person, site.ID, "out", at.Add(time.Hour), func(b map[string]any) {
+		far := punchAt(h, person, site.ID, "in", at.Add(time.Hour), func(b map[string]any) {
 			b["location"] = map[string]any{"latitude": 40.7, "longitude": -74.0}
 		})
 		require.Equal(t, http.StatusCreated, far.Status, "terminal punches never get location_check_failed: %s", far.Raw)
+		out := punchAt(h, person, site.ID, "out", at.Add(2*time.Hour), func(b map[string]any) {
+			b["source"] = "phone"
+			b["location"] = map[string]any{"latitude": 40.7, "longitude": -74.0}
+		})
+		require.Equal(t, http.StatusCreated, out.Status, "a phone clock-out is kept wherever it was made: %s", out.Raw)
+		require.Equal(t, 40.7, out.Body["location"].(map[string]any)["latitude"])
 	})
 }
 
@@ -376,6 +382,19 @@ func TestTimesheets_LatePunchReopens(t *testing.T) {
 		require.Len(t, sheets, 1)
 		require.Equal(t, "to_confirm", sheets[0]["status"])
 		require.Equal(t, period["id"], sheets[0]["period_id"])
+
+		// Approve both again: the period is approved; then a third
+		// person's first punch in it un-approves it.
+		for _, ts := range []string{id, sheets[0]["id"].(string)} {
+			require.Equal(t, http.StatusOK, h.post("/v1/timesheets/"+ts+"/confirm", nil).Status)
+			require.Equal(t, http.StatusOK, h.post("/v1/timesheets/"+ts+"/approve", nil).Status)
+		}
+		require.Equal(t, "approved", data(t, h.get("/v1/timesheet-periods?from=2026-11-22&to=2026-11-22"))[0]["status"])
+		mustPunch(t, h, h.seed.Test.People[3], site.ID, "in", time.Date(2026, 11, 19, 8, 0, 0, 0, time.UTC))
+		period = data(t, h.get("/v1/timesheet-periods?from=2026-11-22&to=2026-11-22"))[0]
+		require.Equal(t, "closed", period["status"], "a new timesheet to confirm: not all approved")
+		require.Nil(t, period["approved_at"])
+		require.Equal(t, float64(1), period["counts"].(map[string]any)["to_confirm"])
 	})
 }
 
