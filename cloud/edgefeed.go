@@ -11,7 +11,8 @@ import (
 )
 
 // This file holds what a site's edge receives from the cloud: the wire
-// form (sync/protocol) of visits, gates, site settings and pass keys, and
+// form (sync/protocol) of visits, gates, site settings, pass keys and
+// people, and
 // the snapshot a store reads for a resync. Both stores convert with these
 // functions, so they send the same objects (docs/decisions.md, "Edge facts
 // in the cloud").
@@ -134,6 +135,18 @@ func EdgeKey(k PassKey) (protocol.Key, error) {
 	return protocol.Key{ID: k.ID, Public: slices.Clone(pub), Retired: k.RetiredAt != nil}, nil
 }
 
+// EdgePerson is a person as every site's edge keeps them: enough to judge
+// their personal pass (active, the current pass's issue time) and show
+// their name. Every site of the tenant follows every person: a person may
+// clock in at any site of the organisation.
+func EdgePerson(p Person) protocol.Person {
+	var issued int64
+	if !p.PassIssuedAt.IsZero() {
+		issued = p.PassIssuedAt.Unix()
+	}
+	return protocol.Person{ID: p.ID, Name: clip(p.Name), Active: p.Active, PassIssuedAt: issued}
+}
+
 // EdgeSnapshot is a site's whole state as its edge needs it, as of feed
 // sequence Seq: read in one consistent view, so applying the feed after
 // Seq to it gives the site's state at any later sequence.
@@ -148,4 +161,5 @@ type EdgeSnapshot struct {
 	// whatever their status (a cancelled visit must reach the edge, or its
 	// still-valid token would admit).
 	Visits []protocol.Visit
+	People []protocol.Person // every person of the tenant, active or not
 }

@@ -120,3 +120,15 @@ func TestEdgeGateAndSettings(t *testing.T) {
 	tn, id := cloud.SiteTenant(site)
 	require.Equal(t, cloud.EdgeSite(tn, id), site)
 }
+
+func TestEdgePerson(t *testing.T) {
+	at := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	long := "x" + strings.Repeat("é", 150)
+	p := cloud.EdgePerson(cloud.Person{ID: ids.New(ids.Person), Name: long, Active: true, PassIssuedAt: at})
+	require.NoError(t, protocol.Validate(&p))
+	require.Equal(t, at.Unix(), p.PassIssuedAt)
+	require.Len(t, p.Name, 199, "cut to the protocol's bytes at a character")
+	none := cloud.EdgePerson(cloud.Person{ID: ids.New(ids.Person)})
+	require.Zero(t, none.PassIssuedAt, "no issue time is 0, not a negative second")
+	require.NoError(t, protocol.Validate(&none))
+}

@@ -205,6 +205,8 @@ func (j *factJudge) judge() error {
 	switch j.f.Kind {
 	case protocol.FactRefused:
 		return nil // recorded, nothing more: a refusal changes no visit
+	case protocol.FactPunch:
+		return nil // applied by the attendance domain
 	case protocol.FactCheckIn, protocol.FactCheckOut:
 		conflict, status, err = j.entryOrExit()
 	case protocol.FactReEntry:

@@ -626,3 +626,49 @@ func TestSiteSnapshot(t *testing.T) {
 		require.True(t, errors.Is(err, cloud.ErrNotFound))
 	})
 }
+
+// A punch is recorded once and changes nothing here: the attendance
+// domain applies it.
+func TestApplyFact_Punch(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		p, err := e.svc.CreatePerson(t.Context(), e.tenant, cloud.PersonInput{Name: cloud.Some("Ada Lovelace")})
+		require.NoError(t, err)
+		head := e.head(t)
+		f := e.fact(protocol.FactPunch, "")
+		f.PersonID, f.Direction = p.ID, protocol.DirectionIn
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f), "again: applied before")
+		rec := e.recorded(t, f.ID)
+		require.Equal(t, protocol.FactPunch, rec.Fact.Kind)
+		require.Empty(t, rec.Conflict)
+		require.Equal(t, head, e.head(t), "no feed change")
+
+		refused := e.fact(protocol.FactRefused, "")
+		refused.PersonID, refused.Reason = p.ID, protocol.ReasonPassReplaced
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, refused))
+		require.Equal(t, protocol.ReasonPassReplaced, e.recorded(t, refused.ID).Fact.Reason)
+	})
+}
+
+// A snapshot holds every person of the tenant, active or not.
+func TestSiteSnapshot_People(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		snap, err := e.svc.SiteSnapshot(t.Context(), e.site)
+		require.NoError(t, err)
+		people, _, err := store.ListPeople(t.Context(), e.tenant, cloud.PersonFilter{}, cloud.Page{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, snap.People, len(people), "the seed's people")
+		var want []protocol.Person
+		inactive := 0
+		for _, p := range people {
+			want = append(want, cloud.EdgePerson(p))
+			if !p.Active {
+				inactive++
+			}
+		}
+		require.ElementsMatch(t, want, snap.People)
+		require.Positive(t, inactive, "deactivated people too")
+	})
+}

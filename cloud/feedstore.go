@@ -40,6 +40,15 @@ func (f feedStore) UpdateGate(ctx context.Context, t Tenant, id string, fn func(
 	return g, f.after(err)
 }
 
+func (f feedStore) CreatePerson(ctx context.Context, p Person) error {
+	return f.after(f.Store.CreatePerson(ctx, p))
+}
+
+func (f feedStore) UpdatePerson(ctx context.Context, t Tenant, id string, fn func(*Person) error) (Person, error) {
+	p, err := f.Store.UpdatePerson(ctx, t, id, fn)
+	return p, f.after(err)
+}
+
 func (f feedStore) EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit), bfn func(*Booking)) error {
 	return f.after(f.Store.EraseVisitor(ctx, t, id, fn, bfn))
 }

@@ -92,8 +92,13 @@ type Person struct {
 	SiteID        string // home site; empty when none
 	Active        bool
 	DeactivatedAt *time.Time
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// PassIssuedAt is the issue time of the person's one current personal
+	// pass, in whole seconds: the token signed for it is their pass, and a
+	// token of any other issue time was replaced. Set at creation and moved
+	// on by a reissue.
+	PassIssuedAt time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Member is a team member as a team shows it.

@@ -394,7 +394,8 @@ func (s *Service) ValidatePerson(ctx context.Context, t Tenant, in PersonInput, 
 	return v.Err()
 }
 
-// CreatePerson creates an active person.
+// CreatePerson creates an active person, with a personal pass issued at
+// their creation (PersonPass).
 func (s *Service) CreatePerson(ctx context.Context, t Tenant, in PersonInput) (Person, error) {
 	if err := s.ValidatePerson(ctx, t, in, true); err != nil {
 		return Person{}, err
@@ -402,7 +403,7 @@ func (s *Service) CreatePerson(ctx context.Context, t Tenant, in PersonInput) (P
 	now := s.Now()
 	p := Person{ID: ids.New(ids.Person), Tenant: t, Name: in.Name.Value, Email: in.Email.Value,
 		Phone: in.Phone.Value, JobTitle: in.JobTitle.Value, SiteID: in.SiteID.Value, Active: true,
-		CreatedAt: now, UpdatedAt: now}
+		PassIssuedAt: now.Truncate(time.Second), CreatedAt: now, UpdatedAt: now}
 	if err := s.store.CreatePerson(ctx, p); err != nil {
 		return Person{}, fmt.Errorf("create person: %w", err)
 	}

@@ -53,6 +53,7 @@ type Store interface {
 	ListGates(ctx context.Context, t Tenant, f GateFilter, p Page) ([]Gate, bool, error)
 
 	// CreatePerson stores a new person; a used email returns *ConflictError.
+	// The person goes out on the feed of every site of the tenant.
 	CreatePerson(ctx context.Context, p Person) error
 	// Person returns a person or ErrNotFound.
 	Person(ctx context.Context, t Tenant, id string) (Person, error)
@@ -60,7 +61,8 @@ type Store interface {
 	// leaving out IDs that are not found.
 	People(ctx context.Context, t Tenant, ids []string) ([]Person, error)
 	// UpdatePerson is UpdateSite for people; a used email returns
-	// *ConflictError.
+	// *ConflictError. The person goes out on the feed of every site of the
+	// tenant, as fn left them.
 	UpdatePerson(ctx context.Context, t Tenant, id string, fn func(*Person) error) (Person, error)
 	// ListPeople returns a page of people.
 	ListPeople(ctx context.Context, t Tenant, f PersonFilter, p Page) ([]Person, bool, error)
@@ -248,15 +250,18 @@ type Store interface {
 	PassKeys(ctx context.Context, t Tenant) ([]PassKey, error)
 
 	// The per-site change feed (docs/decisions.md, "Edge facts in the
-	// cloud"). Every write of a visit, gate, site or pass key appends, in
-	// its own transaction, one change per object it wrote to the feed of
-	// the object's site, numbered from 1 without gaps per site: visits as
-	// EdgeVisit reads them after the write (an erased visitor's without the
-	// name), gates as EdgeGate, sites as EdgeSettings, followed on a new
-	// site by every key of the tenant that is not retired, and keys as
-	// EdgeKey in every site of the tenant. A write whose change would not
-	// pass protocol's checks fails whole. Erasing a visitor also removes
-	// the name from the feed's earlier changes of its visits.
+	// cloud"). Every write of a visit, gate, site, pass key or person
+	// appends, in its own transaction, one change per object it wrote to
+	// the feed of the object's site, numbered from 1 without gaps per site:
+	// visits as EdgeVisit reads them after the write (an erased visitor's
+	// without the name), gates as EdgeGate, sites as EdgeSettings, followed
+	// on a new site by every key of the tenant that is not retired and
+	// every person of the tenant (EdgePerson), keys as EdgeKey in every
+	// site of the tenant, and people as EdgePerson in every site of the
+	// tenant (docs/decisions.md, "Personal passes and punches at gates"). A
+	// write whose change would not pass protocol's checks fails whole.
+	// Erasing a visitor also removes the name from the feed's earlier
+	// changes of its visits.
 
 	// SiteChanges returns the changes of the tenant's site after sequence
 	// after, in sequence order, at most limit of them (protocol.MaxChanges

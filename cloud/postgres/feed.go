@@ -139,9 +139,10 @@ func (s *Store) writeTx(ctx context.Context, t cloud.Tenant, fn func(pgx.Tx, *fe
 }
 
 // lockTenantFeeds makes the transaction the only one, until it ends, that
-// creates a site or a pass key of the tenant: each then sees the other's
-// commit, so a new site's feed starts with every key and a new key reaches
-// every site.
+// creates a site, creates a pass key or writes a person of the tenant:
+// each then sees the other's commit, so a new site's feed starts with
+// every key and person, and a new key or a person's change reaches every
+// site. Person writes take turns on every site's feed head anyway.
 func lockTenantFeeds(ctx context.Context, tx pgx.Tx, t cloud.Tenant) error {
 	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('svc feeds ' || $1 || ' ' || $2, 0))`, t.OrgID, string(t.Mode))
 	return err
@@ -295,10 +296,13 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 		rows, _ = tx.Query(ctx, `SELECT `+visitCols+` FROM `+visitFrom+`
 			WHERE v.org_id = $1 AND v.mode = $2 AND v.site_id = $3 AND (v.edge_until IS NULL OR v.edge_until >= $4)
 			ORDER BY v.created_at, v.id`, t.OrgID, string(t.Mode), siteID, now.Add(-cloud.EdgeHorizon))
-		snap.Visits, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (protocol.Visit, error) {
+		if snap.Visits, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (protocol.Visit, error) {
 			v, err := scanVisit(row, t)
 			return cloud.EdgeVisit(v), err
-		})
+		}); err != nil {
+			return err
+		}
+		snap.People, _, err = tenantPeople(ctx, tx, t)
 		return err
 	})
 	if errors.Is(err, cloud.ErrNotFound) {
@@ -315,6 +319,9 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 	}
 	if snap.Visits == nil {
 		snap.Visits = []protocol.Visit{}
+	}
+	if snap.People == nil {
+		snap.People = []protocol.Person{}
 	}
 	return snap, nil
 }

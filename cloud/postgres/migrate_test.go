@@ -80,3 +80,36 @@ func TestMigration6_FillsEdgeUntil(t *testing.T) {
 		require.True(t, want.Equal(*until), "edge_until of %s: %v, want %v", v.ID, until, want)
 	}
 }
+
+// TestMigration10_PassIssuedAt takes a schema back to before migration 10
+// with people in it and checks the migration gave each a pass issued at
+// their creation, cut to the second, as a person made after it gets.
+func TestMigration10_PassIssuedAt(t *testing.T) {
+	url := postgrestest.URL(t)
+	schema := postgrestest.NewSchema(t, url)
+	ctx := context.Background()
+	s, err := postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
+	created := time.Date(2026, 5, 1, 12, 0, 7, 987654000, time.UTC)
+	var people []cloud.Person
+	for i, active := range []bool{true, false} {
+		at := created.Add(time.Duration(i) * time.Hour)
+		p := cloud.Person{ID: ids.New(ids.Person), Tenant: tn, Name: "P", Active: active, CreatedAt: at, UpdatedAt: at}
+		require.NoError(t, s.CreatePerson(ctx, p))
+		people = append(people, p)
+	}
+	_ = s.Close()
+	for _, q := range []string{`ALTER TABLE people DROP COLUMN pass_issued_at`, `DELETE FROM schema_migrations WHERE version = 10`} {
+		postgrestest.Exec(t, url, `SET search_path TO `+schema+`; `+q)
+	}
+
+	s, err = postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	defer s.Close()
+	for _, p := range people {
+		got, err := s.Person(ctx, tn, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, p.CreatedAt.Truncate(time.Second), got.PassIssuedAt)
+	}
+}

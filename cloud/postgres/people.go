@@ -5,46 +5,90 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
-const personCols = `id, name, email, phone, job_title, site_id, active, deactivated_at, created_at, updated_at`
+const personCols = `id, name, email, phone, job_title, site_id, active, deactivated_at, pass_issued_at, created_at, updated_at`
 
 func scanPerson(row scanner, t cloud.Tenant) (cloud.Person, error) {
 	p := cloud.Person{Tenant: t}
 	var email, phone, title, site pgtype.Text
 	var deactivated pgtype.Timestamptz
-	err := row.Scan(&p.ID, &p.Name, &email, &phone, &title, &site, &p.Active, &deactivated, &p.CreatedAt, &p.UpdatedAt)
+	err := row.Scan(&p.ID, &p.Name, &email, &phone, &title, &site, &p.Active, &deactivated, &p.PassIssuedAt, &p.CreatedAt, &p.UpdatedAt)
 	if err != nil {
 		return cloud.Person{}, err
 	}
 	p.Email, p.Phone, p.JobTitle, p.SiteID = email.String, phone.String, title.String, site.String
 	p.DeactivatedAt, p.CreatedAt, p.UpdatedAt = timePtr(deactivated), p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	p.PassIssuedAt = p.PassIssuedAt.UTC()
 	return p, nil
 }
 
 // personArgs are the values of every column but org_id, mode and id, from
 // $4 on: name, name_search, email, email_fold, phone, job_title, site_id,
-// active, deactivated_at, created_at, updated_at.
+// active, deactivated_at, pass_issued_at, created_at, updated_at.
 func personArgs(t cloud.Tenant, id string, p cloud.Person) []any {
 	var emailFold any
 	if p.Email != "" {
 		emailFold = cloud.Fold(p.Email)
 	}
 	return []any{t.OrgID, string(t.Mode), id, p.Name, cloud.Fold(p.Name), null(p.Email), emailFold, null(p.Phone),
-		null(p.JobTitle), null(p.SiteID), p.Active, nullTime(p.DeactivatedAt), p.CreatedAt, p.UpdatedAt}
+		null(p.JobTitle), null(p.SiteID), p.Active, nullTime(p.DeactivatedAt), p.PassIssuedAt, p.CreatedAt, p.UpdatedAt}
 }
 
-// CreatePerson implements cloud.Store.
+// personToSites adds p to the feed of every site of its tenant: every site
+// follows every person (a person may clock in at any site). The caller
+// holds the tenant's feed lock (lockTenantFeeds), so a site created
+// meanwhile either is seen here or, committing after this write, finds p
+// among the people it starts with.
+func personToSites(ctx context.Context, tx pgx.Tx, f *feed, p cloud.Person) error {
+	rows, _ := tx.Query(ctx, `SELECT id FROM sites WHERE org_id = $1 AND mode = $2 ORDER BY id`, p.Tenant.OrgID, string(p.Tenant.Mode))
+	sites, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("sites of person %s: %w", p.ID, err)
+	}
+	pp := cloud.EdgePerson(p)
+	for _, site := range sites {
+		f.add(site, protocol.Change{At: p.UpdatedAt, Person: &pp})
+	}
+	return nil
+}
+
+// tenantPeople are every person of the tenant, active or not, oldest first,
+// as edges keep them.
+func tenantPeople(ctx context.Context, q querier, t cloud.Tenant) ([]protocol.Person, []time.Time, error) {
+	rows, _ := q.Query(ctx, `SELECT `+personCols+` FROM people WHERE org_id = $1 AND mode = $2 ORDER BY created_at, id`,
+		t.OrgID, string(t.Mode))
+	people, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Person, error) { return scanPerson(row, t) })
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]protocol.Person, len(people))
+	at := make([]time.Time, len(people))
+	for i, p := range people {
+		out[i], at[i] = cloud.EdgePerson(p), p.UpdatedAt
+	}
+	return out, at, nil
+}
+
+// CreatePerson implements cloud.Store, under the tenant's feed lock: the
+// person goes out on the feed of every site of the tenant.
 func (s *Store) CreatePerson(ctx context.Context, p cloud.Person) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error { // a transaction, for the person's event
-		_, err := tx.Exec(ctx, `INSERT INTO people (org_id, mode, id, name, name_search, email, email_fold, phone,
-				job_title, site_id, active, deactivated_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, personArgs(p.Tenant, p.ID, p)...)
-		return err
+	err := s.writeTx(ctx, p.Tenant, func(tx pgx.Tx, f *feed) error {
+		if err := lockTenantFeeds(ctx, tx, p.Tenant); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO people (org_id, mode, id, name, name_search, email, email_fold, phone,
+				job_title, site_id, active, deactivated_at, pass_issued_at, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, personArgs(p.Tenant, p.ID, p)...); err != nil {
+			return err
+		}
+		return personToSites(ctx, tx, f, p)
 	})
 	if err != nil {
 		return translate("create person", err)
@@ -79,10 +123,15 @@ func (s *Store) People(ctx context.Context, t cloud.Tenant, ids []string) ([]clo
 	return out, nil
 }
 
-// UpdatePerson implements cloud.Store.
+// UpdatePerson implements cloud.Store, under the tenant's feed lock: the
+// person goes out on the feed of every site of the tenant, as fn left
+// them.
 func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Person) error) (cloud.Person, error) {
 	var out cloud.Person
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
+		if err := lockTenantFeeds(ctx, tx, t); err != nil {
+			return err
+		}
 		p, err := scanPerson(tx.QueryRow(ctx, `SELECT `+personCols+` FROM people WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
 			t.OrgID, string(t.Mode), id), t)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -95,12 +144,13 @@ func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn 
 			return err
 		}
 		out, err = scanPerson(tx.QueryRow(ctx, `UPDATE people SET name = $4, name_search = $5, email = $6, email_fold = $7,
-				phone = $8, job_title = $9, site_id = $10, active = $11, deactivated_at = $12, created_at = $13, updated_at = $14
+				phone = $8, job_title = $9, site_id = $10, active = $11, deactivated_at = $12, pass_issued_at = $13,
+				created_at = $14, updated_at = $15
 			WHERE org_id = $1 AND mode = $2 AND id = $3 RETURNING `+personCols, personArgs(t, id, p)...), t)
 		if err != nil {
 			return translate("update person", err)
 		}
-		return nil
+		return personToSites(ctx, tx, f, out)
 	})
 	if err != nil {
 		return cloud.Person{}, err

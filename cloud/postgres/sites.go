@@ -48,8 +48,8 @@ func addressArgs(a *cloud.Address) []any {
 }
 
 // CreateSite implements cloud.Store, under the tenant's feed lock
-// (lockTenantFeeds): the site's feed starts with its settings and the
-// tenant's keys.
+// (lockTenantFeeds): the site's feed starts with its settings, the
+// tenant's keys and the tenant's people.
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.Tenant.OrgID, string(site.Tenant.Mode), site.ID, site.Name, site.Timezone},
 		addressArgs(site.Address)...)
@@ -70,6 +70,13 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 		f.add(site.ID, protocol.Change{At: site.UpdatedAt, Settings: &settings})
 		if err := keyChanges(ctx, tx, f, site); err != nil {
 			return fmt.Errorf("create site: %w", err)
+		}
+		people, at, err := tenantPeople(ctx, tx, site.Tenant)
+		if err != nil {
+			return fmt.Errorf("create site: %w", err)
+		}
+		for i := range people {
+			f.add(site.ID, protocol.Change{At: at[i], Person: &people[i]})
 		}
 		return nil
 	})

@@ -267,7 +267,8 @@ func (s *Store) SiteChanges(ctx context.Context, t cloud.Tenant, siteID string, 
 
 // SiteSnapshot implements cloud.Store, in one read transaction.
 func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string, now time.Time) (cloud.EdgeSnapshot, error) {
-	snap := cloud.EdgeSnapshot{Site: cloud.EdgeSite(t, siteID), Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{}}
+	snap := cloud.EdgeSnapshot{Site: cloud.EdgeSite(t, siteID), Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{},
+		People: []protocol.Person{}}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		site, err := get(ctx, tx, scanSite, `SELECT `+siteCols+` FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
 			siteID, t.OrgID, string(t.Mode))
@@ -315,6 +316,14 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 		}
 		for _, v := range visits {
 			snap.Visits = append(snap.Visits, cloud.EdgeVisit(v))
+		}
+		people, err := all(ctx, tx, scanPerson, `SELECT `+personCols+` FROM people WHERE org_id = ? AND mode = ? ORDER BY created_at, id`,
+			t.OrgID, string(t.Mode))
+		if err != nil {
+			return err
+		}
+		for _, p := range people {
+			snap.People = append(snap.People, cloud.EdgePerson(p))
 		}
 		return nil
 	})

@@ -99,7 +99,7 @@ func siteArgs(s cloud.Site) []any {
 }
 
 // CreateSite implements cloud.Store: the site's feed starts with its
-// settings and the tenant's keys.
+// settings, the tenant's keys and the tenant's people.
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.ID, site.Tenant.OrgID, string(site.Tenant.Mode), micros(site.CreatedAt)}, siteArgs(site)...)
 	err := s.writeTx(ctx, site.Tenant, func(tx *sql.Tx, f *feed) error {
@@ -109,7 +109,10 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 		}
 		settings := cloud.EdgeSettings(site)
 		f.add(site.ID, protocol.Change{At: site.UpdatedAt, Settings: &settings})
-		return keyChanges(ctx, tx, f, site)
+		if err := keyChanges(ctx, tx, f, site); err != nil {
+			return err
+		}
+		return peopleChanges(ctx, tx, f, site)
 	})
 	if err != nil {
 		return fmt.Errorf("insert site: %w", err)
@@ -225,7 +228,7 @@ func (s *Store) ListGates(ctx context.Context, t cloud.Tenant, f cloud.GateFilte
 	return list(ctx, s.r, scanGate, p.Limit, q.String(), args...)
 }
 
-const personCols = `id, org_id, mode, name, email, phone, job_title, site_id, active, deactivated_at, created_at, updated_at`
+const personCols = `id, org_id, mode, name, email, phone, job_title, site_id, active, deactivated_at, pass_issued_at, created_at, updated_at`
 
 func scanPerson(r scanner) (cloud.Person, error) {
 	var p cloud.Person
@@ -233,10 +236,11 @@ func scanPerson(r scanner) (cloud.Person, error) {
 	var email, phone, title, site sql.NullString
 	var active int
 	var deact sql.NullInt64
-	var created, updated int64
-	err := r.Scan(&p.ID, &p.Tenant.OrgID, &mode, &p.Name, &email, &phone, &title, &site, &active, &deact, &created, &updated)
+	var issued, created, updated int64
+	err := r.Scan(&p.ID, &p.Tenant.OrgID, &mode, &p.Name, &email, &phone, &title, &site, &active, &deact, &issued, &created, &updated)
 	p.Tenant.Mode, p.Email, p.Phone, p.JobTitle, p.SiteID = cloud.Mode(mode), str(email), str(phone), str(title), str(site)
 	p.Active, p.DeactivatedAt, p.CreatedAt, p.UpdatedAt = active == 1, fromNullMicros(deact), fromMicros(created), fromMicros(updated)
+	p.PassIssuedAt = fromMicros(issued)
 	return p, err
 }
 
@@ -246,7 +250,41 @@ func personArgs(p cloud.Person) []any {
 		emailFold = cloud.Fold(p.Email)
 	}
 	return []any{p.Name, cloud.Fold(p.Name), null(p.Email), emailFold, null(p.Phone), null(p.JobTitle), null(p.SiteID),
-		boolInt(p.Active), nullMicros(p.DeactivatedAt), micros(p.UpdatedAt)}
+		boolInt(p.Active), nullMicros(p.DeactivatedAt), micros(p.PassIssuedAt), micros(p.UpdatedAt)}
+}
+
+// personToSites adds p to the feed of every site of its tenant: every site
+// follows every person (a person may clock in at any site). It reads the
+// sites in the write's transaction, which SQLite's one writer keeps apart
+// from a site being created.
+func personToSites(ctx context.Context, tx *sql.Tx, f *feed, p cloud.Person) error {
+	sites, err := all(ctx, tx, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	}, `SELECT id FROM sites WHERE org_id = ? AND mode = ? ORDER BY id`, p.Tenant.OrgID, string(p.Tenant.Mode))
+	if err != nil {
+		return fmt.Errorf("sites of person %s: %w", p.ID, err)
+	}
+	pp := cloud.EdgePerson(p)
+	for _, site := range sites {
+		f.add(site, protocol.Change{At: p.UpdatedAt, Person: &pp})
+	}
+	return nil
+}
+
+// peopleChanges adds every person of the tenant, active or not, to a new
+// site's feed.
+func peopleChanges(ctx context.Context, tx *sql.Tx, f *feed, site cloud.Site) error {
+	people, err := all(ctx, tx, scanPerson, `SELECT `+personCols+` FROM people WHERE org_id = ? AND mode = ? ORDER BY created_at, id`,
+		site.Tenant.OrgID, string(site.Tenant.Mode))
+	if err != nil {
+		return err
+	}
+	for _, p := range people {
+		pp := cloud.EdgePerson(p)
+		f.add(site.ID, protocol.Change{At: p.UpdatedAt, Person: &pp})
+	}
+	return nil
 }
 
 func emailConflict(err error) error {
@@ -256,13 +294,16 @@ func emailConflict(err error) error {
 	return err
 }
 
-// CreatePerson implements cloud.Store.
+// CreatePerson implements cloud.Store: the person goes out on the feed of
+// every site of the tenant.
 func (s *Store) CreatePerson(ctx context.Context, p cloud.Person) error {
 	args := append([]any{p.ID, p.Tenant.OrgID, string(p.Tenant.Mode), micros(p.CreatedAt)}, personArgs(p)...)
-	err := s.tx(ctx, func(tx *sql.Tx) error { // a transaction, for the person's event
-		_, err := tx.ExecContext(ctx, `INSERT INTO people (id, org_id, mode, created_at, name, name_search, email, email_fold, phone, job_title, site_id, active, deactivated_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
-		return err
+	err := s.writeTx(ctx, p.Tenant, func(tx *sql.Tx, f *feed) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO people (id, org_id, mode, created_at, name, name_search, email, email_fold, phone, job_title, site_id, active, deactivated_at, pass_issued_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+			return err
+		}
+		return personToSites(ctx, tx, f, p)
 	})
 	if err != nil {
 		return emailConflict(fmt.Errorf("insert person: %w", err))
@@ -289,15 +330,26 @@ func (s *Store) People(ctx context.Context, t cloud.Tenant, ids []string) ([]clo
 	return out, err
 }
 
-// UpdatePerson implements cloud.Store.
+// UpdatePerson implements cloud.Store: the person goes out on the feed of
+// every site of the tenant, as fn left them.
 func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Person) error) (cloud.Person, error) {
-	return update(ctx, s, func(tx *sql.Tx) (cloud.Person, error) {
-		return get(ctx, tx, scanPerson, `SELECT `+personCols+` FROM people WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
-	}, fn, func(tx *sql.Tx, p cloud.Person) error {
-		_, err := tx.ExecContext(ctx, `UPDATE people SET name = ?, name_search = ?, email = ?, email_fold = ?, phone = ?, job_title = ?, site_id = ?,
-			active = ?, deactivated_at = ?, updated_at = ? WHERE id = ?`, append(personArgs(p), p.ID)...)
-		return emailConflict(err)
+	var p cloud.Person
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		var err error
+		p, err = get(ctx, tx, scanPerson, `SELECT `+personCols+` FROM people WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
+		if err != nil {
+			return err
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE people SET name = ?, name_search = ?, email = ?, email_fold = ?, phone = ?, job_title = ?, site_id = ?,
+			active = ?, deactivated_at = ?, pass_issued_at = ?, updated_at = ? WHERE id = ?`, append(personArgs(p), p.ID)...); err != nil {
+			return emailConflict(err)
+		}
+		return personToSites(ctx, tx, f, p)
 	})
+	return p, err
 }
 
 // ListPeople implements cloud.Store.

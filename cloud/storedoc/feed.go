@@ -22,13 +22,14 @@ type change struct {
 	Gate     *protocol.Gate     `json:"gate,omitempty"`
 	Settings *protocol.Settings `json:"settings,omitempty"`
 	Key      *protocol.Key      `json:"key,omitempty"`
+	Person   *protocol.Person   `json:"person,omitempty"`
 }
 
 // EncodeChange returns the feed body of c, whose sequence and time are
 // left out; an error wrapping protocol.ErrInvalid when c does not hold
 // exactly one object that passes the protocol's checks.
 func EncodeChange(c protocol.Change) ([]byte, error) {
-	d := change{Visit: c.Visit, Gate: c.Gate, Settings: c.Settings, Key: c.Key}
+	d := change{Visit: c.Visit, Gate: c.Gate, Settings: c.Settings, Key: c.Key, Person: c.Person}
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
@@ -54,7 +55,7 @@ func DecodeChange(seq uint64, at time.Time, body []byte) (protocol.Change, error
 	if err := d.validate(); err != nil {
 		return protocol.Change{}, fmt.Errorf("decode feed change %d: %w", seq, err)
 	}
-	return protocol.Change{Seq: seq, At: at.UTC(), Visit: d.Visit, Gate: d.Gate, Settings: d.Settings, Key: d.Key}, nil
+	return protocol.Change{Seq: seq, At: at.UTC(), Visit: d.Visit, Gate: d.Gate, Settings: d.Settings, Key: d.Key, Person: d.Person}, nil
 }
 
 // VisitID returns the ID of the visit a change body holds, or "".
@@ -97,6 +98,9 @@ func (d *change) validate() error {
 	}
 	if err == nil && d.Key != nil {
 		n, err = n+1, protocol.Validate(d.Key)
+	}
+	if err == nil && d.Person != nil {
+		n, err = n+1, protocol.Validate(d.Person)
 	}
 	if err != nil {
 		return err

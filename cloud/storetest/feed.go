@@ -35,6 +35,10 @@ func feedTests() []test {
 		{"PublishRetriesFailedBatch", testPublishRetry},
 		{"PublishBatchesOfMaxChanges", testPublishBatches},
 		{"PublishEachSiteOncePerCall", testPublishEachSiteOnce},
+		{"PeopleReachEverySite", testFeedPeople},
+		{"PersonWriteAbortedWritesNothing", testFeedPersonRollback},
+		{"PeopleAndNewSitesConcurrent", testFeedPeopleConcurrentSites},
+		{"SnapshotPeople", testSnapshotPeople},
 	}
 }
 
@@ -118,10 +122,12 @@ func testFeedVisitWrites(t *testing.T, e *env) {
 	p := e.newPerson(t, e.a, named[cloud.Person]("Grace Hopper"))
 	v := e.newVisit(t, e.a, s.ID, hostedBy(p), withVisitor(func(vr *cloud.Visitor) { vr.Name = "Ada Lovelace" }))
 	cs, head := e.changes(t, e.a, s.ID, 0)
-	require.Len(t, cs, 2, "the site's settings, then the visit")
+	require.Len(t, cs, 3, "the site's settings, the host (every site follows every person), then the visit")
 	requireRun(t, 1, cs)
-	require.Equal(t, uint64(2), head)
+	require.Equal(t, uint64(3), head)
 	require.NotNil(t, cs[0].Settings)
+	require.Equal(t, p.ID, cs[1].Person.ID)
+	cs = cs[1:]
 	e.requireVisitChange(t, e.a, cs[1], v.ID)
 	require.Equal(t, "Ada Lovelace", cs[1].Visit.VisitorName)
 	require.Equal(t, "Grace Hopper", cs[1].Visit.HostName)
@@ -138,10 +144,10 @@ func testFeedVisitWrites(t *testing.T, e *env) {
 		return nil
 	})
 	require.NoError(t, err)
-	cs, head = e.changes(t, e.a, s.ID, 2)
+	cs, head = e.changes(t, e.a, s.ID, 3)
 	require.Len(t, cs, 2)
-	requireRun(t, 3, cs)
-	require.Equal(t, uint64(4), head)
+	requireRun(t, 4, cs)
+	require.Equal(t, uint64(5), head)
 	e.requireVisitChange(t, e.a, cs[0], v.ID)
 	require.Equal(t, string(cloud.VisitCheckedIn), cs[0].Visit.Status)
 	require.True(t, cs[0].Visit.Rules.SingleUse)

@@ -5,7 +5,8 @@
 // updates, visits and bookings written together with what goes with them
 // (the audit trail among it), slots that never take more bookings than
 // their capacity, each site's change feed (written with the changes it
-// describes, without gaps, published once and in order), edge facts
+// describes, without gaps, published once and in order, every person on
+// every site of the tenant), edge facts
 // applied once, edges, idempotency keys, request counters and server
 // secrets.
 //
@@ -288,7 +289,7 @@ func (e *env) newPerson(t testing.TB, tn cloud.Tenant, opts ...func(*cloud.Perso
 	t.Helper()
 	at := e.tick()
 	p := cloud.Person{ID: ids.New(ids.Person), Tenant: tn, Name: "Person", Active: true,
-		CreatedAt: at, UpdatedAt: at}
+		PassIssuedAt: at.Truncate(time.Second), CreatedAt: at, UpdatedAt: at}
 	for _, o := range opts {
 		o(&p)
 	}
@@ -361,7 +362,7 @@ func normGate(g cloud.Gate) cloud.Gate {
 }
 
 func normPerson(p cloud.Person) cloud.Person {
-	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
+	p.CreatedAt, p.UpdatedAt, p.PassIssuedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC(), p.PassIssuedAt.UTC()
 	p.DeactivatedAt = utcPtr(p.DeactivatedAt)
 	return p
 }
@@ -923,6 +924,7 @@ func testPersonUpdate(t *testing.T, e *env) {
 	want.Active = false
 	want.DeactivatedAt = ptr(e.tick())
 	want.UpdatedAt = *want.DeactivatedAt
+	want.PassIssuedAt = p.PassIssuedAt.Add(time.Hour)
 	got, err := e.s.UpdatePerson(t.Context(), e.a, p.ID, func(x *cloud.Person) error {
 		requirePerson(t, p, *x)
 		*x = want

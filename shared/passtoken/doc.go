@@ -1,6 +1,7 @@
-// Package passtoken signs and verifies the token a visitor's QR pass holds,
-// so that a site appliance can check a pass offline, even for a visit it has
-// never received.
+// Package passtoken signs and verifies the tokens QR passes hold, so that a
+// site appliance can check a pass offline: a visitor's pass ([Sign],
+// [Verify]), even for a visit it has never received, and an employee's
+// personal pass ([SignPerson], [VerifyPerson]), which clocks them in and out.
 //
 // It may import only the standard library.
 //
@@ -51,4 +52,27 @@
 // Verify checks the signature and the form of a token, not whether it admits
 // now: the validity window, daily hours, gates and single use are for the
 // pass-rule decision, which also knows the visit's state and revocations.
+//
+// # Personal passes, version 1
+//
+// An employee's own pass is the text "E1:" ([PersonPrefix]) followed by base32
+// of payload‖signature exactly as above, signed by the same organisation keys.
+// The payload, big-endian, always 24 bytes, so a token is always [PersonLen]
+// (144) characters and fits a QR code of version 6 at error correction M:
+//
+//	offset size
+//	     0    4  key ID
+//	     4   16  person ID (the UUID inside the TypeID person_…)
+//	    20    4  issued at, Unix seconds, never 0
+//
+// The signature covers "E1:"‖payload, so neither kind of token can be read as
+// the other: [Verify] refuses an "E1:" token and [VerifyPerson] a "P1:" one,
+// both as [ErrMalformed], and a signature made over one prefix never holds
+// under the other. A personal pass names no site, gates or validity: it
+// admits its holder at every site of the organisation for as long as the
+// person is active and the pass is their current one. The issue time is what
+// tells the current pass from a replaced one: the person's record holds the
+// issue time of their one current pass, and reissuing a pass moves it on.
+// The token depends only on the key and the claims, so the same pass can be
+// shown again without storing it.
 package passtoken

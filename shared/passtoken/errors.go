@@ -3,32 +3,35 @@ package passtoken
 import "errors"
 
 var (
-	// ErrMalformed is returned by Verify when the text is not a token of
-	// this format: a wrong or missing prefix, a character outside upper-case
-	// base32, padding, non-zero trailing bits, a length that does not match
-	// the gate count, trailing bytes, or a field out of range (reserved flag
-	// bits, daily minutes, a zero issue time, not-before after not-after,
-	// duplicate gates).
+	// ErrMalformed is returned by Verify and VerifyPerson when the text is
+	// not a token of their format: a wrong or missing prefix (a personal pass
+	// given to Verify, a visit pass to VerifyPerson), a character outside
+	// upper-case base32, padding, non-zero trailing bits, a length that does
+	// not match the gate count (a personal pass has one length), trailing
+	// bytes, or a field out of range (reserved flag bits, daily minutes, a
+	// zero issue time, not-before after not-after, duplicate gates).
 	ErrMalformed = errors.New("malformed pass token")
 
-	// ErrUnknownKey is returned by Verify when the token names a key ID the
-	// KeySet does not hold (a key never known or retired), or holds with a
-	// public key that is not ed25519.PublicKeySize bytes long.
+	// ErrUnknownKey is returned by Verify and VerifyPerson when the token
+	// names a key ID the KeySet does not hold (a key never known or retired),
+	// or holds with a public key that is not ed25519.PublicKeySize bytes long.
 	ErrUnknownKey = errors.New("unknown pass-signing key")
 
-	// ErrBadSignature is returned by Verify when the signature does not match
-	// the prefix and payload under the named key: the token was altered or
-	// signed by another key that reuses the ID.
+	// ErrBadSignature is returned by Verify and VerifyPerson when the
+	// signature does not match the prefix and payload under the named key:
+	// the token was altered or signed by another key that reuses the ID.
 	ErrBadSignature = errors.New("bad pass token signature")
 
-	// ErrInvalidClaims is returned by Sign when the claims cannot be encoded:
-	// an ID that is not a TypeID of the right prefix, a time before 1970-01-01
-	// 00:00:01 UTC or after 2106-02-07 06:28:15 UTC, a zero IssuedAt,
-	// NotBefore after NotAfter, daily minutes outside 0..1439 or From equal
-	// to Until, more than MaxGates gates, or a gate listed twice.
+	// ErrInvalidClaims is returned by Sign and SignPerson when the claims
+	// cannot be encoded: an ID that is not a TypeID of the right prefix, a
+	// time before 1970-01-01 00:00:01 UTC or after 2106-02-07 06:28:15 UTC, a
+	// zero IssuedAt, NotBefore after NotAfter, daily minutes outside 0..1439
+	// or From equal to Until, more than MaxGates gates, or a gate listed
+	// twice.
 	ErrInvalidClaims = errors.New("invalid pass claims")
 
-	// ErrInvalidKey is returned by Sign and NewKeySet when a key's ID is not
-	// 8 lower-case hex digits or its key material has the wrong length.
+	// ErrInvalidKey is returned by Sign, SignPerson and NewKeySet when a
+	// key's ID is not 8 lower-case hex digits or its key material has the
+	// wrong length.
 	ErrInvalidKey = errors.New("invalid pass-signing key")
 )

@@ -9,19 +9,26 @@ import (
 	"github.com/svc-vms/svc/shared/passtoken"
 )
 
-// FuzzVerify feeds Verify arbitrary text. It must never panic, must fail
-// with one of its sentinels, and whatever it accepts must be exactly the
-// token Sign makes from the claims it returned: one text form per token.
+// FuzzVerify feeds Verify and VerifyPerson arbitrary text. Neither may
+// panic, each must fail with one of its sentinels, no text is both kinds of
+// token, and whatever one accepts must be exactly the token Sign (or
+// SignPerson) makes from the claims it returned: one text form per token.
 func FuzzVerify(f *testing.F) {
 	k := newKey(f, 1)
 	keys := keySet(f, k)
 	valid := signT(f, k, baseClaims(f))
+	person := signPersonT(f, k, basePerson(f))
 	f.Add(valid)
 	f.Add(signT(f, k, worstClaims(f)))
 	f.Add("")
 	f.Add(passtoken.Prefix)
 	f.Add("P1:7Q2XK\x00\xff lower case and: other stuff ====")
 	f.Add(valid[:len(valid)-1] + "B")
+	f.Add(person)
+	f.Add(passtoken.PersonPrefix)
+	f.Add(person[:len(person)-1] + "B")
+	f.Add(passtoken.Prefix + person[len(passtoken.PersonPrefix):])
+	f.Add(passtoken.PersonPrefix + valid[len(passtoken.Prefix):])
 	f.Fuzz(func(t *testing.T, s string) {
 		checkVerify(t, k, keys, s)
 	})
@@ -29,12 +36,16 @@ func FuzzVerify(f *testing.F) {
 
 func checkVerify(t *testing.T, k passtoken.Key, keys passtoken.KeySet, s string) {
 	t.Helper()
+	checkVerifyPerson(t, k, keys, s)
 	c, err := passtoken.Verify(s, keys)
 	if err != nil {
 		if !isVerifyError(err) {
 			t.Fatalf("Verify(%q): error %v wraps none of the sentinels", s, err)
 		}
 		return
+	}
+	if _, err := passtoken.VerifyPerson(s, keys); err == nil {
+		t.Fatalf("%q verifies both as a visit pass and as a personal pass", s)
 	}
 	again, err := passtoken.Sign(k, c)
 	if err != nil {
@@ -50,6 +61,52 @@ func checkVerify(t *testing.T, k passtoken.Key, keys passtoken.KeySet, s string)
 	if d := diffClaims(c2, c); d != "" {
 		t.Fatalf("re-signed claims differ: %s", d)
 	}
+}
+
+func checkVerifyPerson(t *testing.T, k passtoken.Key, keys passtoken.KeySet, s string) {
+	t.Helper()
+	c, err := passtoken.VerifyPerson(s, keys)
+	if err != nil {
+		if !isVerifyError(err) {
+			t.Fatalf("VerifyPerson(%q): error %v wraps none of the sentinels", s, err)
+		}
+		return
+	}
+	again, err := passtoken.SignPerson(k, c)
+	if err != nil {
+		t.Fatalf("VerifyPerson accepted %q but SignPerson refuses its claims: %v", s, err)
+	}
+	if again != s {
+		t.Fatalf("VerifyPerson accepted a second form of a token:\n%q\nSignPerson makes\n%q", s, again)
+	}
+}
+
+// FuzzVerifyPersonSigned signs arbitrary personal payloads with the test key
+// the way the format does, to reach the checks past the signature. A correct
+// signature over 24 bytes can only fail as ErrMalformed (a zero issue time).
+func FuzzVerifyPersonSigned(f *testing.F) {
+	k := newKey(f, 1)
+	keys := keySet(f, k)
+	f.Add(rawPerson(f, k, basePerson(f)), []byte(nil))
+	f.Add([]byte{}, []byte{1})
+	f.Add(make([]byte, 24), []byte(nil))
+	keyID := mustHex(f, k.ID)
+	f.Fuzz(func(t *testing.T, payload, extra []byte) {
+		if len(payload) > 64 || len(extra) > 8 {
+			return
+		}
+		payload = append([]byte{}, payload...)
+		copy(payload, keyID)
+		tok := forgePerson(k, payload, extra)
+		_, err := passtoken.VerifyPerson(tok, keys)
+		if len(payload) == 24 && len(extra) == 0 && err != nil && !errors.Is(err, passtoken.ErrMalformed) {
+			t.Fatalf("correctly signed payload %x: err = %v, want ErrMalformed or success", payload, err)
+		}
+		if (len(payload) != 24 || len(extra) != 0) && err == nil {
+			t.Fatalf("payload of %d bytes and %d after the signature verified", len(payload), len(extra))
+		}
+		checkVerify(t, k, keys, tok)
+	})
 }
 
 // FuzzVerifySigned reaches the payload checks past the signature, which

@@ -45,10 +45,11 @@ func splitChanges(cs []protocol.Change) ([][]protocol.Change, error) {
 
 // splitSnapshot cuts a whole snapshot into parts that each fit one Reply:
 // at most protocol.MaxSnapshot objects of a kind and budget bytes. The
-// first part carries the settings; gates, keys and visits follow in order.
+// first part carries the settings; gates, keys, people and visits follow in
+// order.
 func splitSnapshot(s protocol.Snapshot) ([]protocol.Snapshot, error) {
 	newPart := func() protocol.Snapshot {
-		return protocol.Snapshot{Seq: s.Seq, Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{}}
+		return protocol.Snapshot{Seq: s.Seq, Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{}, People: []protocol.Person{}}
 	}
 	cur := newPart()
 	cur.Settings = s.Settings
@@ -83,6 +84,15 @@ func splitSnapshot(s protocol.Snapshot) ([]protocol.Snapshot, error) {
 		}
 		room(n, func(p *protocol.Snapshot) int { return len(p.Keys) })
 		cur.Keys = append(cur.Keys, s.Keys[i])
+		size += n + 1
+	}
+	for i := range s.People {
+		n, err := sizeOf(&s.People[i])
+		if err != nil {
+			return nil, fmt.Errorf("measure person %s: %w", s.People[i].ID, err)
+		}
+		room(n, func(p *protocol.Snapshot) int { return len(p.People) })
+		cur.People = append(cur.People, s.People[i])
 		size += n + 1
 	}
 	for i := range s.Visits {

@@ -65,17 +65,19 @@ func TestSplitChanges(t *testing.T) {
 
 func TestSplitSnapshot(t *testing.T) {
 	for _, tt := range []struct {
-		name          string
-		visits, gates int
-		big           bool
-		parts         int // at least
+		name                  string
+		visits, gates, people int
+		big                   bool
+		parts                 int // at least
 	}{
-		{"empty", 0, 0, false, 1},
-		{"small", 10, 2, false, 1},
-		{"exactly MaxSnapshot visits", protocol.MaxSnapshot, 1, false, 1},
-		{"more visits than a part holds", 2*protocol.MaxSnapshot + 1, 1, false, 3},
-		{"more gates than a part holds", 3, protocol.MaxSnapshot + 5, false, 2},
-		{"large visits split by bytes", 900, 1, true, 2},
+		{"empty", 0, 0, 0, false, 1},
+		{"small", 10, 2, 5, false, 1},
+		{"exactly MaxSnapshot visits", protocol.MaxSnapshot, 1, 0, false, 1},
+		{"more visits than a part holds", 2*protocol.MaxSnapshot + 1, 1, 0, false, 3},
+		{"more gates than a part holds", 3, protocol.MaxSnapshot + 5, 0, false, 2},
+		{"more people than a part holds", 3, 1, protocol.MaxSnapshot + 1, false, 2},
+		{"large visits split by bytes", 900, 1, 0, true, 2},
+		{"large people and visits split by bytes", 600, 1, protocol.MaxSnapshot, true, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := protocol.Snapshot{Seq: 77, Settings: &protocol.Settings{Timezone: "Europe/Berlin"}}
@@ -83,6 +85,13 @@ func TestSplitSnapshot(t *testing.T) {
 				s.Gates = append(s.Gates, protocol.Gate{ID: ids.New(ids.Gate), Name: "G", Direction: "entry"})
 			}
 			s.Keys = []protocol.Key{{ID: "0a0b0c0d", Public: make([]byte, 32)}}
+			for range tt.people {
+				p := protocol.Person{ID: ids.New(ids.Person), Name: "P", Active: true, PassIssuedAt: t0.Unix()}
+				if tt.big {
+					p.Name = strings.Repeat("p", 200)
+				}
+				s.People = append(s.People, p)
+			}
 			for range tt.visits {
 				v := newVisit("V")
 				if tt.big {
@@ -93,7 +102,7 @@ func TestSplitSnapshot(t *testing.T) {
 			parts, err := splitSnapshot(s)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, len(parts), tt.parts)
-			var visits, gates, keys, settings int
+			var visits, gates, keys, people, settings int
 			for i, p := range parts {
 				assert.Equal(t, i+1, p.Part)
 				assert.Equal(t, len(parts), p.Parts)
@@ -101,13 +110,14 @@ func TestSplitSnapshot(t *testing.T) {
 				b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: strings.Repeat("r", 64), Snapshot: &p})
 				require.NoError(t, err, "part %d fits a message", i+1)
 				assert.LessOrEqual(t, len(b), protocol.MaxMessage)
-				visits, gates, keys = visits+len(p.Visits), gates+len(p.Gates), keys+len(p.Keys)
+				visits, gates, keys, people = visits+len(p.Visits), gates+len(p.Gates), keys+len(p.Keys), people+len(p.People)
 				if p.Settings != nil {
 					settings++
 				}
 			}
 			assert.Equal(t, tt.visits, visits)
 			assert.Equal(t, tt.gates, gates)
+			assert.Equal(t, tt.people, people)
 			assert.Equal(t, 1, keys)
 			assert.Equal(t, 1, settings, "settings in one part only")
 			assert.NotNil(t, parts[0].Settings)

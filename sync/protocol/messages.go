@@ -23,7 +23,7 @@ const (
 	MaxMessage     = 512 << 10 // bytes
 	MaxChanges     = 500       // changes in a Batch or Reply
 	MaxAcks        = 1000      // fact IDs in one Reply
-	MaxSnapshot    = 1000      // visits in one snapshot part
+	MaxSnapshot    = 1000      // objects of one kind (visits, people, ...) in one snapshot part
 	maxText        = 200       // names
 	maxRequestID   = 64
 	maxSoftwareVer = 64
@@ -183,6 +183,30 @@ func (k *Key) validate(where string) error {
 	return nil
 }
 
+// Person is one of the organisation's people as a gate needs them: an
+// employee who clocks in and out with a personal pass (shared/passtoken's
+// "E1:" tokens). Every site follows every person of its organisation.
+type Person struct {
+	ID     string `json:"id"`
+	Name   string `json:"name,omitempty"` // for a gate display
+	Active bool   `json:"active"`         // a deactivated person's pass is refused
+	// PassIssuedAt is the Unix second the person's current pass was issued
+	// at: a token with another issue time was replaced and is refused.
+	PassIssuedAt int64 `json:"pass_issued_at"`
+}
+
+func (p *Person) validate(where string) error {
+	switch {
+	case !ids.Valid(ids.Person, p.ID):
+		return invalid("%s.id is not a person ID", where)
+	case len(p.Name) > maxText:
+		return invalid("%s.name is longer than %d bytes", where, maxText)
+	case p.PassIssuedAt < 0:
+		return invalid("%s.pass_issued_at is negative", where)
+	}
+	return nil
+}
+
 func isHex(s string) bool {
 	for _, c := range s {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
@@ -201,6 +225,7 @@ type Change struct {
 	Gate     *Gate     `json:"gate,omitempty"`
 	Settings *Settings `json:"settings,omitempty"`
 	Key      *Key      `json:"key,omitempty"`
+	Person   *Person   `json:"person,omitempty"`
 }
 
 func (c *Change) validate(where string) error {
@@ -220,6 +245,9 @@ func (c *Change) validate(where string) error {
 	}
 	if err == nil && c.Key != nil {
 		n, err = n+1, c.Key.validate(where+".key")
+	}
+	if err == nil && c.Person != nil {
+		n, err = n+1, c.Person.validate(where+".person")
 	}
 	if err != nil {
 		return err
@@ -267,6 +295,13 @@ const (
 	FactCheckOut FactKind = "check_out" // a visitor left through an exit gate
 	FactReEntry  FactKind = "re_entry"  // a new visit admitted on a checked-out visit's pass
 	FactRefused  FactKind = "refused"   // a scan refused, with its reason
+	FactPunch    FactKind = "punch"     // a person clocked in or out with their personal pass
+)
+
+// Directions of a punch.
+const (
+	DirectionIn  = "in"
+	DirectionOut = "out"
 )
 
 // Reasons a gate refuses a scan for besides the pass rules' (a
@@ -287,12 +322,18 @@ const (
 	// ReasonNotIn: the pass's visit is not checked in and was scanned at
 	// an exit gate, so there is no stay to end.
 	ReasonNotIn = "not_in"
+	// ReasonPersonInactive: a personal pass of a person who is deactivated.
+	ReasonPersonInactive = "person_inactive"
+	// ReasonPassReplaced: a personal pass whose issue time is not the
+	// person's current pass's: it was replaced by a reissue.
+	ReasonPassReplaced = "pass_replaced"
 )
 
 // GateReasons lists the refusal reasons of a gate that are not pass-rule
 // reasons, for documentation and tests.
 func GateReasons() []string {
-	return []string{ReasonInvalidToken, ReasonStale, ReasonRelayFailed, ReasonAlreadyIn, ReasonNotIn}
+	return []string{ReasonInvalidToken, ReasonStale, ReasonRelayFailed, ReasonAlreadyIn, ReasonNotIn,
+		ReasonPersonInactive, ReasonPassReplaced}
 }
 
 // Fact is something that happened at a gate, as the edge saw it. The cloud
@@ -308,6 +349,8 @@ type Fact struct {
 	VisitID     string    `json:"visit_id,omitempty"`      // the visit checked in or out; the new visit of a re-entry; empty for a refusal of no known visit
 	PassVisitID string    `json:"pass_visit_id,omitempty"` // the visit holding the pass
 	Reason      string    `json:"reason,omitempty"`        // a refusal's passrule.Reason or one of GateReasons
+	PersonID    string    `json:"person_id,omitempty"`     // the person of a punch, or of a refused personal pass
+	Direction   string    `json:"direction,omitempty"`     // a punch's: DirectionIn or DirectionOut
 }
 
 func (f *Fact) validate() error {
@@ -326,8 +369,21 @@ func (f *Fact) validate() error {
 		return invalid("visit_id is not a visit ID")
 	case f.PassVisitID != "" && !ids.Valid(ids.Visit, f.PassVisitID):
 		return invalid("pass_visit_id is not a visit ID")
+	case f.PersonID != "" && !ids.Valid(ids.Person, f.PersonID):
+		return invalid("person_id is not a person ID")
+	case f.Kind != FactPunch && f.Direction != "":
+		return invalid("a %s has no direction", f.Kind)
+	case f.Kind != FactPunch && f.Kind != FactRefused && f.PersonID != "":
+		return invalid("a %s names no person", f.Kind)
 	}
 	switch f.Kind {
+	case FactPunch:
+		if f.PersonID == "" || f.VisitID != "" || f.PassVisitID != "" || f.Reason != "" {
+			return invalid("a punch names its person, and no visit, pass visit or reason")
+		}
+		if f.Direction != DirectionIn && f.Direction != DirectionOut {
+			return invalid("direction %q is not in or out", f.Direction)
+		}
 	case FactCheckIn, FactCheckOut:
 		if f.VisitID == "" || f.Reason != "" {
 			return invalid("a %s names its visit and no reason", f.Kind)
@@ -339,6 +395,9 @@ func (f *Fact) validate() error {
 	case FactRefused:
 		if !slices.Contains(GateReasons(), f.Reason) && !validReason(f.Reason) {
 			return invalid("reason %q is not a refusal reason", f.Reason)
+		}
+		if f.PersonID != "" && (f.VisitID != "" || f.PassVisitID != "") {
+			return invalid("a refusal names a person or a visit, not both")
 		}
 	default:
 		return invalid("kind %q is not a fact kind", f.Kind)
@@ -390,13 +449,14 @@ type Snapshot struct {
 	Gates    []Gate    `json:"gates"`
 	Keys     []Key     `json:"keys"`
 	Visits   []Visit   `json:"visits"`
+	People   []Person  `json:"people"`
 }
 
 func (s *Snapshot) validate() error {
 	switch {
 	case s.Parts < 1 || s.Part < 1 || s.Part > s.Parts:
 		return invalid("snapshot part %d of %d", s.Part, s.Parts)
-	case len(s.Visits) > MaxSnapshot || len(s.Gates) > MaxSnapshot || len(s.Keys) > MaxSnapshot:
+	case len(s.Visits) > MaxSnapshot || len(s.Gates) > MaxSnapshot || len(s.Keys) > MaxSnapshot || len(s.People) > MaxSnapshot:
 		return invalid("a snapshot part holds more than %d objects of a kind", MaxSnapshot)
 	}
 	if s.Settings != nil {
@@ -416,6 +476,11 @@ func (s *Snapshot) validate() error {
 	}
 	for i := range s.Visits {
 		if err := s.Visits[i].validate(fmt.Sprintf("snapshot.visits[%d]", i)); err != nil {
+			return err
+		}
+	}
+	for i := range s.People {
+		if err := s.People[i].validate(fmt.Sprintf("snapshot.people[%d]", i)); err != nil {
 			return err
 		}
 	}
@@ -543,7 +608,7 @@ func Decode[M Message](b []byte, m M) error {
 // Object is one of the objects a change carries, validated on its own
 // when it is stored rather than sent (the edge's cache keeps them).
 type Object interface {
-	*Visit | *Gate | *Settings | *Key
+	*Visit | *Gate | *Settings | *Key | *Person
 	validate(where string) error
 }
 
@@ -575,6 +640,8 @@ func objectName(o any) string {
 		return "gate"
 	case *Settings:
 		return "settings"
+	case *Person:
+		return "person"
 	}
 	return "key"
 }

@@ -32,6 +32,10 @@ func visit() protocol.Visit {
 		VisitorName: "Vera Visitor", HostName: "Ada Lovelace"}
 }
 
+func person() protocol.Person {
+	return protocol.Person{ID: ids.New(ids.Person), Name: "Ada Lovelace", Active: true, PassIssuedAt: at.Unix()}
+}
+
 func key() protocol.Key {
 	pub, _, _ := ed25519.GenerateKey(nil)
 	return protocol.Key{ID: "5eed0001", Public: pub}
@@ -87,23 +91,28 @@ func roundTrip[M protocol.Message](t *testing.T, m M, fresh M) {
 }
 
 func TestMessages_RoundTrip(t *testing.T) {
-	v, k := visit(), key()
+	v, k, p := visit(), key(), person()
 	changes := []protocol.Change{
 		{Seq: 41, At: at, Visit: &v},
 		{Seq: 42, At: at, Gate: &protocol.Gate{ID: gateID, Name: "Main entrance", Direction: "entry"}},
 		{Seq: 43, At: at, Settings: &protocol.Settings{Timezone: "Europe/London", OfflineLimitMinutes: 1440}},
 		{Seq: 44, At: at, Key: &k},
+		{Seq: 45, At: at, Person: &p},
 	}
 	roundTrip(t, &protocol.Batch{Changes: changes}, &protocol.Batch{})
 	roundTrip(t, &protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactCheckIn, EdgeID: edgeID, Counter: 7, At: at,
 		GateID: gateID, VisitID: v.ID, PassVisitID: v.ID}, &protocol.Fact{})
 	roundTrip(t, &protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactRefused, EdgeID: edgeID, Counter: 8, At: at,
 		GateID: gateID, Reason: protocol.ReasonInvalidToken}, &protocol.Fact{})
+	roundTrip(t, &protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactPunch, EdgeID: edgeID, Counter: 9, At: at,
+		GateID: gateID, PersonID: p.ID, Direction: protocol.DirectionOut}, &protocol.Fact{})
+	roundTrip(t, &protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactRefused, EdgeID: edgeID, Counter: 10, At: at,
+		GateID: gateID, PersonID: p.ID, Reason: protocol.ReasonPassReplaced}, &protocol.Fact{})
 	roundTrip(t, &protocol.ResyncRequest{RequestID: "r-1", After: 40}, &protocol.ResyncRequest{})
 	roundTrip(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: []string{ids.New(ids.Fact), ids.New(ids.Fact)}}, &protocol.Reply{})
 	roundTrip(t, &protocol.Reply{Kind: protocol.ReplyChanges, RequestID: "r-1", Changes: changes, More: true}, &protocol.Reply{})
 	roundTrip(t, &protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: "r-1", Snapshot: &protocol.Snapshot{Seq: 44, Part: 1, Parts: 2,
-		Settings: changes[2].Settings, Gates: []protocol.Gate{*changes[1].Gate}, Keys: []protocol.Key{k}, Visits: []protocol.Visit{v}}}, &protocol.Reply{})
+		Settings: changes[2].Settings, Gates: []protocol.Gate{*changes[1].Gate}, Keys: []protocol.Key{k}, Visits: []protocol.Visit{v}, People: []protocol.Person{p}}}, &protocol.Reply{})
 	roundTrip(t, &protocol.Status{EdgeID: edgeID, State: "online", At: at, Seq: 44, Outbox: 3, Software: "svc-edge 0.1"}, &protocol.Status{})
 
 	got := changes[0].Visit.Rules.Rules()
@@ -149,6 +158,12 @@ func TestDecode_RefusesWhatIsNotAValidMessage(t *testing.T) {
 		"bad visit status": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &protocol.Visit{ID: v.ID, ForVisitID: v.ID, Status: "lost"}}}},
 		"bad rules": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &protocol.Visit{ID: v.ID, ForVisitID: v.ID, Status: "expected",
 			Rules: protocol.Rules{Window: protocol.Window{Before: -5}}}}}},
+		"visit and person":       {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v, Person: &protocol.Person{ID: ids.New(ids.Person)}}}},
+		"person with a visit ID": {Changes: []protocol.Change{{Seq: 1, At: at, Person: &protocol.Person{ID: v.ID}}}},
+		"person name too long": {Changes: []protocol.Change{{Seq: 1, At: at, Person: &protocol.Person{ID: ids.New(ids.Person),
+			Name: strings.Repeat("x", 201)}}}},
+		"negative pass_issued_at": {Changes: []protocol.Change{{Seq: 1, At: at, Person: &protocol.Person{ID: ids.New(ids.Person),
+			PassIssuedAt: -1}}}},
 	} {
 		_, err := protocol.Encode(m)
 		require.ErrorIs(t, err, protocol.ErrInvalid, name)
@@ -178,12 +193,101 @@ func TestDecode_RefusalReasons(t *testing.T) {
 	require.True(t, errors.Is(err, protocol.ErrInvalid), "a refusal has a reason")
 }
 
+func TestPerson_Validate(t *testing.T) {
+	p := person()
+	require.NoError(t, protocol.Validate(&p))
+	p.Name = strings.Repeat("é", 100) // 200 bytes
+	require.NoError(t, protocol.Validate(&p), "a name of 200 bytes")
+	p.Name, p.Active, p.PassIssuedAt = "", false, 0
+	require.NoError(t, protocol.Validate(&p), "no name, inactive, no pass yet")
+	p.Name = strings.Repeat("é", 100) + "x"
+	require.ErrorIs(t, protocol.Validate(&p), protocol.ErrInvalid, "201 bytes")
+
+	b, err := json.Marshal(person())
+	require.NoError(t, err)
+	var got protocol.Person
+	require.NoError(t, protocol.DecodeObject(b, &got))
+	require.Equal(t, person().Name, got.Name)
+	for name, raw := range map[string]string{
+		"unknown field":  strings.Replace(string(b), `{`, `{"email":"a@b.c",`, 1),
+		"trailing data":  string(b) + `{}`,
+		"bad ID":         strings.Replace(string(b), `"person_`, `"visit_`, 1),
+		"negative time":  strings.Replace(string(b), `"pass_issued_at":`, `"pass_issued_at":-`, 1),
+		"active as text": strings.Replace(string(b), `"active":true`, `"active":"yes"`, 1),
+	} {
+		require.ErrorIs(t, protocol.DecodeObject([]byte(raw), &protocol.Person{}), protocol.ErrInvalid, name)
+	}
+
+	people := make([]protocol.Person, protocol.MaxSnapshot+1)
+	for i := range people {
+		people[i] = protocol.Person{ID: ids.New(ids.Person)}
+	}
+	_, err = protocol.Encode(&protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: "r", Snapshot: &protocol.Snapshot{Part: 1, Parts: 1, People: people}})
+	require.ErrorIs(t, err, protocol.ErrInvalid, "more people than a part holds")
+	bad := protocol.Snapshot{Part: 1, Parts: 1, People: []protocol.Person{{ID: "person_123"}}}
+	_, err = protocol.Encode(&protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: "r", Snapshot: &bad})
+	require.ErrorIs(t, err, protocol.ErrInvalid, "a bad person in a snapshot")
+}
+
+func TestFact_PunchAndPersonFields(t *testing.T) {
+	personID, visitID := ids.New(ids.Person), ids.New(ids.Visit)
+	base := protocol.Fact{ID: ids.New(ids.Fact), EdgeID: edgeID, Counter: 1, At: at, GateID: gateID}
+	with := func(edit func(*protocol.Fact)) protocol.Fact {
+		f := base
+		edit(&f)
+		return f
+	}
+	punch := func(edit func(*protocol.Fact)) protocol.Fact {
+		return with(func(f *protocol.Fact) {
+			f.Kind, f.PersonID, f.Direction = protocol.FactPunch, personID, protocol.DirectionIn
+			edit(f)
+		})
+	}
+	for name, tc := range map[string]struct {
+		f  protocol.Fact
+		ok bool
+	}{
+		"punch in":                  {punch(func(*protocol.Fact) {}), true},
+		"punch out":                 {punch(func(f *protocol.Fact) { f.Direction = protocol.DirectionOut }), true},
+		"punch without person":      {punch(func(f *protocol.Fact) { f.PersonID = "" }), false},
+		"punch with a visit ID":     {punch(func(f *protocol.Fact) { f.PersonID = visitID }), false},
+		"punch without direction":   {punch(func(f *protocol.Fact) { f.Direction = "" }), false},
+		"punch sideways":            {punch(func(f *protocol.Fact) { f.Direction = "both" }), false},
+		"punch naming a visit":      {punch(func(f *protocol.Fact) { f.VisitID = visitID }), false},
+		"punch naming a pass visit": {punch(func(f *protocol.Fact) { f.PassVisitID = visitID }), false},
+		"punch with a reason":       {punch(func(f *protocol.Fact) { f.Reason = protocol.ReasonInvalidToken }), false},
+		"refused personal pass": {with(func(f *protocol.Fact) {
+			f.Kind, f.PersonID, f.Reason = protocol.FactRefused, personID, protocol.ReasonPersonInactive
+		}), true},
+		"refused naming person+visit": {with(func(f *protocol.Fact) {
+			f.Kind, f.PersonID, f.VisitID, f.Reason = protocol.FactRefused, personID, visitID, protocol.ReasonNotIn
+		}), false},
+		"refused with a direction": {with(func(f *protocol.Fact) {
+			f.Kind, f.Direction, f.Reason = protocol.FactRefused, protocol.DirectionIn, protocol.ReasonStale
+		}), false},
+		"check_in naming a person": {with(func(f *protocol.Fact) { f.Kind, f.VisitID, f.PersonID = protocol.FactCheckIn, visitID, personID }), false},
+		"check_out with a direction": {with(func(f *protocol.Fact) {
+			f.Kind, f.VisitID, f.Direction = protocol.FactCheckOut, visitID, protocol.DirectionOut
+		}), false},
+	} {
+		_, err := protocol.Encode(&tc.f)
+		if tc.ok {
+			require.NoError(t, err, name)
+		} else {
+			require.ErrorIs(t, err, protocol.ErrInvalid, name)
+		}
+	}
+	require.Contains(t, protocol.GateReasons(), protocol.ReasonPersonInactive)
+	require.Contains(t, protocol.GateReasons(), protocol.ReasonPassReplaced)
+}
+
 // FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and
 // whatever one accepts encodes again to a message it accepts equally.
 func FuzzDecode(f *testing.F) {
-	v, k := visit(), key()
+	v, k, p := visit(), key(), person()
 	for _, m := range []any{
-		&protocol.Batch{Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v}, {Seq: 2, At: at, Key: &k}}},
+		&protocol.Batch{Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v}, {Seq: 2, At: at, Key: &k}, {Seq: 3, At: at, Person: &p}}},
+		&protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactPunch, EdgeID: edgeID, Counter: 4, At: at, GateID: gateID, PersonID: p.ID, Direction: "in"},
 		&protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactReEntry, EdgeID: edgeID, Counter: 3, At: at, GateID: gateID, VisitID: v.ID, PassVisitID: v.ID},
 		&protocol.ResyncRequest{RequestID: "x", After: 9},
 		&protocol.Reply{Kind: protocol.ReplyAck, Acks: []string{ids.New(ids.Fact)}},
