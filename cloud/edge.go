@@ -80,4 +80,6 @@ const (
 	ConflictNotCheckedIn      = "not_checked_in"  // a check-out of a visit the cloud has as expected
 	ConflictNotCheckedOut     = "not_checked_out" // a re-entry from a visit the cloud has not checked out
 	ConflictUnknownGate       = "unknown_gate"    // the gate is not one of the site's
+	ConflictUnknownPerson     = "unknown_person"  // a punch by no person of the organisation: recorded, no attendance event
+	ConflictPersonInactive    = "person_inactive" // a punch by a deactivated person: recorded, and counted
 )

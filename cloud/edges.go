@@ -163,8 +163,17 @@ func (s *Service) ApplyFacts(ctx context.Context, site protocol.Site, facts []pr
 			gates[f.GateID] = gateOK
 		}
 		f.At = f.At.UTC().Truncate(time.Microsecond)
+		var punchConflict string
+		if f.Kind == protocol.FactPunch {
+			// The punch goes in first, in its own transaction, keyed by
+			// the fact's ID: if the fact's record below fails, the edge
+			// sends it again and the punch is found, not made twice.
+			if punchConflict, err = s.punchFromFact(ctx, t, siteID, f, gateOK, now); err != nil {
+				return nil, fmt.Errorf("apply fact %s: %w", f.ID, err)
+			}
+		}
 		batch = append(batch, EdgeFact{Tenant: t, SiteID: siteID, Fact: f, ReceivedAt: now})
-		judges = append(judges, factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now})
+		judges = append(judges, factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now, punchConflict: punchConflict})
 	}
 	if len(batch) == 0 {
 		return errs, nil
@@ -191,6 +200,10 @@ type factJudge struct {
 	f      protocol.Fact
 	gateOK bool // the fact's gate is one of the site's
 	now    time.Time
+	// punchConflict is why a punch fact could not be applied as it
+	// stands (ConflictUnknownPerson, ConflictPersonInactive); "" when it
+	// was.
+	punchConflict string
 	load   func(string) (Visit, error)
 	w      *FactWrites
 }
@@ -206,7 +219,19 @@ func (j *factJudge) judge() error {
 	case protocol.FactRefused:
 		return nil // recorded, nothing more: a refusal changes no visit
 	case protocol.FactPunch:
-		return nil // applied by the attendance domain
+		// Applied before the batch (punchFromFact); recorded here, with
+		// what went wrong, audited against the person.
+		conflict := j.punchConflict
+		if conflict == "" && !j.gateOK {
+			conflict = ConflictUnknownGate
+		}
+		if conflict != "" {
+			j.w.Conflict = conflict
+			ev := j.event(conflict, "")
+			ev.ObjectType, ev.ObjectID = "person", j.f.PersonID
+			j.w.Audit = append(j.w.Audit, ev)
+		}
+		return nil
 	case protocol.FactCheckIn, protocol.FactCheckOut:
 		conflict, status, err = j.entryOrExit()
 	case protocol.FactReEntry:

@@ -627,8 +627,10 @@ func TestSiteSnapshot(t *testing.T) {
 	})
 }
 
-// A punch is recorded once and changes nothing here: the attendance
-// domain applies it.
+// A punch fact becomes one attendance event (source gate, the scan time,
+// the fact's ID), however often it is applied, and changes no visit; a
+// punch by nobody of the organisation is recorded with its conflict and
+// makes none.
 func TestApplyFact_Punch(t *testing.T) {
 	eachStore(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
@@ -643,6 +645,22 @@ func TestApplyFact_Punch(t *testing.T) {
 		require.Equal(t, protocol.FactPunch, rec.Fact.Kind)
 		require.Empty(t, rec.Conflict)
 		require.Equal(t, head, e.head(t), "no feed change")
+		punches, _, err := store.ListPunches(t.Context(), e.tenant, cloud.PunchFilter{PersonID: p.ID}, cloud.Page{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, punches, 1, "one attendance event for the fact, applied twice")
+		require.Equal(t, cloud.SourceGate, punches[0].Source)
+		require.Equal(t, cloud.PunchIn, punches[0].Kind)
+		require.Equal(t, f.ID, punches[0].FactID)
+		require.Equal(t, f.EdgeID, punches[0].EdgeID)
+		require.True(t, f.At.UTC().Truncate(time.Microsecond).Equal(punches[0].OccurredAt))
+
+		nobody := e.fact(protocol.FactPunch, "")
+		nobody.PersonID, nobody.Direction = ids.New(ids.Person), protocol.DirectionOut
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, nobody))
+		require.Equal(t, cloud.ConflictUnknownPerson, e.recorded(t, nobody.ID).Conflict)
+		all, _, err := store.ListPunches(t.Context(), e.tenant, cloud.PunchFilter{}, cloud.Page{Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, all, 1)
 
 		refused := e.fact(protocol.FactRefused, "")
 		refused.PersonID, refused.Reason = p.ID, protocol.ReasonPassReplaced
