@@ -204,8 +204,8 @@ type factJudge struct {
 	// stands (ConflictUnknownPerson, ConflictPersonInactive); "" when it
 	// was.
 	punchConflict string
-	load   func(string) (Visit, error)
-	w      *FactWrites
+	load          func(string) (Visit, error)
+	w             *FactWrites
 }
 
 // maxReentries bounds the walk along a pass's re-entries.
