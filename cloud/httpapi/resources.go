@@ -326,13 +326,15 @@ type personJSON struct {
 	SiteID        *string `json:"site_id"`
 	Active        bool    `json:"active"`
 	DeactivatedAt *string `json:"deactivated_at"`
+	PassIssuedAt  string  `json:"pass_issued_at"`
 	CreatedAt     string  `json:"created_at"`
 	UpdatedAt     string  `json:"updated_at"`
 }
 
 func renderPerson(p cloud.Person) personJSON {
 	return personJSON{ID: p.ID, Name: p.Name, Email: nullable(p.Email), Phone: nullable(p.Phone), JobTitle: nullable(p.JobTitle),
-		SiteID: nullable(p.SiteID), Active: p.Active, DeactivatedAt: tsPtr(p.DeactivatedAt), CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
+		SiteID: nullable(p.SiteID), Active: p.Active, DeactivatedAt: tsPtr(p.DeactivatedAt), PassIssuedAt: ts(p.PassIssuedAt),
+		CreatedAt: ts(p.CreatedAt), UpdatedAt: ts(p.UpdatedAt)}
 }
 
 func parsePerson(b *body) cloud.PersonInput {

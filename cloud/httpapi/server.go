@@ -195,6 +195,9 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPatch, "/people/:person_id", route{scope: cloud.ScopePeopleWrite}, s.updatePerson)
 	op(http.MethodPost, "/people/:person_id/deactivate", route{scope: cloud.ScopePeopleWrite}, s.deactivatePerson)
 	op(http.MethodPost, "/people/:person_id/reactivate", route{scope: cloud.ScopePeopleWrite}, s.reactivatePerson)
+	op(http.MethodGet, "/people/:person_id/pass", route{scope: cloud.ScopePeopleRead}, s.personPass)
+	op(http.MethodGet, "/people/:person_id/pass.png", route{scope: cloud.ScopePeopleRead}, s.personPassPNG)
+	op(http.MethodPost, "/people/:person_id/reissue-pass", route{scope: cloud.ScopePeopleWrite}, s.reissuePersonPass)
 
 	op(http.MethodGet, "/people/:person_id/attendance-consent", route{scope: cloud.ScopeAttendanceRead}, s.getConsent)
 	op(http.MethodPatch, "/people/:person_id/attendance-consent", route{scope: cloud.ScopeAttendanceWrite}, s.updateConsent)
