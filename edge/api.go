@@ -13,13 +13,20 @@ import (
 type ScanResponse struct {
 	GateID   string `json:"gate_id"`
 	Admitted bool   `json:"admitted"`
-	// Kind is the fact recorded: check_in, check_out, re_entry or refused;
-	// empty when the scan was abandoned before a decision.
+	// Kind is the fact recorded: check_in, check_out, re_entry, punch or
+	// refused; empty when the scan was abandoned before a decision.
 	Kind        string `json:"kind,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	VisitID     string `json:"visit_id,omitempty"`
 	PassVisitID string `json:"pass_visit_id,omitempty"`
-	FactID      string `json:"fact_id,omitempty"`
+	// PersonID is a personal pass's holder; Direction a punch's, in or out.
+	PersonID  string `json:"person_id,omitempty"`
+	Direction string `json:"direction,omitempty"`
+	// Repeat is true for a personal pass scanned again at the gate of its
+	// last punch within gate.PunchRepeat: the gate opened, nothing was
+	// recorded (no fact_id).
+	Repeat bool   `json:"repeat,omitempty"`
+	FactID string `json:"fact_id,omitempty"`
 	// DecisionMicros is how long the decision took, in microseconds.
 	DecisionMicros int64 `json:"decision_us"`
 	// Error is a relay or store failure; the response is then 500.
@@ -68,6 +75,7 @@ type CacheStatus struct {
 	Visits int `json:"visits"`
 	Gates  int `json:"gates"`
 	Keys   int `json:"keys"`
+	People int `json:"people"`
 }
 
 // GateStatus is one configured gate.

@@ -214,7 +214,7 @@ func TestApp_Status(t *testing.T) {
 	require.False(t, st.Stale)
 	require.Equal(t, 1, st.Outbox.Depth)
 	require.True(t, t0.Equal(*st.Outbox.Oldest))
-	require.Equal(t, edge.CacheStatus{Visits: 3, Gates: 2, Keys: 1}, st.Cache)
+	require.Equal(t, edge.CacheStatus{Visits: 3, Gates: 2, Keys: 1, People: 2}, st.Cache)
 	require.Len(t, st.Gates, 2)
 	require.Equal(t, edge.GateStatus{GateID: s.entry, Name: "Turnstile in", Direction: "entry", WhenStale: "fail_secure",
 		Readers: []string{"tcp 127.0.0.1:0", "camera"}, DoorOpen: ptr(false)}, st.Gates[0])
@@ -351,4 +351,79 @@ func TestSimulatedPins_OnePinPerName(t *testing.T) {
 	require.Same(t, a, b)
 	require.NotSame(t, a, c)
 	require.Equal(t, "GPIO17", a.Name())
+}
+
+// An employee's personal pass at the App's gates: a punch in at the entry,
+// out at the exit, a second scan at the exit within gate.PunchRepeat opens
+// it again and records nothing, and a deactivated person is refused. The
+// punches are in the outbox the sync half publishes, and the status and
+// metrics count them.
+func TestApp_PersonalPassPunches(t *testing.T) {
+	s := newSite(t).start()
+	scan := func(gateID, body string) edge.ScanResponse {
+		t.Helper()
+		resp, text := s.post("/gates/"+gateID+"/scan", "text/plain", strings.NewReader(body))
+		require.Equal(t, http.StatusOK, resp.StatusCode, text)
+		var out edge.ScanResponse
+		require.NoError(t, json.Unmarshal([]byte(text), &out), text)
+		return out
+	}
+	erin, gone := s.people[0], s.people[1]
+
+	in := scan(s.entry, s.personToken(erin))
+	require.True(t, in.Admitted)
+	require.Equal(t, "punch", in.Kind)
+	require.Equal(t, protocol.DirectionIn, in.Direction)
+	require.Equal(t, erin.ID, in.PersonID)
+	require.NotEmpty(t, in.FactID)
+	s.waitNotified()
+
+	s.clock.set(t0.Add(30 * time.Minute))
+	out := scan(s.exit, s.personToken(erin))
+	require.Equal(t, protocol.DirectionOut, out.Direction)
+	require.NotEmpty(t, out.FactID)
+	s.clock.set(t0.Add(30*time.Minute + 20*time.Second))
+	again := scan(s.exit, s.personToken(erin))
+	require.True(t, again.Admitted)
+	require.True(t, again.Repeat)
+	require.Empty(t, again.FactID, "a repeat records nothing")
+
+	refused := scan(s.entry, s.personToken(gone))
+	require.False(t, refused.Admitted)
+	require.Equal(t, protocol.ReasonPersonInactive, refused.Reason)
+	require.Equal(t, gone.ID, refused.PersonID)
+
+	var st edge.StatusResponse
+	_, body := s.get("/status")
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	require.Equal(t, 2, st.Cache.People)
+	samples, _ := s.metrics()
+	require.Equal(t, 2.0, samples["svc_edge_cache_people"])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason=""}`, s.entry)])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason=""}`, s.exit)])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason="repeat"}`, s.exit)])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="refused",reason="person_inactive"}`, s.entry)])
+	require.Equal(t, 1, s.pulses("GPIO17"), "the entry opened once: the refusal did not open it")
+	require.Equal(t, 2, s.pulses("GPIO22"), "the exit opened twice: the punch and its repeat")
+
+	facts := s.outboxAfterStop()
+	require.Len(t, facts, 3)
+	for i, want := range []struct {
+		kind         protocol.FactKind
+		person, dir  string
+		gate, reason string
+		at           time.Time
+	}{
+		{protocol.FactPunch, erin.ID, protocol.DirectionIn, s.entry, "", t0},
+		{protocol.FactPunch, erin.ID, protocol.DirectionOut, s.exit, "", t0.Add(30 * time.Minute)},
+		{protocol.FactRefused, gone.ID, "", s.entry, protocol.ReasonPersonInactive, t0.Add(30*time.Minute + 20*time.Second)},
+	} {
+		f := facts[i]
+		require.Equal(t, want.kind, f.Kind, "fact %d", i)
+		require.Equal(t, want.person, f.PersonID, "fact %d", i)
+		require.Equal(t, want.dir, f.Direction, "fact %d", i)
+		require.Equal(t, want.gate, f.GateID, "fact %d", i)
+		require.Equal(t, want.reason, f.Reason, "fact %d", i)
+		require.True(t, want.at.Equal(f.At), "fact %d at the scan time", i)
+	}
 }

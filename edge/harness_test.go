@@ -79,6 +79,7 @@ type site struct {
 	entry  string // tcp reader, camera, door sensor; fail secure
 	exit   string // tcp reader; fail open
 	visits []protocol.Visit
+	people []protocol.Person // the first active, the second deactivated
 	done   chan error
 	cancel context.CancelFunc
 	srv    *httptest.Server
@@ -128,7 +129,19 @@ func newSite(t *testing.T, opts ...option) *site {
 	for range 3 {
 		s.visits = append(s.visits, s.newVisit())
 	}
+	for _, active := range []bool{true, false} {
+		s.people = append(s.people, protocol.Person{ID: ids.New(ids.Person), Name: "Erin Employee", Active: active,
+			PassIssuedAt: t0.Add(-24 * time.Hour).Unix()})
+	}
 	return s
+}
+
+// personToken is the person's current pass as the cloud signs it.
+func (s *site) personToken(p protocol.Person) string {
+	s.t.Helper()
+	tok, err := passtoken.SignPerson(s.key, passtoken.PersonClaims{PersonID: p.ID, IssuedAt: time.Unix(p.PassIssuedAt, 0)})
+	require.NoError(s.t, err)
+	return tok
 }
 
 func (s *site) newVisit() protocol.Visit {
@@ -153,6 +166,7 @@ func (s *site) fill(c *cache.Cache) error {
 		},
 		Keys:   []protocol.Key{{ID: pub.ID, Public: pub.Key}},
 		Visits: s.visits,
+		People: s.people,
 	}})
 	if err != nil {
 		return err

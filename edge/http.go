@@ -80,7 +80,7 @@ func (a *App) status(w http.ResponseWriter, s *site) {
 		Now:    now.UTC(),
 		Seq:    view.Seq(),
 		Outbox: OutboxStatus{Depth: depth},
-		Cache:  CacheStatus{Visits: counts.Visits, Gates: counts.Gates, Keys: counts.Keys},
+		Cache:  CacheStatus{Visits: counts.Visits, Gates: counts.Gates, Keys: counts.Keys, People: counts.People},
 		Gates:  []GateStatus{},
 	}
 	if t := view.SyncedAt(); !t.IsZero() {
@@ -152,7 +152,8 @@ func (a *App) scan(w http.ResponseWriter, r *http.Request, s *site) {
 	res := g.Scan(r.Context(), text, a.d.Now())
 	a.m.observe(res)
 	out := ScanResponse{GateID: res.GateID, Admitted: res.Admitted, Kind: string(res.Kind), Reason: res.Reason,
-		VisitID: res.VisitID, PassVisitID: res.PassVisitID, FactID: res.FactID, DecisionMicros: res.Decision.Microseconds()}
+		VisitID: res.VisitID, PassVisitID: res.PassVisitID, PersonID: res.PersonID, Direction: res.Direction, Repeat: res.Repeat,
+		FactID: res.FactID, DecisionMicros: res.Decision.Microseconds()}
 	status := http.StatusOK
 	if res.Err != nil {
 		out.Error, status = res.Err.Error(), http.StatusInternalServerError

@@ -27,6 +27,10 @@ const (
 	errAbandoned = "abandoned"
 )
 
+// reasonRepeat is the reason label of a personal pass scanned again within
+// gate.PunchRepeat: result punch, but no fact was recorded.
+const reasonRepeat = "repeat"
+
 type scanKey struct{ gate, result, reason string }
 
 type histogram struct {
@@ -67,7 +71,11 @@ func (m *metrics) observe(res gate.Result) {
 	if res.Kind == "" { // abandoned before a decision
 		return
 	}
-	m.scans[scanKey{res.GateID, string(res.Kind), res.Reason}]++
+	reason := res.Reason
+	if res.Repeat {
+		reason = reasonRepeat // an admit, but no fact: told apart from the punch it repeats
+	}
+	m.scans[scanKey{res.GateID, string(res.Kind), reason}]++
 	h := m.decisions[res.GateID]
 	if h == nil {
 		h = &histogram{counts: make([]uint64, len(decisionBuckets))}
@@ -127,7 +135,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 		p.sample("svc_edge_decision_seconds_sum", h.sum, "gate_id", id)
 		p.sample("svc_edge_decision_seconds_count", float64(h.count), "gate_id", id)
 	}
-	p.family("svc_edge_scans_total", "counter", "Scans decided, by gate, result (the fact recorded) and refusal reason.")
+	p.family("svc_edge_scans_total", "counter", "Scans decided, by gate, result (the fact recorded) and refusal reason; reason repeat for a punch repeated, which records none.")
 	for _, k := range sortedScanKeys(m.scans) {
 		p.sample("svc_edge_scans_total", float64(m.scans[k]), "gate_id", k.gate, "result", k.result, "reason", k.reason)
 	}
@@ -162,6 +170,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	p.gauge("svc_edge_cache_visits", "Visits in the cache.", float64(counts.Visits))
 	p.gauge("svc_edge_cache_gates", "Gates in the cache.", float64(counts.Gates))
 	p.gauge("svc_edge_cache_keys", "Pass-verification keys in the cache, retired ones included.", float64(counts.Keys))
+	p.gauge("svc_edge_cache_people", "People in the cache, deactivated ones included.", float64(counts.People))
 	if p.err != nil {
 		return p.err
 	}

@@ -38,6 +38,9 @@ type Decision struct {
 	Reason string
 	// VisitID and PassVisitID are as in Result.
 	VisitID, PassVisitID string
+	// PersonID and Direction are as in Result: a personal pass's holder
+	// and a punch's direction.
+	PersonID, Direction string
 	// Visits are the visits an admit leaves behind, to be recorded with
 	// its fact: the visit checked in or out; a re-entry's new visit and
 	// the visit it was made from. Nil for a refusal.
@@ -45,17 +48,31 @@ type Decision struct {
 
 	judged      string // the cached visit decided on, if any
 	unknownGate bool   // the cache does not know this gate
+	repeat      bool   // a punch repeated within PunchRepeat: admit, record nothing
 }
 
 // Admit reports whether the decision lets the visitor through.
 func (d Decision) Admit() bool { return d.Kind != protocol.FactRefused && d.Kind != "" }
+
+// Repeat reports whether the decision is a personal pass scanned again
+// within PunchRepeat at the gate of the person's last punch: an admit that
+// records no fact.
+func (d Decision) Repeat() bool { return d.repeat }
 
 // Decide decides on text scanned at time at against the store's current
 // state, as Scan would, without waiting for other scans, pulsing or
 // recording anything.
 func (g *Gate) Decide(text string, at time.Time) Decision {
 	st := g.store.State()
-	claims, err := passtoken.Verify(strings.TrimSpace(text), st.Keys())
+	text = strings.TrimSpace(text)
+	if isPersonal(text) {
+		claims, err := passtoken.VerifyPerson(text, st.Keys())
+		if err != nil {
+			return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
+		}
+		return g.decidePerson(st, &claims, at)
+	}
+	claims, err := passtoken.Verify(text, st.Keys())
 	if err != nil {
 		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 	}

@@ -9,7 +9,9 @@
 // # A scan
 //
 // Gate.Scan trims the text and verifies it as a pass token against the
-// site's keys (passtoken.Verify). What follows is refused, in this order:
+// site's keys (passtoken.Verify); text starting with "E1:" is an
+// employee's personal pass instead (below). What follows is refused, in
+// this order:
 //
 //  1. invalid_token: the text is malformed, names an unknown key or its
 //     signature does not match. Logged as an invalid scan.
@@ -52,11 +54,34 @@
 // is the visit judged, so single use is counted along the chain as the
 // cloud counts it.
 //
+// # Personal passes
+//
+// A personal pass (passtoken.VerifyPerson) clocks its holder in or out: an
+// admit records a punch fact (person, direction, gate, scan time), and the
+// cache makes it the person's last punch in the same transaction. Refused,
+// in this order: invalid_token (as above); stale_cache (as above, for a
+// gate that fails secure); person_inactive when the cache holds the person
+// deactivated; pass_replaced when the token's issue time is not the
+// cached person's current pass's. A person the cache does not hold (made
+// while the site was offline) is admitted on the signature alone, as a
+// visit never received is. Personal passes name no site or gates: one
+// pass works at every site of the organisation.
+//
+// The direction: in at an entry gate, out at an exit gate, and at a gate
+// used both ways the opposite of the person's last punch at the site (in
+// when there is none). A scan at the gate of the person's last punch
+// within PunchRepeat of it is the same passage held to the reader twice:
+// the relay is pulsed again and nothing is recorded (Result.Repeat), so a
+// gate used both ways does not turn the punch around. There is no
+// anti-passback for people: an entry gate punches in whatever came before.
+// A relay that fails records a relay_failed refusal naming the person.
+//
 // # Concurrency
 //
 // Scans of one pass are serialised across all gates sharing a *Passes,
 // from the decision to the record, so two readers cannot both admit a
-// single-use pass or make two re-entries from the same state. Scans of
+// single-use pass or make two re-entries from the same state; a personal
+// pass's scans likewise, by person, so two readers cannot both punch. Scans of
 // different passes run in parallel. Decide is the decision alone: no
 // lock, no relay, no record.
 package gate

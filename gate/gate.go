@@ -19,6 +19,12 @@ import (
 type State interface {
 	// Visit returns the visit with this ID.
 	Visit(id string) (protocol.Visit, bool)
+	// Person returns the person with this ID, active or not; false for
+	// one the cloud has not sent (made while the site was offline).
+	Person(id string) (protocol.Person, bool)
+	// LastPunch returns the last punch fact this edge recorded for the
+	// person, at any of its gates; false when none.
+	LastPunch(personID string) (protocol.Fact, bool)
 	// Gate returns one of the site's gates.
 	Gate(id string) (protocol.Gate, bool)
 	// Keys are the pass-verification keys; the gate does not modify them.
@@ -37,7 +43,8 @@ type Store interface {
 	// what it recorded.
 	State() State
 	// Record stores the visits a scan changed and its fact in one
-	// transaction, and returns the fact as stored. On error nothing is
+	// transaction, and returns the fact as stored; a punch fact becomes
+	// its person's LastPunch in the same transaction. On error nothing is
 	// stored; the error is the store's.
 	Record(visits []protocol.Visit, f protocol.Fact) (protocol.Fact, error)
 }
@@ -112,8 +119,9 @@ type Result struct {
 	GateID string
 	// Admitted is true when the relay was pulsed for the visitor.
 	Admitted bool
-	// Kind is the fact recorded: check_in, check_out, re_entry or refused.
-	// Empty when the scan was abandoned before a decision (Err says why).
+	// Kind is the fact recorded: check_in, check_out, re_entry, punch or
+	// refused; punch too for a Repeat, which records nothing. Empty when
+	// the scan was abandoned before a decision (Err says why).
 	Kind protocol.FactKind
 	// Reason is a refusal's reason: a passrule.Reason or one of
 	// protocol.GateReasons. Empty for an admit.
@@ -121,8 +129,15 @@ type Result struct {
 	// VisitID is the visit checked in or out, the new visit of a
 	// re-entry, or the visit a refusal judged; empty for a visit the edge
 	// does not know. PassVisitID is the visit holding the pass, empty for
-	// an invalid token.
+	// an invalid token. Both are empty for a personal pass.
 	VisitID, PassVisitID string
+	// PersonID is the holder of a personal pass (not for an invalid
+	// token); Direction is a punch's, in or out.
+	PersonID, Direction string
+	// Repeat is true for a personal pass scanned again at the same gate
+	// within PunchRepeat of the person's last punch there: the relay was
+	// pulsed again but nothing was recorded (FactID is empty).
+	Repeat bool
 	// FactID is the recorded fact's ID; empty when recording failed.
 	FactID string
 	// Decision is how long verifying the token and deciding took: the
@@ -143,6 +158,9 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 	start := time.Now()
 	text = strings.TrimSpace(text)
 	st := g.store.State()
+	if isPersonal(text) {
+		return g.scanPerson(ctx, text, at, st, start)
+	}
 	claims, err := passtoken.Verify(text, st.Keys())
 	if err != nil {
 		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
@@ -174,18 +192,27 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 		return g.finish(d, res, at)
 	}
 	res = g.finish(d, res, at)
+	g.endPulse(end, &res)
+	return res
+}
+
+// endPulse waits out an admit's pulse; a relay that does not end it is
+// reported with the admit.
+func (g *Gate) endPulse(end func() error, res *Result) {
 	if err := end(); err != nil {
 		res.Err = errors.Join(res.Err, fmt.Errorf("%w: %w", ErrRelay, err))
-		g.log.Error("relay did not end its pulse; the gate may be left open", "visit_id", d.VisitID, "error", err.Error())
+		g.log.Error("relay did not end its pulse; the gate may be left open", "visit_id", res.VisitID, "person_id", res.PersonID,
+			"error", err.Error())
 	}
-	return res
 }
 
 // finish records d and fills in res.
 func (g *Gate) finish(d Decision, res Result, at time.Time) Result {
 	res.Admitted, res.Kind, res.Reason = d.Admit(), d.Kind, d.Reason
 	res.VisitID, res.PassVisitID = d.VisitID, d.PassVisitID
-	f := protocol.Fact{ID: ids.New(ids.Fact), Kind: d.Kind, At: at, GateID: g.id, VisitID: d.VisitID, PassVisitID: d.PassVisitID, Reason: d.Reason}
+	res.PersonID, res.Direction = d.PersonID, d.Direction
+	f := protocol.Fact{ID: ids.New(ids.Fact), Kind: d.Kind, At: at, GateID: g.id, VisitID: d.VisitID, PassVisitID: d.PassVisitID,
+		Reason: d.Reason, PersonID: d.PersonID, Direction: d.Direction}
 	stored, err := g.store.Record(d.Visits, f)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrRecord, err)
@@ -193,13 +220,14 @@ func (g *Gate) finish(d Decision, res Result, at time.Time) Result {
 			res.Err = err
 		}
 		g.log.Error("scan not recorded", "kind", string(d.Kind), "reason", d.Reason, "admitted", res.Admitted,
-			"visit_id", d.VisitID, "pass_visit_id", d.PassVisitID, "error", err.Error())
+			"visit_id", d.VisitID, "pass_visit_id", d.PassVisitID, "person_id", d.PersonID, "error", err.Error())
 		return res
 	}
 	res.FactID = stored.ID
 	if d.Reason != protocol.ReasonInvalidToken && d.Reason != protocol.ReasonRelayFailed { // both logged above
 		g.log.Info("scan", "kind", string(d.Kind), "reason", d.Reason, "visit_id", d.VisitID,
-			"pass_visit_id", d.PassVisitID, "fact_id", stored.ID, "decision_us", res.Decision.Microseconds())
+			"pass_visit_id", d.PassVisitID, "person_id", d.PersonID, "direction", d.Direction,
+			"fact_id", stored.ID, "decision_us", res.Decision.Microseconds())
 	}
 	return res
 }

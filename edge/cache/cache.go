@@ -91,7 +91,8 @@ func Open(path string, opts Options) (*Cache, error) {
 // not at all.
 func (c *Cache) init(edgeID string) error {
 	return c.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud} {
+		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud,
+			bucketPeople, bucketPunches} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -184,6 +185,25 @@ func (c *Cache) load() error {
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketPeople).ForEach(func(k, b []byte) error {
+			p, err := decodePerson(b)
+			if err == nil && p.ID != string(k) {
+				err = fmt.Errorf("holds person %s", p.ID)
+			}
+			if err == nil {
+				err = e.putPerson(p)
+			}
+			if err != nil {
+				return corrupt(bucketPeople, k, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.loadPunches(tx, e); err != nil {
 			return err
 		}
 		if err := c.loadVisits(tx, e); err != nil {
@@ -284,6 +304,32 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit) error {
 	decoders.Wait()
 	close(results)
 	return <-packed
+}
+
+// loadPunches checks each person's last punch: a punch fact of this edge,
+// filed under its person, with a counter this edge assigned.
+func (c *Cache) loadPunches(tx *bolt.Tx, e *edit) error {
+	return tx.Bucket(bucketPunches).ForEach(func(k, b []byte) error {
+		var f protocol.Fact
+		err := protocol.Decode(b, &f)
+		switch {
+		case err != nil:
+		case f.Kind != protocol.FactPunch:
+			err = fmt.Errorf("holds a %s fact", f.Kind)
+		case f.PersonID != string(k):
+			err = fmt.Errorf("holds a punch of person %s", f.PersonID)
+		case f.EdgeID != c.edgeID:
+			err = fmt.Errorf("punch of edge %s in the file of %s", f.EdgeID, c.edgeID)
+		case f.Counter > c.counter:
+			err = fmt.Errorf("counter %d is past the last assigned, %d", f.Counter, c.counter)
+		default:
+			err = e.putPunch(f)
+		}
+		if err != nil {
+			return corrupt(bucketPunches, k, err)
+		}
+		return nil
+	})
 }
 
 // loadOutbox checks every waiting fact and its index entry, and counts
@@ -449,6 +495,11 @@ func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
 	case ch.Key != nil:
 		e.putKey(*ch.Key)
 		return putJSON(tx.Bucket(bucketKeys), []byte(ch.Key.ID), ch.Key)
+	case ch.Person != nil:
+		if err := e.putPerson(*ch.Person); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketPeople), []byte(ch.Person.ID), ch.Person)
 	case ch.Settings != nil:
 		if err := e.setSettings(*ch.Settings); err != nil {
 			return err
@@ -515,9 +566,10 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
-// ReplaceSnapshot replaces the visits, gates, keys and settings with the
-// union of all parts of one snapshot, and sets the sequence to its Seq, in
-// one transaction. The fact counter, outbox and sync time stay. Visits
+// ReplaceSnapshot replaces the visits, gates, keys, people and settings
+// with the union of all parts of one snapshot, and sets the sequence to its
+// Seq, in one transaction. The fact counter, outbox, last punches and sync
+// time stay. Visits
 // with facts still in the outbox are merged by the conflict rule, and kept
 // as they are when the snapshot lacks them (a visit made here offline). A
 // snapshot without settings leaves the cache without settings. It returns
@@ -534,10 +586,10 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	cur := c.view.Load()
 	in := newInterner()
 	e := newFullEdit(in)
-	e.v.seq, e.v.syncedAt, e.v.outbox = parts[0].Seq, cur.syncedAt, cur.outbox
+	e.v.seq, e.v.syncedAt, e.v.outbox, e.v.punches = parts[0].Seq, cur.syncedAt, cur.outbox, cur.punches
 	var next *View
 	err := c.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys} {
+		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys, bucketPeople} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("empty bucket %s: %w", name, err)
 			}
@@ -605,7 +657,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	return nil
 }
 
-// putPart stores a snapshot part's settings, gates and keys.
+// putPart stores a snapshot part's settings, gates, keys and people.
 func (c *Cache) putPart(tx *bolt.Tx, e *edit, p *protocol.Snapshot) error {
 	if p.Settings != nil {
 		if err := e.setSettings(*p.Settings); err != nil {
@@ -633,6 +685,18 @@ func (c *Cache) putPart(tx *bolt.Tx, e *edit, p *protocol.Snapshot) error {
 		}
 		e.putKey(k)
 		if err := putJSON(tx.Bucket(bucketKeys), []byte(k.ID), k); err != nil {
+			return err
+		}
+	}
+	people := tx.Bucket(bucketPeople)
+	for _, p := range p.People {
+		if people.Get([]byte(p.ID)) != nil {
+			return fmt.Errorf("person %s appears twice: %w", p.ID, protocol.ErrInvalid)
+		}
+		if err := e.putPerson(p); err != nil {
+			return err
+		}
+		if err := putJSON(people, []byte(p.ID), p); err != nil {
 			return err
 		}
 	}
@@ -674,6 +738,11 @@ func checkParts(parts []protocol.Snapshot) error {
 				return fmt.Errorf("part %d visits[%d]: %w", p.Part, j, err)
 			}
 		}
+		for j := range p.People {
+			if err := check(protocol.Change{Person: &p.People[j]}); err != nil {
+				return fmt.Errorf("part %d people[%d]: %w", p.Part, j, err)
+			}
+		}
 	}
 	if settings > 1 {
 		return fmt.Errorf("%d parts carry settings: %w", settings, protocol.ErrInvalid)
@@ -683,7 +752,7 @@ func checkParts(parts []protocol.Snapshot) error {
 
 // Record stores what a gate did, in one transaction: the visits of
 // change, and fact appended to the outbox with the next counter of this
-// edge. It returns the fact as stored (counter, edge and version set); an
+// edge; a punch fact also becomes its person's last punch (LastPunch). It returns the fact as stored (counter, edge and version set); an
 // empty fact.EdgeID is the cache's. Nothing is stored when it fails: with
 // an error wrapping protocol.ErrInvalid for an invalid fact or visit,
 // ErrEdgeMismatch for a fact of another edge, ErrNoEdge when the cache
@@ -757,6 +826,14 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 		}
 		if err := tx.Bucket(bucketMeta).Put(metaCounter, key); err != nil {
 			return err
+		}
+		if fact.Kind == protocol.FactPunch {
+			if err := tx.Bucket(bucketPunches).Put([]byte(fact.PersonID), raw); err != nil {
+				return err
+			}
+			if err := e.putPunch(fact); err != nil {
+				return err
+			}
 		}
 		e.v.outbox++
 		var err error

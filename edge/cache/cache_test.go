@@ -89,6 +89,8 @@ func changes(seq uint64, objs ...any) []protocol.Change {
 			c.Key = &o
 		case protocol.Settings:
 			c.Settings = &o
+		case protocol.Person:
+			c.Person = &o
 		default:
 			panic(fmt.Sprintf("changes: %T", o))
 		}

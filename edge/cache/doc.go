@@ -6,11 +6,16 @@
 //
 // # What the file holds
 //
-// The site snapshot the cloud sends (visits, gates, settings and the
-// organisation's pass-verification keys), the last change sequence applied,
-// the per-edge fact counter, the outbox: facts not yet acknowledged, in
-// counter order, and the cloud's latest version of each visit such a fact
-// names (see Conflicts). Visits are in a compact binary form (codec.go: a
+// The site snapshot the cloud sends (visits, gates, settings, the
+// organisation's pass-verification keys and its people), the last change
+// sequence applied, the per-edge fact counter, the outbox: facts not yet
+// acknowledged, in counter order, the cloud's latest version of each visit
+// such a fact names (see Conflicts), and each person's last punch at this
+// edge (the punch fact as recorded, written in the transaction that puts
+// it in the outbox, kept after its acknowledgement and across snapshots:
+// the gates decide a gate used both ways and the repeat rule from it).
+// People and punches are the protocol's JSON; a file of schema 2 from a
+// build before them gains their empty buckets when opened. Visits are in a compact binary form (codec.go: a
 // version byte, then the fields), decoded and then validated as strictly
 // as a message off the wire; the other values are the protocol's JSON,
 // decoded as strictly. The outbox is keyed by the counter, 8 bytes

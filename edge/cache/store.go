@@ -21,6 +21,10 @@ var (
 	bucketOutbox = []byte("outbox") // counter, 8 bytes big-endian → outboxRow
 	bucketFacts  = []byte("facts")  // fact ID → counter, 8 bytes big-endian: Ack's index
 	bucketCloud  = []byte("cloud")  // visit ID → encodeVisit: the cloud's latest version of a pending visit, as received
+	// Buckets a file of schema 2 gains when this build opens it (they
+	// start empty: the people arrive with the feed or a snapshot).
+	bucketPeople  = []byte("people")  // person ID → protocol.Person
+	bucketPunches = []byte("punches") // person ID → protocol.Encode of the last punch fact recorded here
 )
 
 // Keys of the meta bucket.
@@ -61,7 +65,7 @@ func readU64(b []byte) (uint64, error) {
 // check validates the one object a change holds the way the wire does.
 func check(c protocol.Change) error {
 	n := 0
-	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil} {
+	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil, c.Person != nil} {
 		if set {
 			n++
 		}
@@ -78,6 +82,8 @@ func check(c protocol.Change) error {
 		return protocol.Validate(c.Settings)
 	case c.Key != nil:
 		return protocol.Validate(c.Key)
+	case c.Person != nil:
+		return protocol.Validate(c.Person)
 	}
 	return fmt.Errorf("%w: a change holds no object", protocol.ErrInvalid)
 }
@@ -93,6 +99,10 @@ func decodeGate(raw []byte) (g protocol.Gate, err error) {
 
 func decodeKey(raw []byte) (k protocol.Key, err error) {
 	return k, protocol.DecodeObject(raw, &k)
+}
+
+func decodePerson(raw []byte) (p protocol.Person, err error) {
+	return p, protocol.DecodeObject(raw, &p)
 }
 
 func decodeSettings(raw []byte) (s protocol.Settings, err error) {

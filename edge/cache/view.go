@@ -35,12 +35,14 @@ type View struct {
 	seq      uint64
 	syncedAt time.Time
 	outbox   int
+	people   byUID[protocol.Person]
+	punches  byUID[protocol.Fact] // by person: the last punch recorded here
 }
 
 // Counts are how many objects a View holds and how many facts wait in the
 // outbox, for status reports. Keys counts retired keys too.
 type Counts struct {
-	Visits, Gates, Keys, Outbox int
+	Visits, Gates, Keys, People, Outbox int
 }
 
 // Visit returns the visit with this ID as the edge now knows it.
@@ -54,6 +56,28 @@ func (v *View) Visit(id string) (protocol.Visit, bool) {
 		return protocol.Visit{}, false
 	}
 	return e.visit(id, u), true
+}
+
+// Person returns the person with this ID as the edge now knows them:
+// every person of the organisation the cloud has sent, active or not.
+func (v *View) Person(id string) (protocol.Person, bool) {
+	u, ok := personUID(id)
+	if !ok {
+		return protocol.Person{}, false
+	}
+	return v.people.get(u)
+}
+
+// LastPunch returns the last punch this edge recorded for the person (at
+// any of its gates), the fact as it went into the outbox, acknowledged
+// since or not; false when it has recorded none. A snapshot keeps it: it
+// is what happened here, which the cloud does not send back.
+func (v *View) LastPunch(personID string) (protocol.Fact, bool) {
+	u, ok := personUID(personID)
+	if !ok {
+		return protocol.Fact{}, false
+	}
+	return v.punches.get(u)
 }
 
 // Gate returns one of the site's gates.
@@ -94,7 +118,7 @@ func (v *View) SyncedAt() time.Time { return v.syncedAt }
 
 // Counts returns the sizes of the View and of the outbox.
 func (v *View) Counts() Counts {
-	return Counts{Visits: v.nVisits, Gates: len(v.gates), Keys: len(v.keys), Outbox: v.outbox}
+	return Counts{Visits: v.nVisits, Gates: len(v.gates), Keys: len(v.keys), People: v.people.n, Outbox: v.outbox}
 }
 
 // noTime stands for a nil time in a visitEntry.
@@ -298,6 +322,52 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	return u, e, nil
 }
 
+// byUID is a copy-on-write map keyed by uid, split into shards as the
+// visits are, so a write copies the array of shard pointers and the one
+// shard it touches rather than every entry: people and their punches
+// change one at a time. The zero value is empty; a published one is never
+// written.
+type byUID[V any] struct {
+	s *[shards]map[uid]V // nil when empty
+	n int
+}
+
+func (m byUID[V]) get(u uid) (V, bool) {
+	if m.s == nil {
+		var zero V
+		return zero, false
+	}
+	x, ok := m.s[u.shard()][u]
+	return x, ok
+}
+
+// byUIDEdit changes a byUID for the next View, copying what it writes the
+// first time.
+type byUIDEdit[V any] struct {
+	own    bool // the array is this edit's
+	copied [shards]bool
+}
+
+func (e *byUIDEdit[V]) put(m *byUID[V], u uid, x V) {
+	if !e.own {
+		var arr [shards]map[uid]V
+		if m.s != nil {
+			arr = *m.s
+		}
+		m.s, e.own = &arr, true
+	}
+	s := u.shard()
+	if !e.copied[s] {
+		c := make(map[uid]V, len(m.s[s])+1)
+		maps.Copy(c, m.s[s])
+		m.s[s], e.copied[s] = c, true
+	}
+	if _, ok := m.s[s][u]; !ok {
+		m.n++
+	}
+	m.s[s][u] = x
+}
+
 // edit builds the next View from the current one. Maps reachable from a
 // published View are never written: edit copies a visit shard, the gates
 // or the keys the first time it changes them.
@@ -307,6 +377,8 @@ type edit struct {
 	gatesCopy  bool
 	keysCopy   bool
 	keysChange bool
+	people     byUIDEdit[protocol.Person]
+	punches    byUIDEdit[protocol.Fact]
 	in         *interner
 }
 
@@ -345,6 +417,26 @@ func (e *edit) deleteVisit(u uid) {
 	}
 	delete(e.v.visits[s], u)
 	e.v.nVisits--
+}
+
+// putPerson puts a valid person in the edit.
+func (e *edit) putPerson(p protocol.Person) error {
+	u, ok := personUID(p.ID)
+	if !ok {
+		return fmt.Errorf("id %q is not a person ID", p.ID)
+	}
+	e.people.put(&e.v.people, u, p)
+	return nil
+}
+
+// putPunch makes a valid punch fact its person's last.
+func (e *edit) putPunch(f protocol.Fact) error {
+	u, ok := personUID(f.PersonID)
+	if !ok {
+		return fmt.Errorf("person_id %q is not a person ID", f.PersonID)
+	}
+	e.punches.put(&e.v.punches, u, f)
+	return nil
 }
 
 func (e *edit) putGate(g protocol.Gate) {

@@ -13,8 +13,8 @@ import (
 )
 
 // CacheDiff compares an edge's cache with the cloud's snapshot of Site
-// now: the same sequence, settings, gates, keys and visits, each visit as
-// the cloud would send it. It returns the first difference, or "" when
+// now: the same sequence, settings, gates, keys, people and visits, each
+// visit as the cloud would send it. It returns the first difference, or "" when
 // there is none. A cache that was never synced (its sync time is not
 // written yet) differs.
 func (w *World) CacheDiff(t testing.TB, v *cache.View) string {
@@ -46,6 +46,14 @@ func (w *World) CacheDiff(t testing.TB, v *cache.View) string {
 	for _, k := range snap.Keys {
 		if !bytes.Equal(keys[k.ID], k.Public) {
 			return fmt.Sprintf("key %s differs or is missing", k.ID)
+		}
+	}
+	if counts.People != len(snap.People) {
+		return fmt.Sprintf("the cache has %d people, the cloud %d", counts.People, len(snap.People))
+	}
+	for _, want := range snap.People {
+		if got, ok := v.Person(want.ID); !ok || got != want {
+			return fmt.Sprintf("person %s: the cache has %+v (%v), the cloud %+v", want.ID, got, ok, want)
 		}
 	}
 	if counts.Visits != len(snap.Visits) {

@@ -92,7 +92,7 @@ func printStatus(w io.Writer, st edge.StatusResponse) error {
 	} else {
 		fmt.Fprintf(tw, "cache\tfresh\n")
 	}
-	fmt.Fprintf(tw, "cached\t%d visits, %d gates, %d keys\n", st.Cache.Visits, st.Cache.Gates, st.Cache.Keys)
+	fmt.Fprintf(tw, "cached\t%d visits, %d people, %d gates, %d keys\n", st.Cache.Visits, st.Cache.People, st.Cache.Gates, st.Cache.Keys)
 	if st.Outbox.Oldest != nil {
 		fmt.Fprintf(tw, "outbox\t%d facts waiting, oldest %s (%s)\n", st.Outbox.Depth, st.Outbox.Oldest.Format(time.RFC3339), ago(*st.Outbox.Oldest))
 	} else {
@@ -202,6 +202,15 @@ func printScan(w io.Writer, r edge.ScanResponse) {
 	}
 	if r.PassVisitID != "" && r.PassVisitID != r.VisitID {
 		fmt.Fprintf(&b, " (pass of %s)", r.PassVisitID)
+	}
+	if r.Direction != "" {
+		fmt.Fprintf(&b, " %s", r.Direction)
+	}
+	if r.PersonID != "" {
+		fmt.Fprintf(&b, " person %s", r.PersonID)
+	}
+	if r.Repeat {
+		b.WriteString(" (a repeat of the last punch: not recorded)")
 	}
 	if r.FactID != "" {
 		fmt.Fprintf(&b, ", fact %s", r.FactID)

@@ -175,7 +175,7 @@ func TestRunScanStatus(t *testing.T) {
 	code, out, errOut = runCLI(t, "status", "--addr", d.addr)
 	require.Equal(t, 0, code, errOut)
 	for _, want := range []string{
-		"edge       edge_", "sequence   3\n", "cache      fresh\n", "cached     2 visits, 2 gates, 1 keys\n",
+		"edge       edge_", "sequence   3\n", "cache      fresh\n", "cached     2 visits, 0 people, 2 gates, 1 keys\n",
 		"outbox     5 facts waiting, oldest ",
 		"broker\n  Connected     false\n  LastContact   never\n", "  Counters      Connects=0 ",
 		"gates\n  " + d.gate + "  Front turnstile  entry  fail_secure  tcp 127.0.0.1:",
