@@ -86,5 +86,14 @@ bench-edge:
 bench-webhooks:
 	$(GO) run ./cloud/bench/webhooks $(BENCH_FLAGS)
 
+## bench-attendance: 10,000 people's timesheets from a month of punches (about 436,000): the time to build them, RecordPunch's cost one at a time and 8 at once, and GET /v1/timesheet-periods and /v1/timesheets latency; SQLite, then PostgreSQL (SVC_TEST_POSTGRES_URL, else postgres://postgres@127.0.0.1:5432/test); BENCH_STORES narrows, BENCH_FLAGS adds flags (-trace-sql, -people, -requests, ...)
+BENCH_STORES ?= sqlite postgres
+.PHONY: bench-attendance
+bench-attendance:
+	@for s in $(BENCH_STORES); do \
+	  echo "== bench-attendance -store $$s"; \
+	  $(GO) run ./cloud/bench/attendance -store $$s $(BENCH_FLAGS) || exit 1; \
+	done
+
 clean:
 	rm -rf bin $(TOOLS)
