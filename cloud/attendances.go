@@ -560,17 +560,19 @@ func (s *Service) rebuild(ctx context.Context, tx AttendanceTx, st AttendanceSet
 		return err
 	}
 	for _, p := range periods {
-		if err := s.rebuildPeriod(ctx, tx, p, now); err != nil {
+		if _, err := s.rebuildPeriod(ctx, tx, p, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Service) rebuildPeriod(ctx context.Context, tx AttendanceTx, p TimesheetPeriod, now time.Time) error {
+// rebuildPeriod recomputes every timesheet of p and returns how many
+// people punched on its days (or the day either side).
+func (s *Service) rebuildPeriod(ctx context.Context, tx AttendanceTx, p TimesheetPeriod, now time.Time) (int, error) {
 	byPerson, err := tx.PeriodPunches(p.StartsOn.AddDays(-1), p.EndsOn.AddDays(1))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	people := make([]string, 0, len(byPerson))
 	for id := range byPerson {
@@ -579,10 +581,10 @@ func (s *Service) rebuildPeriod(ctx context.Context, tx AttendanceTx, p Timeshee
 	slices.Sort(people)
 	for _, id := range people {
 		if err := s.retally(ctx, tx, p, id, byPerson[id], now); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(people), nil
 }
 
 // RebuildTimesheets recomputes every timesheet of a period from the
@@ -597,12 +599,8 @@ func (s *Service) RebuildTimesheets(ctx context.Context, t Tenant, periodID stri
 		if err != nil {
 			return err
 		}
-		byPerson, err := tx.PeriodPunches(p.StartsOn.AddDays(-1), p.EndsOn.AddDays(1))
-		if err != nil {
-			return err
-		}
-		n = len(byPerson)
-		return s.rebuildPeriod(ctx, tx, p, s.Now())
+		n, err = s.rebuildPeriod(ctx, tx, p, s.Now())
+		return err
 	})
 	return n, s.committed(l, err)
 }
