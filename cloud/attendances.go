@@ -510,17 +510,24 @@ func eventLogOf(ctx context.Context) *eventLog {
 // period), and sent back to to_confirm, with an audit entry, when a late
 // punch changes one the person had confirmed or a manager approved.
 func (s *Service) retally(ctx context.Context, tx AttendanceTx, p TimesheetPeriod, personID string, punches []AttendanceEvent, now time.Time) error {
+	ts, ok, err := tx.TimesheetOf(p.ID, personID)
+	if err != nil {
+		return err
+	}
+	return s.retallyOf(ctx, tx, p, personID, punches, ts, ok, false, now)
+}
+
+// retallyOf is retally with the person's timesheet of p already read: ts
+// when ok, none when not. locked says p was read under its lock in this
+// transaction already (a rebuild reads it once for every person).
+func (s *Service) retallyOf(ctx context.Context, tx AttendanceTx, p TimesheetPeriod, personID string, punches []AttendanceEvent, ts Timesheet, ok, locked bool, now time.Time) error {
+	var err error
 	if punches == nil {
-		var err error
 		if punches, err = tx.Punches(personID, p.StartsOn.AddDays(-1), p.EndsOn.AddDays(1)); err != nil {
 			return err
 		}
 	}
 	totals := Tally(Summarise(personID, punches, p.StartsOn, p.EndsOn))
-	ts, ok, err := tx.TimesheetOf(p.ID, personID)
-	if err != nil {
-		return err
-	}
 	var events []string
 	switch {
 	case !ok && totals.Punches == 0:
@@ -529,8 +536,10 @@ func (s *Service) retally(ctx context.Context, tx AttendanceTx, p TimesheetPerio
 		// The period's row, read again under its lock: a closing that
 		// committed meanwhile is seen, so no open timesheet is made in a
 		// closed period.
-		if p, err = tx.Period(p.ID); err != nil {
-			return err
+		if !locked {
+			if p, err = tx.Period(p.ID); err != nil {
+				return err
+			}
 		}
 		ts = Timesheet{ID: ids.New(ids.Timesheet), Tenant: p.Tenant, PeriodID: p.ID, PersonID: personID, Status: TimesheetOpen,
 			Totals: totals, CreatedAt: now, UpdatedAt: now}
@@ -597,11 +606,24 @@ func (s *Service) rebuild(ctx context.Context, tx AttendanceTx, st AttendanceSet
 }
 
 // rebuildPeriod recomputes every timesheet of p and returns how many
-// people punched on its days (or the day either side).
+// people punched on its days (or the day either side). It reads the
+// period's punches and timesheets in one query each, not one per person.
 func (s *Service) rebuildPeriod(ctx context.Context, tx AttendanceTx, p TimesheetPeriod, now time.Time) (int, error) {
+	p, err := tx.Period(p.ID) // under its lock, once: see retallyOf
+	if err != nil {
+		return 0, err
+	}
 	byPerson, err := tx.PeriodPunches(p.StartsOn.AddDays(-1), p.EndsOn.AddDays(1))
 	if err != nil {
 		return 0, err
+	}
+	all, err := tx.PeriodTimesheets(p.ID, "")
+	if err != nil {
+		return 0, err
+	}
+	sheets := make(map[string]Timesheet, len(all))
+	for _, ts := range all {
+		sheets[ts.PersonID] = ts
 	}
 	people := make([]string, 0, len(byPerson))
 	for id := range byPerson {
@@ -609,7 +631,8 @@ func (s *Service) rebuildPeriod(ctx context.Context, tx AttendanceTx, p Timeshee
 	}
 	slices.Sort(people)
 	for _, id := range people {
-		if err := s.retally(ctx, tx, p, id, byPerson[id], now); err != nil {
+		ts, ok := sheets[id]
+		if err := s.retallyOf(ctx, tx, p, id, byPerson[id], ts, ok, true, now); err != nil {
 			return 0, err
 		}
 	}

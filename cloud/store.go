@@ -437,7 +437,8 @@ type AttendanceTx interface {
 	TimesheetOf(periodID, personID string) (Timesheet, bool, error)
 	// PutTimesheet inserts a new timesheet or stores one again.
 	PutTimesheet(ts Timesheet) error
-	// PeriodTimesheets returns a period's timesheets in a stage.
+	// PeriodTimesheets returns a period's timesheets in a stage, or in
+	// every stage when st is empty.
 	PeriodTimesheets(periodID string, st TimesheetStatus) ([]Timesheet, error)
 	// PeriodPunches returns every punch on days in [from, to], by person.
 	PeriodPunches(from, to Date) (map[string][]AttendanceEvent, error)

@@ -368,8 +368,11 @@ func (a *attTx) PutTimesheet(ts cloud.Timesheet) error {
 }
 
 func (a *attTx) PeriodTimesheets(periodID string, st cloud.TimesheetStatus) ([]cloud.Timesheet, error) {
-	return all(a.ctx, a.tx, scanTimesheet, `SELECT `+timesheetCols+` FROM timesheets
-		WHERE org_id = $1 AND mode = $2 AND period_id = $3 AND status = $4 ORDER BY id FOR UPDATE`, a.args(periodID, string(st))...)
+	q, args := `SELECT `+timesheetCols+` FROM timesheets WHERE org_id = $1 AND mode = $2 AND period_id = $3`, a.args(periodID)
+	if st != "" {
+		q, args = q+` AND status = $4`, append(args, string(st))
+	}
+	return all(a.ctx, a.tx, scanTimesheet, q+` ORDER BY id FOR UPDATE`, args...)
 }
 
 func (a *attTx) Consent(personID string, kind cloud.EvidenceKind) (cloud.Consent, bool, error) {

@@ -369,8 +369,11 @@ func (a *attTx) PutTimesheet(ts cloud.Timesheet) error {
 }
 
 func (a *attTx) PeriodTimesheets(periodID string, st cloud.TimesheetStatus) ([]cloud.Timesheet, error) {
-	rows, err := a.tx.QueryContext(a.ctx, `SELECT `+timesheetCols+` FROM timesheets WHERE period_id = ? AND status = ? AND org_id = ? AND mode = ?
-		ORDER BY id`, periodID, string(st), a.t.OrgID, string(a.t.Mode))
+	q, args := `SELECT `+timesheetCols+` FROM timesheets WHERE period_id = ? AND org_id = ? AND mode = ?`, []any{periodID, a.t.OrgID, string(a.t.Mode)}
+	if st != "" {
+		q, args = q+` AND status = ?`, append(args, string(st))
+	}
+	rows, err := a.tx.QueryContext(a.ctx, q+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}
