@@ -70,7 +70,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -329,18 +328,8 @@ func (e *env) analyze(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1`, e.schema)
-	if err != nil {
+	if err := benchutil.AnalyzeSchema(ctx, conn, e.schema, true); err != nil {
 		return err
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, t := range tables {
-		if _, err := conn.Exec(ctx, "VACUUM ANALYZE "+pgx.Identifier{e.schema, t}.Sanitize()); err != nil {
-			return fmt.Errorf("vacuum analyze %s: %w", t, err)
-		}
 	}
 	progress("  VACUUM ANALYZE in %.1f s", time.Since(start).Seconds())
 	return nil
@@ -727,7 +716,7 @@ type report struct{ figures, checks []string }
 // figure records a figure with the machine's load averages as it was
 // taken (other work on the machine slows every figure).
 func (r *report) figure(format string, args ...any) {
-	line := fmt.Sprintf(format, args...) + " [load " + loadavg() + "]"
+	line := fmt.Sprintf(format, args...) + " [load " + benchutil.LoadAvg() + "]"
 	r.figures = append(r.figures, line)
 	fmt.Fprintln(os.Stderr, "  = "+line)
 }
@@ -953,18 +942,6 @@ func (e *env) pgVersion(ctx context.Context) string {
 		return "?"
 	}
 	return v
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // newDay is a day a person did not work, for RecordPunch.

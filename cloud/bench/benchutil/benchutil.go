@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -105,4 +106,43 @@ func Pct(ds []time.Duration, p float64) time.Duration {
 	}
 	i := int(float64(len(ds))*p/100+0.999999) - 1
 	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+// LoadAvg is the machine's 1, 5 and 15 minute load averages as
+// /proc/loadavg gives them, or "?" where it cannot be read: every figure a
+// load program prints carries it, since a busy machine skews them.
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// AnalyzeSchema runs ANALYZE (VACUUM ANALYZE with vacuum) on every table
+// of a PostgreSQL schema, as autovacuum would in time, so a measure after
+// a bulk load plans on real statistics.
+func AnalyzeSchema(ctx context.Context, conn *pgx.Conn, schema string, vacuum bool) error {
+	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1`, schema)
+	if err != nil {
+		return err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	verb := "ANALYZE "
+	if vacuum {
+		verb = "VACUUM ANALYZE "
+	}
+	for _, t := range tables {
+		if _, err := conn.Exec(ctx, verb+pgx.Identifier{schema, t}.Sanitize()); err != nil {
+			return fmt.Errorf("%s%s: %w", strings.ToLower(verb), t, err)
+		}
+	}
+	return nil
 }

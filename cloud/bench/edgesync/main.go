@@ -459,20 +459,7 @@ func (b *bench) analyzeSchema(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = $1`, b.pgSchema)
-	if err != nil {
-		return err
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, t := range tables {
-		if _, err := conn.Exec(ctx, "ANALYZE "+pgx.Identifier{b.pgSchema, t}.Sanitize()); err != nil {
-			return fmt.Errorf("analyze %s: %w", t, err)
-		}
-	}
-	return nil
+	return benchutil.AnalyzeSchema(ctx, conn, b.pgSchema, false)
 }
 
 // markPublished hands every unpublished change of the feeds to a

@@ -176,7 +176,7 @@ func run(ctx context.Context, o options) error {
 		level = slog.LevelWarn
 	}
 	b := &bench{o: o, dir: dir, log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))}
-	fmt.Printf("RESULT machine cpus=%d loadavg=%q\n", runtime.NumCPU(), loadavg())
+	fmt.Printf("RESULT machine cpus=%d loadavg=%q\n", runtime.NumCPU(), benchutil.LoadAvg())
 	for _, st := range o.stores {
 		switch st {
 		case "sqlite":
@@ -231,18 +231,6 @@ func result(kv ...any) {
 		fmt.Fprintf(&sb, " %s=%v", kv[i], v)
 	}
 	fmt.Println(sb.String())
-}
-
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // ---- the database, service and endpoint ----
@@ -580,7 +568,7 @@ func (b *bench) throughput(ctx context.Context, kind string, c config) error {
 		}
 	}
 
-	load0 := loadavg()
+	load0 := benchutil.LoadAvg()
 	if b.o.cpuProfile != "" {
 		f, err := os.Create(fmt.Sprintf("%s-%s-%s.pprof", b.o.cpuProfile, kind, c))
 		if err != nil {
@@ -610,7 +598,7 @@ func (b *bench) throughput(ctx context.Context, kind string, c config) error {
 	if e.tracer != nil {
 		e.tracer.On(false)
 	}
-	load1 := loadavg()
+	load1 := benchutil.LoadAvg()
 	if err != nil {
 		stop()
 		running.Wait()
@@ -732,13 +720,13 @@ func (b *bench) delayAt(ctx context.Context, e *env, rate float64, process strin
 		}
 	}
 	progress("%s delay (dispatcher in the %s process): creating visits at %.0f/s for %v", e.kind, process, rate, b.o.duration)
-	load0 := loadavg()
+	load0 := benchutil.LoadAvg()
 	made, took, err := create(b.o.duration, "Steady Visitor")
 	if err != nil {
 		return err
 	}
 	evs, err := e.check(ctx, time.Second)
-	load1 := loadavg()
+	load1 := benchutil.LoadAvg()
 	if err != nil {
 		return err
 	}
