@@ -82,4 +82,5 @@ const (
 	ConflictUnknownGate       = "unknown_gate"    // the gate is not one of the site's
 	ConflictUnknownPerson     = "unknown_person"  // a punch by no person of the organisation: recorded, no attendance event
 	ConflictPersonInactive    = "person_inactive" // a punch by a deactivated person: recorded, and counted
+	ConflictNotVoided         = "not_voided"      // a relay_failed refusal voids an admit the visit no longer shows: left as it is
 )

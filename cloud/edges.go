@@ -217,7 +217,12 @@ func (j *factJudge) judge() error {
 	var err error
 	switch j.f.Kind {
 	case protocol.FactRefused:
+		if j.f.Voids != "" {
+			return j.void()
+		}
 		return nil // recorded, nothing more: a refusal changes no visit
+	case protocol.FactPassage:
+		return nil // an opening for a punch already made: recorded, no new punch
 	case protocol.FactPunch:
 		// Applied before the batch (punchFromFact); recorded here, with
 		// what went wrong, audited against the person.
@@ -428,6 +433,90 @@ func (j *factJudge) reEntry() (string, VisitStatus, error) {
 	j.touch(from)
 	j.w.New = append(j.w.New, next)
 	return conflict, status, nil
+}
+
+// void undoes the admit a relay_failed refusal names: the gate recorded
+// the admit, then its relay did not free the passage, so the visitor is
+// still outside (or, for a check-out, inside). The refusal carries the
+// admit's visit and scan time; the visit is put back only while it still
+// shows that admit, since what the cloud did after it wins. Every void is
+// audited; one the visit no longer shows is a not_voided conflict. A
+// voided punch keeps its attendance event: the person was at the gate
+// then, and a scan again is the same punch (docs/decisions.md).
+func (j *factJudge) void() error {
+	var conflict string
+	var status VisitStatus
+	if j.f.VisitID != "" {
+		v, err := j.visit(j.f.VisitID)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			conflict = ConflictUnknownVisit
+		} else {
+			status = v.Status
+			if conflict, err = j.undo(v); err != nil {
+				return err
+			}
+		}
+	}
+	ev := j.event(conflict, status)
+	ev.Action = AuditEdgeAdmitVoided
+	if j.f.VisitID == "" && j.f.PersonID != "" {
+		ev.ObjectType, ev.ObjectID = "person", j.f.PersonID
+	}
+	var detail map[string]any
+	_ = json.Unmarshal(ev.Detail, &detail) // event made it from a map
+	delete(detail, "conflict")
+	if conflict != "" {
+		detail["conflict"] = conflict
+	}
+	detail["voids"] = j.f.Voids
+	ev.Detail, _ = json.Marshal(detail)
+	j.w.Conflict = conflict
+	j.w.Audit = append(j.w.Audit, ev)
+	return nil
+}
+
+// undo puts v back as it was before the admit at the fact's scan time,
+// or returns ConflictNotVoided when v no longer shows that admit.
+func (j *factJudge) undo(v *Visit) (string, error) {
+	at := j.f.At
+	in := v.Status == VisitCheckedIn && v.CheckedInAt != nil && v.CheckedInAt.Equal(at)
+	switch {
+	case in && v.ID != j.f.PassVisitID && v.Pass.ForVisitID != "" && v.Pass.ForVisitID != v.ID:
+		// A re-entry's new visit: it never began. It is cancelled, and
+		// the visit it was made from names it no longer.
+		v.Status, v.CheckedInAt, v.CancelledAt, v.NeedsSomeone = VisitCancelled, nil, &at, false
+		j.touch(v)
+		seen := map[string]bool{}
+		for id := j.f.PassVisitID; id != "" && !seen[id] && len(seen) < maxReentries; {
+			seen[id] = true
+			from, err := j.visit(id)
+			if err != nil {
+				return "", err
+			}
+			if from == nil {
+				break
+			}
+			if from.ReenteredAs == v.ID {
+				from.ReenteredAs = ""
+				j.touch(from)
+				break
+			}
+			id = from.ReenteredAs
+		}
+	case in:
+		v.Status, v.CheckedInAt, v.NeedsSomeone = VisitExpected, nil, false
+		v.Pass.Uses = max(0, v.Pass.Uses-1)
+		j.touch(v)
+	case v.Status == VisitCheckedOut && v.CheckedOutAt != nil && v.CheckedOutAt.Equal(at):
+		v.Status, v.CheckedOutAt, v.NeedsSomeone = VisitCheckedIn, nil, len(v.Hosts) == 0
+		j.touch(v)
+	default:
+		return ConflictNotVoided, nil
+	}
+	return "", nil
 }
 
 // event is the audit record of a conflicting fact, by its edge.

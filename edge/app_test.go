@@ -32,8 +32,8 @@ func TestApp_ScanOverTCPReader(t *testing.T) {
 	_, err = fmt.Fprintf(c, "%s\r\n", s.token(s.visits[0]))
 	require.NoError(t, err)
 
-	s.waitNotified()
-	require.Equal(t, 1, s.pulses("GPIO17"), "the entry gate's relay")
+	s.waitNotified() // recorded; the relay is commanded after the record
+	eventually(t, func() bool { return s.pulses("GPIO17") == 1 }, "the entry gate's relay did not pulse")
 	require.Zero(t, s.pulses("GPIO22"), "not the exit's")
 	require.True(t, s.sync.ran.Load(), "the sync half runs")
 
@@ -386,7 +386,8 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 	again := scan(s.exit, s.personToken(erin))
 	require.True(t, again.Admitted)
 	require.True(t, again.Repeat)
-	require.Empty(t, again.FactID, "a repeat records nothing")
+	require.Equal(t, "passage", again.Kind, "a repeat is an opening, not a new punch")
+	require.NotEmpty(t, again.FactID, "every opening of the door is recorded, a repeat too")
 
 	refused := scan(s.entry, s.personToken(gone))
 	require.False(t, refused.Admitted)
@@ -401,13 +402,13 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 	require.Equal(t, 2.0, samples["svc_edge_cache_people"])
 	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason=""}`, s.entry)])
 	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason=""}`, s.exit)])
-	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason="repeat"}`, s.exit)])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="passage",reason=""}`, s.exit)])
 	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="refused",reason="person_inactive"}`, s.entry)])
 	require.Equal(t, 1, s.pulses("GPIO17"), "the entry opened once: the refusal did not open it")
 	require.Equal(t, 2, s.pulses("GPIO22"), "the exit opened twice: the punch and its repeat")
 
 	facts := s.outboxAfterStop()
-	require.Len(t, facts, 3)
+	require.Len(t, facts, 4)
 	for i, want := range []struct {
 		kind         protocol.FactKind
 		person, dir  string
@@ -416,6 +417,7 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 	}{
 		{protocol.FactPunch, erin.ID, protocol.DirectionIn, s.entry, "", t0},
 		{protocol.FactPunch, erin.ID, protocol.DirectionOut, s.exit, "", t0.Add(30 * time.Minute)},
+		{protocol.FactPassage, erin.ID, protocol.DirectionOut, s.exit, "", t0.Add(30*time.Minute + 20*time.Second)},
 		{protocol.FactRefused, gone.ID, "", s.entry, protocol.ReasonPersonInactive, t0.Add(30*time.Minute + 20*time.Second)},
 	} {
 		f := facts[i]

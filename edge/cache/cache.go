@@ -36,6 +36,8 @@ type Cache struct {
 	db     *bolt.DB
 	edgeID string
 	view   atomic.Pointer[View]
+	// failing is the last commit that failed, nil after one succeeds.
+	failing atomic.Pointer[error]
 
 	// mu serialises writers, so Views are swapped in the order their
 	// transactions committed, and guards the fields below.
@@ -53,6 +55,16 @@ type LocalChange struct {
 	// pass's visit naming it; the visit checked out. None for a refused
 	// scan.
 	Visits []protocol.Visit
+	// RestorePunch, for a refusal that voids a punch, puts the person's
+	// last punch back as it was before it; nil leaves last punches alone.
+	RestorePunch *PunchRestore
+}
+
+// PunchRestore is a person's last punch to put back: Last is nil when
+// they had none.
+type PunchRestore struct {
+	PersonID string
+	Last     *protocol.Fact
 }
 
 // Open opens or creates the cache file at path and builds the View from
@@ -450,7 +462,7 @@ func (c *Cache) Apply(changes []protocol.Change) (applied int, err error) {
 	todo := changes[skip:]
 	e := newEdit(cur, c.in)
 	var next *View
-	err = c.db.Update(func(tx *bolt.Tx) error {
+	err = c.update(func(tx *bolt.Tx) error {
 		for i := range todo {
 			if err := c.applyOne(tx, e, &todo[i]); err != nil {
 				return fmt.Errorf("seq %d: %w", todo[i].Seq, err)
@@ -588,7 +600,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	e := newFullEdit(in)
 	e.v.seq, e.v.syncedAt, e.v.outbox, e.v.punches = parts[0].Seq, cur.syncedAt, cur.outbox, cur.punches
 	var next *View
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys, bucketPeople} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("empty bucket %s: %w", name, err)
@@ -797,7 +809,7 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 
 	e := newEdit(c.view.Load(), c.in)
 	var next *View
-	err = c.db.Update(func(tx *bolt.Tx) error {
+	err = c.update(func(tx *bolt.Tx) error {
 		for _, v := range visits {
 			if err := c.putVisit(tx, e, v); err != nil {
 				return err
@@ -835,6 +847,11 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 				return err
 			}
 		}
+		if r := change.RestorePunch; r != nil {
+			if err := c.restorePunch(tx, e, r); err != nil {
+				return err
+			}
+		}
 		e.v.outbox++
 		var err error
 		next, err = e.done()
@@ -849,6 +866,29 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 	}
 	c.view.Store(next)
 	return fact, nil
+}
+
+// restorePunch puts back a person's last punch, in the file and the View.
+func (c *Cache) restorePunch(tx *bolt.Tx, e *edit, r *PunchRestore) error {
+	b := tx.Bucket(bucketPunches)
+	if r.Last == nil {
+		if err := b.Delete([]byte(r.PersonID)); err != nil {
+			return err
+		}
+		return e.restorePunch(r.PersonID, nil)
+	}
+	last := *r.Last
+	if last.Kind != protocol.FactPunch || last.PersonID != r.PersonID {
+		return fmt.Errorf("restore punch: fact %s is not a punch of %s: %w", last.ID, r.PersonID, protocol.ErrInvalid)
+	}
+	raw, err := protocol.Encode(&last)
+	if err != nil {
+		return fmt.Errorf("restore punch: %w", err)
+	}
+	if err := b.Put([]byte(r.PersonID), raw); err != nil {
+		return err
+	}
+	return e.restorePunch(r.PersonID, &last)
 }
 
 // Outbox returns up to limit facts waiting for acknowledgement, oldest
@@ -915,7 +955,7 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 	left := map[uid]int{} // pending counts after the acknowledgement, of the visits it names
 	e := newEdit(c.view.Load(), c.in)
 	var next *View
-	err = c.db.Update(func(tx *bolt.Tx) error {
+	err = c.update(func(tx *bolt.Tx) error {
 		facts, outbox := tx.Bucket(bucketFacts), tx.Bucket(bucketOutbox)
 		for _, id := range ids {
 			key := facts.Get([]byte(id))
@@ -995,7 +1035,7 @@ func (c *Cache) MarkSynced(t time.Time) error {
 	t = t.UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(metaSyncedAt, []byte(t.Format(time.RFC3339Nano)))
 	})
 	if err != nil {

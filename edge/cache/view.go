@@ -368,6 +368,22 @@ func (e *byUIDEdit[V]) put(m *byUID[V], u uid, x V) {
 	m.s[s][u] = x
 }
 
+func (e *byUIDEdit[V]) del(m *byUID[V], u uid) {
+	if _, ok := m.get(u); !ok {
+		return
+	}
+	if !e.own {
+		arr := *m.s
+		m.s, e.own = &arr, true
+	}
+	s := u.shard()
+	if !e.copied[s] {
+		m.s[s], e.copied[s] = maps.Clone(m.s[s]), true
+	}
+	delete(m.s[s], u)
+	m.n--
+}
+
 // edit builds the next View from the current one. Maps reachable from a
 // published View are never written: edit copies a visit shard, the gates
 // or the keys the first time it changes them.
@@ -436,6 +452,20 @@ func (e *edit) putPunch(f protocol.Fact) error {
 		return fmt.Errorf("person_id %q is not a person ID", f.PersonID)
 	}
 	e.punches.put(&e.v.punches, u, f)
+	return nil
+}
+
+// restorePunch makes last the person's last punch again, or forgets the
+// person's last punch when last is nil.
+func (e *edit) restorePunch(personID string, last *protocol.Fact) error {
+	if last != nil {
+		return e.putPunch(*last)
+	}
+	u, ok := personUID(personID)
+	if !ok {
+		return fmt.Errorf("person_id %q is not a person ID", personID)
+	}
+	e.punches.del(&e.v.punches, u)
 	return nil
 }
 
