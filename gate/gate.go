@@ -134,8 +134,9 @@ type Result struct {
 	GateID string
 	// Admitted is true when the relay was pulsed for the visitor.
 	Admitted bool
-	// Kind is the fact recorded: check_in, check_out, re_entry, punch or
-	// refused; punch too for a Repeat, which records nothing. Empty when
+	// Kind is the fact recorded: check_in, check_out, re_entry, punch,
+	// passage (a Repeat) or refused; refused with reason record_failed
+	// when the admit could not be recorded and nothing opened. Empty when
 	// the scan was abandoned before a decision (Err says why).
 	Kind protocol.FactKind
 	// Reason is a refusal's reason: a passrule.Reason or one of
@@ -150,10 +151,11 @@ type Result struct {
 	// token); Direction is a punch's, in or out.
 	PersonID, Direction string
 	// Repeat is true for a personal pass scanned again at the same gate
-	// within PunchRepeat of the person's last punch there: the relay was
-	// pulsed again but nothing was recorded (FactID is empty).
+	// within PunchRepeat of the person's last punch there: the gate opened
+	// again and recorded a passage, not a new punch.
 	Repeat bool
-	// FactID is the recorded fact's ID; empty when recording failed.
+	// FactID is the recorded fact's ID (after a relay failure, the
+	// refusal's that voids the admit); empty when recording failed.
 	FactID string
 	// Decision is how long verifying the token and deciding took: the
 	// path the latency budget is for, without the pulse and the write.
@@ -164,8 +166,8 @@ type Result struct {
 	Err error
 }
 
-// Scan decides on the text a reader read at time at, pulses the relay
-// for an admit and records the outcome. ctx bounds only the wait for
+// Scan decides on the text a reader read at time at, records the outcome
+// and, for an admit that was recorded, pulses the relay. ctx bounds only the wait for
 // another scan of the same pass: once decided, the pulse and the record
 // are not cut short by it (closing the relay ends a pulse). Problems are
 // in the Result; Scan logs each scan once.

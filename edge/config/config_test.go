@@ -433,3 +433,16 @@ func TestError_Format(t *testing.T) {
 	require.Equal(t, "config: 2 problems:\n  a\n  b: c", two.Error())
 	require.False(t, errors.Is(two, os.ErrNotExist))
 }
+
+// A "//" key holds a comment for the reader of the file, in any object;
+// anything but a string there is a mistake.
+func TestParse_Comments(t *testing.T) {
+	doc := exampleDoc(t)
+	doc["//"] = "made by svc-cloud edges create"
+	at(doc, "gates", 0, "readers", 1)["//"] = "loopback only"
+	_, err := parseDoc(t, doc, env(nil))
+	require.NoError(t, err)
+	at(doc, "gates", 0, "readers", 1)["//"] = 7.0
+	_, err = parseDoc(t, doc, env(nil))
+	requireProblem(t, err, "gates[0].readers[1].//", "a comment must be a string, not a number")
+}

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -48,9 +47,17 @@ type edgeFileGate struct {
 }
 
 type edgeFileReader struct {
-	Kind   string `json:"kind"`
-	Listen string `json:"listen"`
+	Comment string `json:"//,omitempty"`
+	Kind    string `json:"kind"`
+	Listen  string `json:"listen"`
 }
+
+// readerComment says, in the generated file, how to open a reader to the
+// LAN: readers listen on loopback unless the installer says otherwise,
+// since anyone who can reach the port can present a pass to the gate.
+const readerComment = "Loopback only: a reader on this machine. To take passes from a reader on the LAN, " +
+	"set listen to this appliance's LAN address (or 0.0.0.0) and port, and let only the reader reach it " +
+	"(a firewall rule or a VLAN): whoever can connect can present a pass to this gate."
 
 // Where the generated file starts numbering: a TCP reader per gate on
 // port 9001 and up, a simulated relay pin per gate from SIM17 (make run
@@ -71,7 +78,7 @@ func edgeConfig(e cloud.Edge, password, broker string, gates []cloud.Gate) edgeF
 	for i, g := range gates {
 		var fg edgeFileGate
 		fg.GateID = g.ID
-		fg.Readers = []edgeFileReader{{Kind: "tcp", Listen: fmt.Sprintf("0.0.0.0:%d", firstReaderPort+i)}}
+		fg.Readers = []edgeFileReader{{Comment: readerComment, Kind: "tcp", Listen: fmt.Sprintf("127.0.0.1:%d", firstReaderPort+i)}}
 		fg.Relay.Pin, fg.Relay.Pulse = fmt.Sprintf("SIM%d", firstRelayPin+i), "500ms"
 		fg.WhenStale = "fail_secure"
 		f.Gates = append(f.Gates, fg)
@@ -264,11 +271,6 @@ func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path, broker s
 	}
 	file := edgeConfig(e, secret, broker, gates)
 	file.DataDir = "edge"
-	for i := range file.Gates { // the demo's readers take lines from this machine only
-		for j := range file.Gates[i].Readers {
-			file.Gates[i].Readers[j].Listen = strings.Replace(file.Gates[i].Readers[j].Listen, "0.0.0.0:", "127.0.0.1:", 1)
-		}
-	}
 	raw, _ := json.MarshalIndent(file, "", "  ")
 	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
 		return fmt.Errorf("demo edge: %w", err)

@@ -251,10 +251,12 @@ func TestEdges_Create(t *testing.T) {
 	require.Len(t, cfg.Gates, len(site.Gates))
 	for i, g := range cfg.Gates {
 		require.Equal(t, site.Gates[i], g.ID, "the site's gates, oldest first")
-		require.Equal(t, []config.Reader{{Kind: config.TCP, Listen: fmt.Sprintf("0.0.0.0:%d", 9001+i)}}, g.Readers)
+		require.Equal(t, []config.Reader{{Kind: config.TCP, Listen: fmt.Sprintf("127.0.0.1:%d", 9001+i)}}, g.Readers,
+			"readers listen on loopback unless the installer opens them")
 		require.Equal(t, fmt.Sprintf("SIM%d", 17+i), g.Relay.Pin)
 		require.Equal(t, config.FailSecure, g.WhenStale)
 	}
+	require.Contains(t, string(created.Config), "To take passes from a reader on the LAN", "the file says how to open a reader to the LAN")
 
 	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
 	require.NoError(t, err)
