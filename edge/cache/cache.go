@@ -45,6 +45,12 @@ type Cache struct {
 	counter uint64      // last fact counter assigned
 	pending map[uid]int // visit → facts in the outbox that changed it
 	in      *interner
+
+	// group guards the records waiting for a commit (Record): leading
+	// is true while one call commits the queue for everyone in it.
+	group   sync.Mutex
+	queue   []*record
+	leading bool
 }
 
 // LocalChange is the state a gate's action leaves behind, stored in the
@@ -760,112 +766,6 @@ func checkParts(parts []protocol.Snapshot) error {
 		return fmt.Errorf("%d parts carry settings: %w", settings, protocol.ErrInvalid)
 	}
 	return nil
-}
-
-// Record stores what a gate did, in one transaction: the visits of
-// change, and fact appended to the outbox with the next counter of this
-// edge; a punch fact also becomes its person's last punch (LastPunch). It returns the fact as stored (counter, edge and version set); an
-// empty fact.EdgeID is the cache's. Nothing is stored when it fails: with
-// an error wrapping protocol.ErrInvalid for an invalid fact or visit,
-// ErrEdgeMismatch for a fact of another edge, ErrNoEdge when the cache
-// knows no edge, ErrDuplicateFact when the fact's ID is already waiting,
-// or bbolt's error.
-func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.edgeID == "":
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", ErrNoEdge)
-	case fact.EdgeID == "":
-		fact.EdgeID = c.edgeID
-	case fact.EdgeID != c.edgeID:
-		return protocol.Fact{}, fmt.Errorf("record fact: the fact is %s's, this is %s: %w", fact.EdgeID, c.edgeID, ErrEdgeMismatch)
-	}
-	fact.Counter = c.counter + 1
-	fact.At = fact.At.UTC().Truncate(time.Microsecond) // the protocol's precision: what is returned is what is stored
-	raw, err := protocol.Encode(&fact)
-	if err != nil {
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
-	}
-	visits := make([]protocol.Visit, len(change.Visits))
-	row := outboxRow{Fact: raw}
-	var us []uid
-	for i, v := range change.Visits {
-		v = normalize(v)
-		if err := check(protocol.Change{Visit: &v}); err != nil {
-			return protocol.Fact{}, fmt.Errorf("record fact: visits[%d]: %w", i, err)
-		}
-		visits[i] = v
-		u, _ := visitUID(v.ID)
-		if !slices.Contains(us, u) {
-			us = append(us, u)
-			row.Visits = append(row.Visits, v.ID)
-		}
-	}
-	rowJSON, err := json.Marshal(row)
-	if err != nil {
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
-	}
-
-	e := newEdit(c.view.Load(), c.in)
-	var next *View
-	err = c.update(func(tx *bolt.Tx) error {
-		for _, v := range visits {
-			if err := c.putVisit(tx, e, v); err != nil {
-				return err
-			}
-		}
-		// Only a cloud version received while the visit is pending may
-		// replace it at the acknowledgement; while it stays pending, the
-		// one received so far is kept.
-		for _, u := range us {
-			if c.pending[u] == 0 {
-				if err := tx.Bucket(bucketCloud).Delete([]byte(visitID(u))); err != nil {
-					return err
-				}
-			}
-		}
-		facts := tx.Bucket(bucketFacts)
-		if facts.Get([]byte(fact.ID)) != nil {
-			return fmt.Errorf("fact %s: %w", fact.ID, ErrDuplicateFact)
-		}
-		key := u64(fact.Counter)
-		if err := tx.Bucket(bucketOutbox).Put(key, rowJSON); err != nil {
-			return err
-		}
-		if err := facts.Put([]byte(fact.ID), key); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketMeta).Put(metaCounter, key); err != nil {
-			return err
-		}
-		if fact.Kind == protocol.FactPunch {
-			if err := tx.Bucket(bucketPunches).Put([]byte(fact.PersonID), raw); err != nil {
-				return err
-			}
-			if err := e.putPunch(fact); err != nil {
-				return err
-			}
-		}
-		if r := change.RestorePunch; r != nil {
-			if err := c.restorePunch(tx, e, r); err != nil {
-				return err
-			}
-		}
-		e.v.outbox++
-		var err error
-		next, err = e.done()
-		return err
-	})
-	if err != nil {
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
-	}
-	c.counter = fact.Counter
-	for _, u := range us {
-		c.pending[u]++
-	}
-	c.view.Store(next)
-	return fact, nil
 }
 
 // restorePunch puts back a person's last punch, in the file and the View.
