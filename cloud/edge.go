@@ -22,6 +22,7 @@ type Edge struct {
 	Seq        uint64     // the last change of the feed it had applied, as it last said
 	Outbox     int        // facts it had not had acknowledged, as it last said
 	Software   string     // its software version, as it last said
+	RevokedAt  *time.Time // when it was revoked; nil while it may connect
 }
 
 // The states of an edge.

@@ -53,6 +53,41 @@ func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string)
 	return e, secret, nil
 }
 
+// RevokeEdge revokes the tenant's edge for good: its broker credentials
+// are refused from now on, the embedded broker disconnects it (within
+// broker.RecheckEvery), and its facts, statuses and resync requests are
+// refused, so a lost or stolen appliance can neither open the site's feed
+// nor write to it. Its site may then have a new edge. Revoking twice
+// keeps the first time. ErrNotFound when the tenant has no such edge.
+func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, error) {
+	if !ids.Valid(ids.Edge, id) {
+		return Edge{}, ErrNotFound
+	}
+	e, err := s.store.RevokeEdge(ctx, t, id, s.Now())
+	if err != nil {
+		return Edge{}, fmt.Errorf("revoke edge: %w", err)
+	}
+	return e, nil
+}
+
+// RevokedEdges returns those of the edge IDs given that are revoked (for
+// the broker, which disconnects them).
+func (s *Service) RevokedEdges(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.store.RevokedEdges(ctx, ids)
+}
+
+// SiteEdge returns nil when edgeID is an edge of the site that may sync
+// (not revoked), an error wrapping ErrEdgeRejected when it is not, and the
+// store's errors. The cloud half asks before it answers a resync: the
+// broker's access rules are not the only check on who reads a site's feed.
+func (s *Service) SiteEdge(ctx context.Context, site protocol.Site, edgeID string) error {
+	_, err := s.siteEdge(ctx, site, edgeID)
+	return err
+}
+
 // AuthenticateEdge returns the edge whose broker credentials these are, or
 // ErrUnauthorized. The password's hash is compared in constant time.
 func (s *Service) AuthenticateEdge(ctx context.Context, username, password string) (Edge, error) {
@@ -66,7 +101,7 @@ func (s *Service) AuthenticateEdge(ctx context.Context, username, password strin
 	if err != nil {
 		return Edge{}, fmt.Errorf("authenticate edge: %w", err)
 	}
-	if subtle.ConstantTimeCompare(HashKey(password), e.SecretHash) != 1 || e.Username != username {
+	if subtle.ConstantTimeCompare(HashKey(password), e.SecretHash) != 1 || e.Username != username || e.RevokedAt != nil {
 		return Edge{}, ErrUnauthorized
 	}
 	return e, nil
@@ -84,6 +119,8 @@ func (s *Service) siteEdge(ctx context.Context, site protocol.Site, edgeID strin
 		return Edge{}, err
 	case e.Tenant != t || e.SiteID != siteID:
 		return Edge{}, fmt.Errorf("%w: edge %s is not one of site %s's", ErrEdgeRejected, edgeID, site.Prefix())
+	case e.RevokedAt != nil:
+		return Edge{}, fmt.Errorf("%w: edge %s was revoked at %s", ErrEdgeRejected, edgeID, e.RevokedAt.Format(time.RFC3339))
 	}
 	return e, nil
 }
@@ -572,6 +609,9 @@ func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st p
 	}
 	if _, err := protocol.Encode(&st); err != nil {
 		return fmt.Errorf("%w: %w", ErrEdgeRejected, err)
+	}
+	if _, err := s.siteEdge(ctx, site, st.EdgeID); err != nil {
+		return err
 	}
 	t, siteID := SiteTenant(site)
 	err := s.store.RecordEdgeStatus(ctx, t, siteID, st, s.Now())

@@ -172,6 +172,12 @@ func TestCreateEdge_Authenticate(t *testing.T) {
 		_, _, err = e.svc.CreateEdge(t.Context(), cloud.Tenant{OrgID: e.tenant.OrgID, Mode: "staging"}, e.site.SiteID, "")
 		require.Error(t, err)
 
+		_, _, err = e.svc.CreateEdge(t.Context(), e.tenant, e.site.SiteID, "")
+		require.ErrorIs(t, err, cloud.ErrSiteHasEdge, "one appliance per site")
+		_, err = e.svc.RevokeEdge(t.Context(), e.tenant, e.edge.ID)
+		require.NoError(t, err)
+		_, err = e.svc.AuthenticateEdge(t.Context(), e.edge.Username, e.secret)
+		require.ErrorIs(t, err, cloud.ErrUnauthorized, "a revoked edge's credentials are refused")
 		second, _, err := e.svc.CreateEdge(t.Context(), e.tenant, e.site.SiteID, "")
 		require.NoError(t, err)
 		require.Equal(t, cloud.DefaultEdgeName, second.Name)
@@ -782,5 +788,25 @@ func TestApplyFact_Passage(t *testing.T) {
 		punches, _, err := e.store.ListPunches(t.Context(), e.tenant, cloud.PunchFilter{PersonID: f.PersonID}, cloud.Page{Limit: 10})
 		require.NoError(t, err)
 		require.Empty(t, punches)
+	})
+}
+
+// A revoked edge can no longer write to the cloud or read its site: its
+// facts and statuses are refused, and so would its resyncs be.
+func TestRevokedEdge_Refused(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		require.NoError(t, e.svc.SiteEdge(t.Context(), e.site, e.edge.ID))
+		_, err := e.svc.RevokeEdge(t.Context(), e.tenant, e.edge.ID)
+		require.NoError(t, err)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		require.ErrorIs(t, e.svc.ApplyFact(t.Context(), e.site, f), cloud.ErrEdgeRejected)
+		require.Equal(t, cloud.VisitExpected, e.get(t, v.ID).Status, "nothing applied")
+		require.ErrorIs(t, e.svc.SiteEdge(t.Context(), e.site, e.edge.ID), cloud.ErrEdgeRejected)
+		err = e.svc.RecordEdgeStatus(t.Context(), e.site, protocol.Status{EdgeID: e.edge.ID, State: "online", At: e.clock.Now(), Software: "test"})
+		require.ErrorIs(t, err, cloud.ErrEdgeRejected)
+		_, err = e.svc.RevokeEdge(t.Context(), cloud.Tenant{OrgID: e.tenant.OrgID, Mode: cloud.ModeTest}, e.edge.ID)
+		require.ErrorIs(t, err, cloud.ErrNotFound, "another mode's edge")
 	})
 }

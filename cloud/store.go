@@ -313,9 +313,18 @@ type Store interface {
 	EdgeFact(ctx context.Context, t Tenant, id string) (EdgeFact, error)
 
 	// CreateEdge stores a new edge; its site must exist in the tenant
-	// (else an error wrapping ErrNotFound), and a username in use returns
-	// an error wrapping ErrConflict.
+	// (else an error wrapping ErrNotFound) and have no edge that is not
+	// revoked (else an error wrapping ErrSiteHasEdge), checked in the
+	// insert's transaction; a username in use returns an error wrapping
+	// ErrConflict.
 	CreateEdge(ctx context.Context, e Edge) error
+	// RevokeEdge marks the tenant's edge revoked at at, unless it was
+	// already (the first time stays), and returns it; ErrNotFound when
+	// the tenant has no such edge.
+	RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error)
+	// RevokedEdges returns those of the edge IDs given that are revoked,
+	// of whatever tenant, in any order.
+	RevokedEdges(ctx context.Context, ids []string) ([]string, error)
 	// Edge returns the edge with this ID, of whatever tenant (brokers
 	// authenticate edges before knowing their tenant), or ErrNotFound.
 	Edge(ctx context.Context, id string) (Edge, error)

@@ -887,6 +887,8 @@ func edgeTests() []test {
 		{"UsernameUnique", testEdgeUsernameUnique},
 		{"List", testEdgeList},
 		{"Status", testEdgeStatus},
+		{"OnePerSite", testEdgeOnePerSite},
+		{"Revoke", testEdgeRevoke},
 	}
 }
 
@@ -901,7 +903,7 @@ func (e *env) newEdge(t testing.TB, tn cloud.Tenant, siteID string) cloud.Edge {
 
 func normEdge(ed cloud.Edge) cloud.Edge {
 	ed.CreatedAt = ed.CreatedAt.UTC()
-	ed.StateSince, ed.LastSeenAt = utcPtr(ed.StateSince), utcPtr(ed.LastSeenAt)
+	ed.StateSince, ed.LastSeenAt, ed.RevokedAt = utcPtr(ed.StateSince), utcPtr(ed.LastSeenAt), utcPtr(ed.RevokedAt)
 	return ed
 }
 
@@ -925,11 +927,75 @@ func testEdgeNeedsSite(t *testing.T, e *env) {
 	}
 }
 
-func testEdgeUsernameUnique(t *testing.T, e *env) {
+// A site has one edge that is not revoked; a revoked one can be replaced.
+// Two made at once for one site: one of them is made.
+func testEdgeOnePerSite(t *testing.T, e *env) {
 	s := e.newSite(t, e.a)
 	first := e.newEdge(t, e.a, s.ID)
+	second := func() error {
+		id := ids.New(ids.Edge)
+		return e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: s.ID, Name: "x", Username: id,
+			SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
+	}
+	require.ErrorIs(t, second(), cloud.ErrSiteHasEdge)
+	_, err := e.s.RevokeEdge(t.Context(), e.a, first.ID, e.tick())
+	require.NoError(t, err)
+	require.NoError(t, second(), "the revoked edge's site takes a new one")
+	require.ErrorIs(t, second(), cloud.ErrSiteHasEdge)
+
+	race := e.newSite(t, e.a)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			id := ids.New(ids.Edge)
+			errs <- e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: race.ID, Name: "x", Username: id,
+				SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	made := 0
+	for err := range errs {
+		if err == nil {
+			made++
+		} else {
+			require.ErrorIs(t, err, cloud.ErrSiteHasEdge)
+		}
+	}
+	require.Equal(t, 1, made, "one edge for the site, however many are made at once")
+}
+
+// RevokeEdge marks the tenant's edge revoked once; another tenant's edge
+// is not found; RevokedEdges lists the revoked among the IDs asked.
+func testEdgeRevoke(t *testing.T, e *env) {
+	s, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
+	ed, kept := e.newEdge(t, e.a, s.ID), e.newEdge(t, e.a, s2.ID)
+	at := e.tick()
+	got, err := e.s.RevokeEdge(t.Context(), e.a, ed.ID, at)
+	require.NoError(t, err)
+	require.NotNil(t, got.RevokedAt)
+	require.True(t, at.Equal(*got.RevokedAt))
+	again, err := e.s.RevokeEdge(t.Context(), e.a, ed.ID, e.tick())
+	require.NoError(t, err)
+	require.True(t, at.Equal(*again.RevokedAt), "revoking twice keeps the first time")
+	stored, err := e.s.Edge(t.Context(), ed.ID)
+	require.NoError(t, err)
+	require.True(t, at.Equal(*stored.RevokedAt))
+	_, err = e.s.RevokeEdge(t.Context(), e.b, kept.ID, e.tick())
+	requireNotFound(t, err)
+	_, err = e.s.RevokeEdge(t.Context(), e.a, ids.New(ids.Edge), e.tick())
+	requireNotFound(t, err)
+	revoked, err := e.s.RevokedEdges(t.Context(), []string{ed.ID, kept.ID, ids.New(ids.Edge)})
+	require.NoError(t, err)
+	require.Equal(t, []string{ed.ID}, revoked)
+}
+
+func testEdgeUsernameUnique(t *testing.T, e *env) {
+	s, other := e.newSite(t, e.a), e.newSite(t, e.a)
+	first := e.newEdge(t, e.a, s.ID)
 	id := ids.New(ids.Edge)
-	err := e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: s.ID, Name: "x", Username: first.Username,
+	err := e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: other.ID, Name: "x", Username: first.Username,
 		SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
 	require.ErrorIs(t, err, cloud.ErrConflict)
 }
@@ -938,6 +1004,8 @@ func testEdgeList(t *testing.T, e *env) {
 	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
 	a := e.newEdge(t, e.a, s1.ID)
 	b := e.newEdge(t, e.a, s2.ID)
+	_, err := e.s.RevokeEdge(t.Context(), e.a, a.ID, e.tick())
+	require.NoError(t, err)
 	c := e.newEdge(t, e.a, s1.ID)
 	theirs := e.newSite(t, e.c)
 	e.newEdge(t, e.c, theirs.ID)
@@ -950,7 +1018,7 @@ func testEdgeList(t *testing.T, e *env) {
 	}
 	got, err := e.s.ListEdges(t.Context(), e.a, s1.ID)
 	require.NoError(t, err)
-	require.Equal(t, []string{a.ID, c.ID}, ids(got), "oldest first")
+	require.Equal(t, []string{a.ID, c.ID}, ids(got), "oldest first, revoked included")
 	got, err = e.s.ListEdges(t.Context(), e.a, "")
 	require.NoError(t, err)
 	require.Equal(t, []string{a.ID, b.ID, c.ID}, ids(got))

@@ -28,6 +28,14 @@ type Config struct {
 	Logger *slog.Logger
 	// AuthTimeout bounds one Authenticate call; 0 means 5 seconds.
 	AuthTimeout time.Duration
+	// Revoked returns those of the edge IDs given whose credentials are
+	// no longer good (the cloud revoked them). The broker asks it every
+	// RecheckEvery about the edges it holds a grant for, disconnects
+	// those and forgets their grants, so a revoked edge that was connected
+	// is not left connected. Nil never asks.
+	Revoked func(ctx context.Context, edgeIDs []string) ([]string, error)
+	// RecheckEvery is how often Revoked is asked; 0 means 5 seconds.
+	RecheckEvery time.Duration
 }
 
 // Validate names the first unusable field, wrapping ErrConfig.
@@ -39,6 +47,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: Auth is nil", ErrConfig)
 	case c.AuthTimeout < 0:
 		return fmt.Errorf("%w: AuthTimeout is negative", ErrConfig)
+	case c.RecheckEvery < 0:
+		return fmt.Errorf("%w: RecheckEvery is negative", ErrConfig)
 	}
 	return nil
 }
@@ -50,10 +60,13 @@ const maxPacket = protocol.MaxMessage + 4<<10
 // Broker is an embedded MQTT 3.1.1/5 broker enforcing the protocol's
 // access rules.
 type Broker struct {
-	srv  *mqtt.Server
-	ln   *listeners.TCP
-	hook *accessHook
-	ran  atomic.Bool
+	srv     *mqtt.Server
+	ln      *listeners.TCP
+	hook    *accessHook
+	ran     atomic.Bool
+	revoked func(ctx context.Context, edgeIDs []string) ([]string, error)
+	every   time.Duration
+	log     *slog.Logger
 }
 
 // New checks cfg and binds its address, so Addr is known at once. Run
@@ -70,6 +83,9 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.AuthTimeout == 0 {
 		cfg.AuthTimeout = 5 * time.Second
 	}
+	if cfg.RecheckEvery == 0 {
+		cfg.RecheckEvery = 5 * time.Second
+	}
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumPacketSize = maxPacket
 	srv := mqtt.New(&mqtt.Options{Capabilities: caps, Logger: log})
@@ -81,7 +97,7 @@ func New(cfg Config) (*Broker, error) {
 	if err := srv.AddListener(ln); err != nil {
 		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
 	}
-	return &Broker{srv: srv, ln: ln, hook: h}, nil
+	return &Broker{srv: srv, ln: ln, hook: h, revoked: cfg.Revoked, every: cfg.RecheckEvery, log: log}, nil
 }
 
 // Addr is the address the broker listens on, as host:port.
@@ -99,8 +115,57 @@ func (b *Broker) Run(ctx context.Context) error {
 		_ = b.srv.Close()
 		return fmt.Errorf("broker: serve: %w", err)
 	}
+	if b.revoked != nil {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { b.recheck(ctx) })
+	}
 	<-ctx.Done()
 	return b.srv.Close()
+}
+
+// recheck asks, every b.every until ctx ends, which of the edges holding
+// a grant were revoked, and disconnects them.
+func (b *Broker) recheck(ctx context.Context) {
+	t := time.NewTicker(b.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		edges := b.hook.edges()
+		if len(edges) == 0 {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, b.hook.timeout)
+		revoked, err := b.revoked(qctx, edges)
+		cancel()
+		if err != nil {
+			b.log.Warn("could not check the connected edges for revocation; asking again later", "error", err)
+			continue
+		}
+		for _, id := range revoked {
+			b.disconnect(id)
+		}
+	}
+}
+
+// disconnect ends a revoked edge's connection and forgets its grant, so
+// nothing more reaches it, even queued for a persistent session.
+func (b *Broker) disconnect(edgeID string) {
+	b.hook.revoke(edgeID)
+	cl, ok := b.srv.Clients.Get(edgeID)
+	if !ok || cl.Closed() {
+		return
+	}
+	b.log.Warn("disconnecting a revoked edge", "edge_id", edgeID, "remote", cl.Net.Remote)
+	if cl.Properties.ProtocolVersion == 5 {
+		_ = b.srv.DisconnectClient(cl, packets.ErrNotAuthorized)
+		return
+	}
+	cl.Stop(packets.ErrNotAuthorized) // MQTT 3.1.1 has no DISCONNECT from the server: the connection is closed
 }
 
 // accessHook authenticates connections and applies each client's Access.
@@ -189,6 +254,26 @@ func (h *accessHook) OnDisconnect(cl *mqtt.Client, _ error, expire bool) {
 }
 
 func (h *accessHook) OnClientExpired(cl *mqtt.Client) { h.forget(cl) }
+
+// edges returns the IDs of the edges holding a grant.
+func (h *accessHook) edges() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, g := range h.clients {
+		if !g.acc.Cloud {
+			out = append(out, g.acc.EdgeID)
+		}
+	}
+	return out
+}
+
+// revoke drops an edge's grant, whichever connection holds it.
+func (h *accessHook) revoke(edgeID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, edgeID)
+}
 
 // forget drops cl's access unless a later connection with the same client
 // ID has been granted its own.

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -148,7 +150,17 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 			return fmt.Errorf("edges create: site %s has no gates; an appliance serves at least one, so create them first", *site)
 		}
 		var secret string
-		if e, secret, err = svc.CreateEdge(ctx, t, *site, *name); err != nil {
+		e, secret, err = svc.CreateEdge(ctx, t, *site, *name)
+		if errors.Is(err, cloud.ErrSiteHasEdge) {
+			active, lerr := activeEdges(ctx, svc, t, *site)
+			if lerr != nil {
+				return lerr
+			}
+			return fmt.Errorf("edges create: site %s already has edge %s: a site has one appliance, so that a single-use pass "+
+				"works once at the site; to replace it, revoke it first (svc-cloud edges revoke --org %s --mode %s --edge-id %s)",
+				*site, strings.Join(active, ", "), *org, *mode, active[0])
+		}
+		if err != nil {
 			return err
 		}
 		file = edgeConfig(e, secret, *broker, gates)
@@ -187,6 +199,59 @@ type edgeRow struct {
 	Outbox     int        `json:"outbox"`
 	Software   string     `json:"software"`
 	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// activeEdges returns the IDs of the site's edges that are not revoked.
+func activeEdges(ctx context.Context, svc *cloud.Service, t cloud.Tenant, siteID string) ([]string, error) {
+	edges, err := svc.Edges(ctx, t, siteID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range edges {
+		if e.RevokedAt == nil {
+			out = append(out, e.ID)
+		}
+	}
+	return out, nil
+}
+
+// edgesRevoke revokes an edge: the appliance can no longer connect, sync
+// or send facts, and its site may have a new one.
+func edgesRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("edges revoke", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	org := fs.String("org", "", "organisation ID")
+	mode := fs.String("mode", "", "live or test")
+	id := fs.String("edge-id", "", "ID of the edge to revoke")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *org == "":
+		return usageError{"edges revoke: --org is required"}
+	case !cloud.Mode(*mode).Valid():
+		return usageError{fmt.Sprintf("edges revoke: --mode %q: want live or test", *mode)}
+	case !ids.Valid(ids.Edge, *id):
+		return usageError{fmt.Sprintf("edges revoke: --edge-id %q: want an edge ID (edge_...)", *id)}
+	}
+	var e cloud.Edge
+	err := withService(ctx, &cfg, func(svc *cloud.Service) (err error) {
+		e, err = svc.RevokeEdge(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, *id)
+		return err
+	})
+	if errors.Is(err, cloud.ErrNotFound) {
+		return fmt.Errorf("edges revoke: organisation %s has no %s-mode edge %s", *org, *mode, *id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s (%s) at %s: the embedded broker disconnects it within seconds and the cloud refuses "+
+		"its facts and resyncs; on Mosquitto, also remove it from the password and ACL files (docs/decisions.md)\n",
+		e.ID, e.Name, e.RevokedAt.UTC().Format(time.RFC3339))
+	return nil
 }
 
 // edgesList prints the organisation's edges and what the cloud knows of
@@ -222,20 +287,37 @@ func edgesList(ctx context.Context, args []string, stdout io.Writer, stderr *os.
 	if *asJSON {
 		rows := make([]edgeRow, 0, len(edges))
 		for _, e := range edges {
-			rows = append(rows, edgeRow{e.ID, e.SiteID, e.Name, e.State, e.StateSince, e.LastSeenAt, e.Seq, e.Outbox, e.Software, e.CreatedAt})
+			rows = append(rows, edgeRow{e.ID, e.SiteID, e.Name, e.State, e.StateSince, e.LastSeenAt, e.Seq, e.Outbox, e.Software, e.CreatedAt,
+				e.RevokedAt})
 		}
 		return json.NewEncoder(stdout).Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EDGE\tSITE\tNAME\tSTATE\tLAST SEEN\tSEQ\tOUTBOX")
+	active := map[string]int{} // site → edges not revoked
 	for _, e := range edges {
 		seen := "never"
 		if e.LastSeenAt != nil {
 			seen = e.LastSeenAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.ID, e.SiteID, e.Name, e.State, seen, e.Seq, e.Outbox)
+		state := e.State
+		if e.RevokedAt != nil {
+			state = "revoked"
+		} else {
+			active[e.SiteID]++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.ID, e.SiteID, e.Name, state, seen, e.Seq, e.Outbox)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, site := range slices.Sorted(maps.Keys(active)) {
+		if active[site] > 1 { // made before one appliance per site was the rule
+			fmt.Fprintf(stdout, "warning: site %s has %d edges that are not revoked: a single-use pass may be used once at each; "+
+				"revoke all but one (docs/decisions.md, \"One appliance per site\")\n", site, active[site])
+		}
+	}
+	return nil
 }
 
 // demoEdge enrols an edge for the demo organisation's first test-mode site
@@ -266,6 +348,20 @@ func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path, broker s
 		return fmt.Errorf("demo edge: %w", err)
 	}
 	e, secret, err := svc.CreateEdge(ctx, t, site.ID, "Demo edge")
+	if errors.Is(err, cloud.ErrSiteHasEdge) {
+		// The demo edge's file is gone but its edge is not: a site has one
+		// appliance, so the old demo edge is revoked for the new one.
+		active, lerr := activeEdges(ctx, svc, t, site.ID)
+		if lerr != nil {
+			return fmt.Errorf("demo edge: %w", lerr)
+		}
+		for _, id := range active {
+			if _, err := svc.RevokeEdge(ctx, t, id); err != nil {
+				return fmt.Errorf("demo edge: %w", err)
+			}
+		}
+		e, secret, err = svc.CreateEdge(ctx, t, site.ID, "Demo edge")
+	}
 	if err != nil {
 		return fmt.Errorf("demo edge: %w", err)
 	}

@@ -357,3 +357,52 @@ func TestEdges_List(t *testing.T) {
 		require.ErrorAs(t, run(context.Background(), args, io.Discard, os.Stderr), &ue, "svc-cloud %v", args)
 	}
 }
+
+// A site has one appliance: a second edges create is refused and says how
+// to replace the first; edges revoke frees the site, and edges list shows
+// the revoked edge as such.
+func TestEdges_OnePerSiteAndRevoke(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	site := seed.Test.Sites[0]
+	create := func() (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "test",
+			"--site", site.ID, "--json"}, &out, os.Stderr)
+		var created struct {
+			ID string `json:"id"`
+		}
+		if err == nil {
+			require.NoError(t, json.Unmarshal(out.Bytes(), &created))
+		}
+		return created.ID, err
+	}
+	first, err := create()
+	require.NoError(t, err)
+	_, err = create()
+	require.ErrorContains(t, err, "already has edge "+first)
+	require.ErrorContains(t, err, "svc-cloud edges revoke --org "+seed.OrganisationID+" --mode test --edge-id "+first)
+
+	out := runCLI(t, "edges", "revoke", "--data", dir, "--org", seed.OrganisationID, "--mode", "test", "--edge-id", first)
+	require.Contains(t, out, "revoked "+first)
+	second, err := create()
+	require.NoError(t, err, "the site takes a new appliance once the old one is revoked")
+
+	var rows []struct {
+		ID        string     `json:"id"`
+		RevokedAt *time.Time `json:"revoked_at"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test",
+		"--site", site.ID, "--json")), &rows))
+	require.Len(t, rows, 2)
+	require.Equal(t, first, rows[0].ID)
+	require.NotNil(t, rows[0].RevokedAt)
+	require.Equal(t, second, rows[1].ID)
+	require.Nil(t, rows[1].RevokedAt)
+	require.Contains(t, runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test"), "revoked")
+
+	err = run(context.Background(), []string{"edges", "revoke", "--data", dir, "--org", seed.OrganisationID, "--mode", "live",
+		"--edge-id", second}, &bytes.Buffer{}, os.Stderr)
+	require.ErrorContains(t, err, "has no live-mode edge")
+}

@@ -27,7 +27,8 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 		if err != nil {
 			return nil, "", err
 		}
-		b, err := broker.New(broker.Config{Listen: cfg.MQTTListen, Auth: edgesync.Authenticator(svc, p), Logger: log.With("part", "broker")})
+		b, err := broker.New(broker.Config{Listen: cfg.MQTTListen, Auth: edgesync.Authenticator(svc, p), Revoked: svc.RevokedEdges,
+			Logger: log.With("part", "broker")})
 		if err != nil {
 			return nil, "", fmt.Errorf("embedded broker on %s: %w (set --mqtt-listen, or --mqtt-url for an external broker)", cfg.MQTTListen, err)
 		}
