@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // For the tests of package cache_test that write files by hand.
@@ -92,4 +94,17 @@ func BucketPages(tb testing.TB, path, name string) (branches, leaves []uint64) {
 		}
 	})
 	return branches, leaves
+}
+
+// BoltCheck runs bbolt's own consistency check on c's file and returns
+// what it reports.
+func BoltCheck(c *Cache) []error {
+	var errs []error
+	_ = c.db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	return errs
 }
