@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ type Options struct {
 // writes are serialised.
 type Cache struct {
 	db     *bolt.DB
+	file   *os.File // bbolt's, for Close after a fault; nil where not opened by Open
 	path   string
 	edgeID string
 	view   atomic.Pointer[View]
@@ -79,11 +81,11 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err := create(path, opts.EdgeID); err != nil {
 		return nil, fmt.Errorf("open cache %s: %w", path, err)
 	}
-	db, err := openDB(path, false)
+	db, file, err := openDB(path, false)
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	c := &Cache{db: db, path: path, pending: map[uid]int{}, in: newInterner()}
+	c := &Cache{db: db, file: file, path: path, pending: map[uid]int{}, in: newInterner()}
 	if err := c.open(opts.EdgeID); err != nil {
 		_ = db.Close()
 		return nil, openError(path, err)
@@ -245,7 +247,10 @@ func (c *Cache) run(fn func() error) error {
 	if d := c.damaged.Load(); d != nil {
 		return d
 	}
-	err := protect(fn)
+	err := c.checkSize()
+	if err == nil {
+		err = protect(fn)
+	}
 	var fault *faultError
 	if !errors.As(err, &fault) {
 		return err
@@ -255,6 +260,26 @@ func (c *Cache) run(fn func() error) error {
 		close(c.done())
 	}
 	return c.damaged.Load()
+}
+
+// checkSize is a *faultError when the file no longer holds its two meta
+// pages. bbolt reads them through its map as it begins a transaction,
+// holding its locks without a deferred unlock: a fault there would leave
+// them held, so a file that shrank that far is caught here instead. A
+// file that shrank less faults later in the transaction, which bbolt
+// rolls back, releasing its locks, as the panic unwinds.
+func (c *Cache) checkSize() error {
+	if c.file == nil {
+		return nil
+	}
+	st, err := c.file.Stat()
+	if err != nil {
+		return &faultError{v: err}
+	}
+	if min := 2 * int64(c.db.Info().PageSize); st.Size() < min {
+		return &faultError{v: fmt.Sprintf("the file shrank to %d bytes, less than its two meta pages (%d)", st.Size(), min)}
+	}
+	return nil
 }
 
 // Damaged is closed when reading the file failed after Open (see
@@ -574,7 +599,16 @@ func (c *Cache) loadCloud(tx *bolt.Tx, e *edit, decode func([]byte) (protocol.Vi
 func readCounter(k []byte) uint64 { n, _ := readU64(k); return n }
 
 // Close closes the file. The last View stays readable; writes fail.
+// Once the cache is damaged (Damaged), it closes only the file, and with
+// it the lock: bbolt may still hold its own locks from the fault, so
+// closing it could wait forever; its map goes with the process.
 func (c *Cache) Close() error {
+	if c.damaged.Load() != nil {
+		if c.file != nil {
+			_ = c.file.Close()
+		}
+		return nil
+	}
 	if err := c.db.Close(); err != nil {
 		return fmt.Errorf("close cache: %w", err)
 	}

@@ -53,8 +53,11 @@ func (e *DamagedError) Error() string {
 		what = e.Err.Error()
 	}
 	msg := fmt.Sprintf("cache file %s is damaged: %s", e.Path, what)
-	if len(e.Problems) > 1 {
-		msg += fmt.Sprintf(" (and %d more problems)", len(e.Problems)-1)
+	switch n := len(e.Problems) - 1; {
+	case n == 1:
+		msg += " (and 1 more problem)"
+	case n > 1:
+		msg += fmt.Sprintf(" (and %d more problems)", n)
 	}
 	return msg
 }

@@ -27,8 +27,9 @@ func boltOptions(readOnly bool) *bolt.Options {
 // the file's lock (so no writer changes it meanwhile) and checks every
 // page bbolt will reach (checkFile): a damaged file is a *DamagedError,
 // never a fault or a panic, and is not written to. It never creates the
-// file: a missing file is an error wrapping fs.ErrNotExist.
-func openDB(path string, readOnly bool) (*bolt.DB, error) {
+// file: a missing file is an error wrapping fs.ErrNotExist. It also returns
+// the file bbolt uses (see Cache.Close).
+func openDB(path string, readOnly bool) (*bolt.DB, *os.File, error) {
 	var file *os.File
 	opts := boltOptions(readOnly)
 	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -65,12 +66,12 @@ func openDB(path string, readOnly bool) (*bolt.DB, error) {
 		if file != nil {
 			_ = file.Close()
 		}
-		return nil, &DamagedError{Path: path, Err: err}
+		return nil, nil, &DamagedError{Path: path, Err: err}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return db, nil
+	return db, file, nil
 }
 
 // create makes a new cache at path when there is no file there, and

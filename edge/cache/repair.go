@@ -42,7 +42,7 @@ func Check(path string, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("check cache: %w", err)
 	}
-	db, err := openDB(path, true)
+	db, _, err := openDB(path, true)
 	if err != nil {
 		return Summary{}, checkError(path, err)
 	}
@@ -73,6 +73,7 @@ func checkError(path string, err error) error {
 // Recovery is what Reset did.
 type Recovery struct {
 	Aside string // the old file's name now: path.damaged-<UTC time>
+	Size  int64  // the old file's, in bytes
 
 	// Facts are the facts recovered into the new outbox, in counter
 	// order, with their IDs and counters.
@@ -132,7 +133,7 @@ func Reset(path string, opts Options, now time.Time) (Recovery, error) {
 	if s.edgeID == "" || !ids.Valid(ids.Edge, s.edgeID) {
 		return Recovery{}, fmt.Errorf("reset cache %s: the old file names no edge (%q); give the edge ID: %w", path, s.edgeID, ErrNoEdge)
 	}
-	rec := Recovery{Counter: s.counter, Undecodable: s.undecodable + s.duplicates, Unreadable: s.unreadable, OtherEdge: s.otherEdge, Loose: len(s.loose)}
+	rec := Recovery{Size: st.Size(), Counter: s.counter, Undecodable: s.undecodable + s.duplicates, Unreadable: s.unreadable, OtherEdge: s.otherEdge, Loose: len(s.loose)}
 	var punches []protocol.Fact
 	rec.Facts, punches = s.sorted()
 	rec.Punches = len(punches)
