@@ -355,3 +355,56 @@ func TestCache_FileTruncatedWhileOpen(t *testing.T) {
 	require.ErrorIs(t, err, cache.ErrDamaged, "every later call fails the same way")
 	require.ErrorIs(t, c.DamagedErr(), cache.ErrDamaged)
 }
+
+func TestOpen_CraftedPagesRefused(t *testing.T) {
+	// Damage that random bytes seldom make: headers intact, one field
+	// wrong. Each would send bbolt past its page, into a loop, or into
+	// an assertion.
+	base, _ := filled(t)
+	original, err := os.ReadFile(base)
+	require.NoError(t, err)
+	ps, pgid := cache.Layout(t, base)
+	branches, leaves := cache.BucketPages(t, base, "visits")
+	branch, leaf := int(branches[0])*ps, int(leaves[1])*ps
+	le := binary.LittleEndian
+	elem := func(page, i int) int { return page + 16 + 16*i }
+	for name, fn := range map[string]func(b []byte){
+		"branch child is the branch itself": func(b []byte) { le.PutUint64(b[elem(branch, 0)+8:], branches[0]) },
+		"branch child is a meta page":       func(b []byte) { le.PutUint64(b[elem(branch, 0)+8:], 1) },
+		"branch child past the pages in use": func(b []byte) {
+			le.PutUint64(b[elem(branch, 1)+8:], pgid+10)
+		},
+		"two branch children are one page": func(b []byte) { copy(b[elem(branch, 1)+8:elem(branch, 1)+16], b[elem(branch, 0)+8:]) },
+		"branch page without elements":     func(b []byte) { le.PutUint16(b[branch+10:], 0) },
+		"branch key outside the page":      func(b []byte) { le.PutUint32(b[elem(branch, 0)+4:], 1<<20) },
+		"leaf key outside the page":        func(b []byte) { le.PutUint32(b[elem(leaf, 0)+8:], 1<<20) },
+		"leaf value outside the page":      func(b []byte) { le.PutUint32(b[elem(leaf, 0)+12:], uint32(ps)) },
+		"leaf key of 0 bytes":              func(b []byte) { le.PutUint32(b[elem(leaf, 2)+8:], 0) },
+		"leaf keys out of order": func(b []byte) {
+			// Element 0 points at element 1's key and value, and 1 at 0's.
+			p0, p1 := le.Uint32(b[elem(leaf, 0)+4:]), le.Uint32(b[elem(leaf, 1)+4:])
+			le.PutUint32(b[elem(leaf, 0)+4:], p1+16)
+			le.PutUint32(b[elem(leaf, 1)+4:], p0-16)
+		},
+		"leaf value flagged as a bucket": func(b []byte) { le.PutUint32(b[elem(leaf, 0):], 1) },
+		"leaf claims overflow pages":     func(b []byte) { le.PutUint32(b[leaf+12:], uint32(pgid)) },
+		"page of no known type":          func(b []byte) { le.PutUint16(b[leaf+8:], 0x20) },
+		"leaf page with too many elements": func(b []byte) {
+			le.PutUint16(b[leaf+10:], uint16(ps/16))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			require.NoError(t, os.WriteFile(path, original, 0o600))
+			damaged := damage(t, path, func(b []byte) []byte { fn(b); return b })
+			_, err := cache.Open(path, cache.Options{EdgeID: edgeID})
+			require.ErrorIs(t, err, cache.ErrDamaged)
+			var de *cache.DamagedError
+			require.ErrorAs(t, err, &de)
+			require.NotEmpty(t, de.Problems, "found in the pages, before bbolt read them: %v", err)
+			after, rerr := os.ReadFile(path)
+			require.NoError(t, rerr)
+			require.True(t, bytes.Equal(damaged, after), "Open changed the damaged file")
+		})
+	}
+}
