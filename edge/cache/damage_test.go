@@ -408,3 +408,25 @@ func TestOpen_CraftedPagesRefused(t *testing.T) {
 		})
 	}
 }
+
+func TestCheck_Schema1File(t *testing.T) {
+	// A file of an older build is read as it is, without migrating it:
+	// Open migrates it later.
+	c, path := newCache(t)
+	v := newVisit()
+	apply(t, c, 1, v)
+	record(t, c, checkInFact(v.ID), checkedIn(v))
+	require.NoError(t, c.Close())
+	toSchema1(t, path)
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s, err := cache.Check(path, cache.Options{EdgeID: edgeID})
+	require.NoError(t, err)
+	require.Equal(t, "1", s.Schema)
+	require.Equal(t, 1, s.Counts.Visits)
+	require.Equal(t, 1, s.Counts.Outbox)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(before, after), "Check migrated the file")
+	require.Equal(t, checkedIn(v).Status, visitOf(t, openCache(t, path), v.ID).Status)
+}
