@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,25 @@ func TestApp_SyncFailureStopsTheApp(t *testing.T) {
 	c, err := cache.Open(s.cfg.CachePath, cache.Options{EdgeID: s.cfg.EdgeID})
 	require.NoError(t, err, "the cache was closed")
 	require.NoError(t, c.Close())
+}
+
+func TestApp_DamagedCacheStopsTheApp(t *testing.T) {
+	// The file shrinks under the running App; the next read of it (here
+	// /healthz's) faults on bbolt's map. The App stops with the cache's
+	// error instead of crashing or going on.
+	s := newSite(t).start()
+	require.NoError(t, os.Truncate(s.cfg.CachePath, 4096))
+	resp, body := s.get("/healthz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, body, "damaged")
+	select {
+	case err := <-s.done:
+		close(s.done)
+		require.ErrorIs(t, err, cache.ErrDamaged)
+		require.ErrorContains(t, err, s.cfg.CachePath)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run went on with a damaged cache")
+	}
 }
 
 func TestApp_StartFailures(t *testing.T) {

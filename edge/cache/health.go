@@ -6,7 +6,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// update runs fn in a write transaction, as bolt's Update, and keeps
+// update runs fn in a write transaction (write: bolt's Update, guarded
+// against a damaged file), and keeps
 // track of whether the file still takes writes: a commit that fails (a
 // full disk, an I/O error, an fsync that fails) makes WriteFailure report
 // it until a later write commits. An error fn returns is the caller's
@@ -14,7 +15,7 @@ import (
 // nothing.
 func (c *Cache) update(fn func(tx *bolt.Tx) error) error {
 	var fnErr error
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.write(func(tx *bolt.Tx) error {
 		fnErr = fn(tx)
 		return fnErr
 	})

@@ -43,7 +43,7 @@ type record struct {
 // still whole or absent: one that cannot be stored fails alone, and when
 // a shared transaction fails its records are committed one by one.
 func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, error) {
-	r, err := c.prepare(change, fact)
+	r, err := c.prepareRecord(change, fact)
 	if err != nil {
 		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
 	}
@@ -77,8 +77,8 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 	return r.stored, r.err
 }
 
-// prepare checks what can be checked before the commit.
-func (c *Cache) prepare(change LocalChange, fact protocol.Fact) (*record, error) {
+// prepareRecord checks what can be checked before the commit.
+func (c *Cache) prepareRecord(change LocalChange, fact protocol.Fact) (*record, error) {
 	switch {
 	case c.edgeID == "":
 		return nil, ErrNoEdge

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,7 +68,12 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return app.Run(ctx)
+	if err := app.Run(ctx); errors.Is(err, cache.ErrDamaged) {
+		return fmt.Errorf("%w\n%s", err, damagedHelp(*path))
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // defaultGCPercent is the daemon's GOGC unless the environment sets one.
