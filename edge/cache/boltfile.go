@@ -287,6 +287,21 @@ func checkFile(r io.ReaderAt, size int64) []string {
 		return []string{"the file is empty (0 bytes): a cache file is never empty, so it was truncated; a new cache is made only where no file exists"}
 	}
 	metas, errs := readMetas(r, size)
+	// One meta page that does not read while the other does is what a
+	// power cut in the middle of a commit leaves: bbolt writes the new
+	// meta page last, after the transaction's pages are fsync'd, so that
+	// commit never returned, nothing waited on it (a gate opens only once
+	// its record returned), and the other meta page, the transaction
+	// before, is whole. bbolt then opens that one, and so does the cache,
+	// after checking every page it reaches; a site's gates must not stay
+	// shut after a power cut. With both meta pages gone, nothing is read.
+	if ok0, ok1 := errs[0] == nil, errs[1] == nil; ok0 != ok1 {
+		good := 0
+		if ok1 {
+			good = 1
+		}
+		metas[1-good], errs[1-good] = metas[good], nil // checked below as the one meta page
+	}
 	var problems []string
 	for i, err := range errs {
 		if err != nil {
@@ -298,7 +313,7 @@ func checkFile(r io.ReaderAt, size int64) []string {
 				i, size, m.pgid, m.pageSize))
 		}
 	}
-	if errs[0] == nil && errs[1] == nil {
+	if errs[0] == nil && errs[1] == nil && metas[0] != metas[1] {
 		a, b := metas[0], metas[1]
 		if a.pageSize != b.pageSize {
 			problems = append(problems, fmt.Sprintf("meta pages disagree on the page size: %d and %d", a.pageSize, b.pageSize))

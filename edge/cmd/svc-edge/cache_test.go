@@ -161,7 +161,7 @@ func TestCacheCheck_Sound(t *testing.T) {
 
 func TestCacheReset_RecoversTheFacts(t *testing.T) {
 	s := newCacheSite(t)
-	damaged := s.damage(t, func(b []byte) []byte { clear(b[:os.Getpagesize()]); return b }) // meta page 0
+	damaged := s.damage(t, func(b []byte) []byte { clear(b[:2*os.Getpagesize()]); return b }) // both meta pages
 	code, _, _ := runProcess(t, "run", "--config", s.config, "--simulate")
 	require.Equal(t, 1, code)
 
