@@ -79,14 +79,36 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 }
 
 // openStore opens PostgreSQL when a URL is given, else SQLite under the
-// data directory.
-func openStore(ctx context.Context, cfg *Config) (cloud.Store, string, error) {
-	if cfg.DatabaseURL != "" {
-		s, err := postgres.Open(ctx, cfg.DatabaseURL)
-		return s, "postgres", err
+// data directory, with the key-encryption key that seals its secrets. The
+// data directory, when it is used, is made private first (secureDataDir).
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (cloud.Store, string, error) {
+	if cfg.DatabaseURL == "" || (cfg.KEK == "" && cfg.KEKFile == "") {
+		if err := secureDataDir(cfg.DataDir, log); err != nil {
+			return nil, "", err
+		}
 	}
-	s, err := sqlite.Open(ctx, cfg.sqlitePath())
-	return s, "sqlite " + cfg.sqlitePath(), err
+	keys, err := cfg.keys(log)
+	if err != nil {
+		return nil, "", err
+	}
+	var store interface {
+		cloud.Store
+		Resealed() int
+	}
+	kind := "sqlite " + cfg.sqlitePath()
+	if cfg.DatabaseURL != "" {
+		store, err = postgres.Open(ctx, cfg.DatabaseURL, keys)
+		kind = "postgres"
+	} else {
+		store, err = sqlite.Open(ctx, cfg.sqlitePath(), keys)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if n := store.Resealed(); n > 0 {
+		log.Info("sealed secrets with the current key-encryption key", "count", n, "kek_id", keys.ID())
+	}
+	return store, kind, nil
 }
 
 // withService validates cfg, opens its store and runs fn on a service
@@ -95,7 +117,7 @@ func withService(ctx context.Context, cfg *Config, fn func(*cloud.Service) error
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	store, _, err := openStore(ctx, cfg)
+	store, _, err := openStore(ctx, cfg, cfg.logger(os.Stderr))
 	if err != nil {
 		return err
 	}
@@ -117,7 +139,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	log := cfg.logger(stderr)
 	limits, _ := cfg.limits()
-	store, kind, err := openStore(ctx, &cfg)
+	store, kind, err := openStore(ctx, &cfg, log)
 	if err != nil {
 		return err
 	}
@@ -193,7 +215,7 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker str
 		}
 		keys = res.Keys
 		raw, _ = json.MarshalIndent(keys, "", "  ")
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		if err := os.WriteFile(path, raw, 0o600); err != nil {

@@ -25,6 +25,10 @@ type Config struct {
 	Addr        string
 	DataDir     string
 	DatabaseURL string
+	// KEK is the key-encryption key ring (SVC_KEK, base64 keys separated
+	// by commas, the current one first) and KEKFile a file holding one;
+	// with neither, DataDir/kek, made on first use.
+	KEK, KEKFile string
 	DocsURL     string
 	LogLevel    string
 	RateLimits  string // "free=120,pro=3000"
@@ -53,6 +57,8 @@ func env(name, def string) string {
 func (c *Config) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data", env("SVC_DATA", "./data"), "directory of the SQLite database (env SVC_DATA)")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("SVC_DATABASE_URL", ""), "PostgreSQL URL; SQLite under --data when empty (env SVC_DATABASE_URL)")
+	fs.StringVar(&c.KEKFile, "kek-file", env("SVC_KEK_FILE", ""), "file of the key-encryption key that seals the secrets in the database; DIR/kek under --data (made on first start) when neither it nor SVC_KEK is set (env SVC_KEK_FILE)")
+	c.KEK = env("SVC_KEK", "")
 	fs.StringVar(&c.LogLevel, "log-level", env("SVC_LOG_LEVEL", "info"), "debug, info, warn or error (env SVC_LOG_LEVEL)")
 }
 
@@ -84,6 +90,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		return usageError{"--database-url must be a postgres:// URL"}
+	}
+	if c.KEK != "" && c.KEKFile != "" {
+		return usageError{"set SVC_KEK or --kek-file (SVC_KEK_FILE), not both"}
 	}
 	if _, err := c.level(); err != nil {
 		return err
@@ -133,6 +142,9 @@ func (c *Config) limits() (map[cloud.Plan]int, error) {
 }
 
 func (c *Config) sqlitePath() string { return filepath.Join(c.DataDir, "cloud.db") }
+
+// kekPath is where the embedded default keeps its key-encryption key.
+func (c *Config) kekPath() string { return filepath.Join(c.DataDir, "kek") }
 
 func (c *Config) logger(w *os.File) *slog.Logger {
 	l, _ := c.level()

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/shared/ids"
@@ -43,6 +44,15 @@ type seedOutput struct {
 	Test           cloud.SeedMode `json:"test"`
 }
 
+// openData opens the SQLite store svc-cloud keeps in dir, with the
+// key-encryption key it made there.
+func openData(t testing.TB, dir string) (*sqlite.Store, error) {
+	t.Helper()
+	keys, err := kek.LoadFile(filepath.Join(dir, "kek"))
+	require.NoError(t, err)
+	return sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"), keys)
+}
+
 func runCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
@@ -64,7 +74,7 @@ func TestSeed_JSONShape(t *testing.T) {
 	require.True(t, strings.HasPrefix(first.Keys.PublishableLive, "svc_pk_live_"))
 	require.True(t, strings.HasPrefix(first.Keys.PublishableTest, "svc_pk_test_"))
 
-	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err := openData(t, dir)
 	require.NoError(t, err)
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
@@ -135,7 +145,7 @@ func TestKeys_CreateAndRevoke(t *testing.T) {
 		"--mode", "test", "--kind", "secret", "--scopes", "people:read,sites:read", "--json")), &created))
 	require.True(t, ids.Valid(ids.Key, created.ID))
 
-	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err := openData(t, dir)
 	require.NoError(t, err)
 	svc := cloud.NewService(store, time.Now)
 	p, err := svc.Authenticate(context.Background(), created.Key)
@@ -144,7 +154,7 @@ func TestKeys_CreateAndRevoke(t *testing.T) {
 	store.Close()
 
 	runCLI(t, "keys", "revoke", "--data", dir, "--org", seed.OrganisationID, "--key-id", created.ID)
-	store, err = sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err = openData(t, dir)
 	require.NoError(t, err)
 	defer store.Close()
 	_, err = cloud.NewService(store, time.Now).Authenticate(context.Background(), created.Key)
@@ -258,7 +268,7 @@ func TestEdges_Create(t *testing.T) {
 	}
 	require.Contains(t, string(created.Config), "To take passes from a reader on the LAN", "the file says how to open a reader to the LAN")
 
-	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err := openData(t, dir)
 	require.NoError(t, err)
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
