@@ -31,6 +31,8 @@ const usage = `usage:
   svc-cloud keys revoke --org ID --key-id ID
   svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--json]
   svc-cloud edges list --org ID --mode live|test [--site ID] [--json]
+  svc-cloud passkeys rotate --org ID --mode live|test [--grace 720h] [--json]
+  svc-cloud kek rotate [--data DIR | --kek-file FILE] [--database-url URL]
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
@@ -55,6 +57,14 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 		}
 		if len(args) > 1 && args[1] == "list" {
 			return edgesList(ctx, args[2:], stdout, stderr)
+		}
+	case "passkeys":
+		if len(args) > 1 && args[1] == "rotate" {
+			return passkeysRotate(ctx, args[2:], stdout, stderr)
+		}
+	case "kek":
+		if len(args) > 1 && args[1] == "rotate" {
+			return kekRotate(ctx, args[2:], stdout, stderr)
 		}
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)

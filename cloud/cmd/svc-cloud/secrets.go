@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -96,5 +99,53 @@ func secureDataDir(dir string, log *slog.Logger) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// kekRotate is `kek rotate`: a new key-encryption key in the KEK file, every
+// secret in the database sealed again under it, and the old key dropped
+// from the file. svc-cloud serve must be stopped meanwhile: a process
+// holding only the old key cannot open what the new one seals. With several
+// processes on one PostgreSQL database, or with SVC_KEK, rotate by hand in
+// three restarts (docs/decisions.md, "Secrets, pass-key rotation and broker
+// TLS").
+func kekRotate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("kek rotate", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.KEK != "" {
+		return usageError{"kek rotate rewrites a KEK file; with SVC_KEK, put a new key (head -c 32 /dev/urandom | base64) first in SVC_KEK, restart, then drop the old one"}
+	}
+	path := cfg.KEKFile
+	if path == "" {
+		path = cfg.kekPath()
+	}
+	old, err := kek.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fresh := kek.Generate()
+	if err := kek.WriteFile(path, append([][]byte{fresh}, old...)...); err != nil {
+		return err
+	}
+	log := cfg.logger(stderr)
+	store, _, err := openStore(ctx, &cfg, log) // re-seals everything under fresh
+	if err != nil {
+		return fmt.Errorf("kek rotate: %w (%s now holds the new key first and the old after it; it opens both)", err, path)
+	}
+	n := store.(interface{ Resealed() int }).Resealed()
+	if err := store.Close(); err != nil {
+		return err
+	}
+	if err := kek.WriteFile(path, fresh); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "key-encryption key %s replaces %s in %s; %d secrets sealed again\n", kek.ID(fresh), kek.ID(old[0]), path, n)
 	return nil
 }
