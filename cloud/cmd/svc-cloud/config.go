@@ -29,10 +29,10 @@ type Config struct {
 	// by commas, the current one first) and KEKFile a file holding one;
 	// with neither, DataDir/kek, made on first use.
 	KEK, KEKFile string
-	DocsURL     string
-	LogLevel    string
-	RateLimits  string // "free=120,pro=3000"
-	Demo        bool
+	DocsURL      string
+	LogLevel     string
+	RateLimits   string // "free=120,pro=3000"
+	Demo         bool
 	// WebhooksAllowLoopback lets test-mode webhook endpoints be on this
 	// machine (localhost), for development.
 	WebhooksAllowLoopback bool
