@@ -49,7 +49,7 @@ type EdgeOptions struct {
 // 200 ms.
 func syncConfig(cfg *config.Config, store mqttsync.EdgeStore, o EdgeOptions, log *slog.Logger) mqttsync.EdgeConfig {
 	ec := mqttsync.EdgeConfig{
-		BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password,
+		BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
 		Site: cfg.Site, EdgeID: cfg.EdgeID, Store: store, Logger: log, Software: "sitetest",
 		ResyncEvery: time.Second, ResyncTimeout: time.Second, AckTimeout: time.Second,
 		StatusEvery: 2 * time.Second, SyncedEvery: 100 * time.Millisecond,

@@ -347,3 +347,16 @@ func TestDecodeObject_StrictLikeAMessage(t *testing.T) {
 	require.ErrorIs(t, protocol.Validate(&protocol.Gate{ID: gateID, Direction: "sideways"}), protocol.ErrInvalid)
 	require.NoError(t, protocol.Validate(&protocol.Gate{ID: gateID, Direction: "exit"}))
 }
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:1884": true, "127.1.2.3:1": true, "[::1]:1884": true, "localhost:1884": true, "LocalHost:1": true,
+		"[::ffff:127.0.0.1]:1884": true,
+		"0.0.0.0:1884":            false, ":1884": false, "[::]:1884": false, "192.168.1.10:1884": false, "10.0.0.1:1": false,
+		"example.com:1884": false, "localhost.example.com:1": false, "127.0.0.1": false, "": false,
+	} {
+		if got := protocol.LoopbackAddr(addr); got != want {
+			t.Errorf("LoopbackAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

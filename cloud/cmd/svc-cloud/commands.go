@@ -25,11 +25,11 @@ import (
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR] [--webhooks-allow-loopback]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
-  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--json]
+  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--broker-ca FILE|system] [--json]
   svc-cloud edges list --org ID --mode live|test [--site ID] [--json]
   svc-cloud passkeys rotate --org ID --mode live|test [--grace 720h] [--json]
   svc-cloud kek rotate [--data DIR | --kek-file FILE] [--database-url URL]
@@ -166,19 +166,19 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	syncs, brokerURL, err := syncParts(ctx, &cfg, svc, log)
+	syncs, eb, err := syncParts(ctx, &cfg, svc, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	base := "http://" + ln.Addr().String() + "/v1"
 	if cfg.Demo {
-		if err := demo(ctx, svc, &cfg, base, brokerURL, stdout); err != nil {
+		if err := demo(ctx, svc, &cfg, base, eb, stdout); err != nil {
 			ln.Close()
 			return err
 		}
 	}
-	log.Info("serving", "url", base, "store", kind, "broker", brokerURL)
+	log.Info("serving", "url", base, "store", kind, "broker", eb.URL)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, part := range syncs {
 		g.Go(func() error { return part(gctx) })
@@ -205,7 +205,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 
 // demo seeds a demo organisation on the first start with --demo and keeps
 // its keys in DIR/demo.json (mode 0600), so later starts print them again.
-func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker string, stdout io.Writer) error {
+func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, broker edgeBroker, stdout io.Writer) error {
 	dir := cfg.DataDir
 	if dir == "" {
 		dir = "."
@@ -235,7 +235,7 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker str
 		return fmt.Errorf("demo: %w", err)
 	}
 	edgePath := filepath.Join(dir, "edge.json")
-	if broker != "" {
+	if broker.URL != "" {
 		if err := demoEdge(ctx, svc, keys.SecretTest, edgePath, broker); err != nil {
 			return err
 		}
