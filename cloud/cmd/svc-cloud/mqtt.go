@@ -65,11 +65,11 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 		if b.Addr() != "" {
 			url = "tcp://" + b.Addr()
 		} else {
-			url = "ssl://" + b.TLSAddr()
+			url = "ssl://" + local(b.TLSAddr())
 		}
-		eb = edgeBroker{URL: "tcp://" + b.Addr()}
+		eb = edgeBroker{URL: url}
 		if b.TLSAddr() != "" {
-			eb = edgeBroker{URL: "ssl://" + b.TLSAddr(), CA: ca}
+			eb = edgeBroker{URL: "ssl://" + local(b.TLSAddr()), CA: ca}
 		}
 	}
 	var tc *tls.Config
@@ -148,6 +148,17 @@ func certHosts(cfg *Config) []string {
 		}
 	}
 	return hosts
+}
+
+// local is a listener's address as a client on this machine dials it:
+// a listener on every interface (0.0.0.0, ::) is reached at 127.0.0.1,
+// which the made certificate names.
+func local(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // readCA reads a PEM file of certificates.
