@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
@@ -25,7 +26,7 @@ import (
 // SVC_TEST_POSTGRES_URL is set.
 func eachStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"))
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		fn(t, s)

@@ -246,7 +246,19 @@ type Store interface {
 	// half (EdgeKey) to the feed of every site of its tenant; an error when
 	// there are sites and the key is not an Ed25519 private key.
 	CreatePassKey(ctx context.Context, k PassKey) error
-	// PassKeys returns the tenant's pass-signing keys, newest first.
+	// RotatePassKey is CreatePassKey for a key that replaces the tenant's
+	// signing key: in the same transaction every key of the tenant not yet
+	// set to retire (RetiredAt nil) is set to retire at retireAt, and goes
+	// out again on every site's feed with that time before k does. It
+	// returns the keys it set to retire; errors as CreatePassKey.
+	RotatePassKey(ctx context.Context, k PassKey, retireAt time.Time) ([]PassKey, error)
+	// PassesUntil returns the latest EdgeUntil of the tenant's visits
+	// whose pass works (expected, checked in or checked out); nil when
+	// there is none.
+	PassesUntil(ctx context.Context, t Tenant) (*time.Time, error)
+	// PassKeys returns the tenant's pass-signing keys, newest first. The
+	// private keys are stored sealed (cloud/kek); an error when one does
+	// not open.
 	PassKeys(ctx context.Context, t Tenant) ([]PassKey, error)
 
 	// The per-site change feed (docs/decisions.md, "Edge facts in the

@@ -72,13 +72,13 @@ func (g *Gate) Decide(text string, at time.Time) Decision {
 	st := g.store.State()
 	text = strings.TrimSpace(text)
 	if isPersonal(text) {
-		claims, err := passtoken.VerifyPerson(text, st.Keys())
+		claims, err := passtoken.VerifyPerson(text, st.KeysAt(at))
 		if err != nil {
 			return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		}
 		return g.decidePerson(st, &claims, at)
 	}
-	claims, err := passtoken.Verify(text, st.Keys())
+	claims, err := passtoken.Verify(text, st.KeysAt(at))
 	if err != nil {
 		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 	}

@@ -27,8 +27,10 @@ type State interface {
 	LastPunch(personID string) (protocol.Fact, bool)
 	// Gate returns one of the site's gates.
 	Gate(id string) (protocol.Gate, bool)
-	// Keys are the pass-verification keys; the gate does not modify them.
-	Keys() passtoken.KeySet
+	// KeysAt are the pass-verification keys that verify at the time at (a
+	// rotated key retires at a time of its own); the gate does not modify
+	// them.
+	KeysAt(at time.Time) passtoken.KeySet
 	// Location is the site's time zone for daily hours.
 	Location() *time.Location
 	// Settings returns the site's settings; false until the cloud sent them.
@@ -178,7 +180,7 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 	if isPersonal(text) {
 		return g.scanPerson(ctx, text, at, st, start)
 	}
-	claims, err := passtoken.Verify(text, st.Keys())
+	claims, err := passtoken.Verify(text, st.KeysAt(at))
 	if err != nil {
 		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		res := Result{GateID: g.id, Decision: time.Since(start)}

@@ -782,7 +782,7 @@ func (s state) Visit(string) (protocol.Visit, bool)    { return protocol.Visit{}
 func (s state) Person(string) (protocol.Person, bool)  { return protocol.Person{}, false }
 func (s state) LastPunch(string) (protocol.Fact, bool) { return protocol.Fact{}, false }
 func (s state) Gate(string) (protocol.Gate, bool)      { return protocol.Gate{}, false }
-func (s state) Keys() passtoken.KeySet                 { return nil }
+func (s state) KeysAt(time.Time) passtoken.KeySet      { return nil }
 func (s state) Location() *time.Location               { return time.UTC }
 func (s state) SyncedAt() time.Time                    { return s.synced }
 func (s state) Settings() (protocol.Settings, bool) {

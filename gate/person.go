@@ -23,7 +23,7 @@ func isPersonal(text string) bool { return strings.HasPrefix(text, passtoken.Per
 // scanPerson is Scan for a personal pass: verify, decide under the
 // person's turn, pulse, and record the punch (or the refusal).
 func (g *Gate) scanPerson(ctx context.Context, text string, at time.Time, st State, start time.Time) Result {
-	claims, err := passtoken.VerifyPerson(text, st.Keys())
+	claims, err := passtoken.VerifyPerson(text, st.KeysAt(at))
 	if err != nil {
 		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		res := Result{GateID: g.id, Decision: time.Since(start)}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
 )
@@ -53,7 +54,7 @@ func bodyOperations(tb testing.TB) []bodyOperation {
 // answer is JSON (or empty for 204), and never a 5xx.
 func FuzzOperationBodies(f *testing.F) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "cloud.db"))
+	store, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "cloud.db"), kektest.Ring())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -22,6 +22,7 @@ func feedTests() []test {
 		{"VisitWrites", testFeedVisitWrites},
 		{"SitesAndGates", testFeedSitesAndGates},
 		{"PassKeysReachEverySite", testFeedPassKeys},
+		{"RotatePassKey", testFeedRotatePassKey},
 		{"BadPassKeyWritesNothing", testFeedBadPassKey},
 		{"BookingWrites", testFeedBookingWrites},
 		{"ErasureLeavesNoName", testFeedErasure},
@@ -220,9 +221,62 @@ func testFeedPassKeys(t *testing.T, e *env) {
 	require.NotNil(t, cs[0].Settings)
 	require.Equal(t, &want, cs[1].Key)
 	cs, _ = e.changes(t, e.a, s1.ID, 2)
-	require.Len(t, cs, 1, "a retired key goes out retired")
+	require.Len(t, cs, 1, "a retired key goes out with its retire time")
 	require.Equal(t, retired.ID, cs[0].Key.ID)
-	require.True(t, cs[0].Key.Retired)
+	require.Equal(t, retired.RetiredAt.Unix(), cs[0].Key.RetireAt)
+	require.False(t, cs[0].Key.Verifies(*retired.RetiredAt))
+}
+
+// A rotation sets every key still signing to retire, and sends each
+// with its retire time, then the new key, on every site of the tenant;
+// until then the old key is in snapshots, after it is not.
+func testFeedRotatePassKey(t *testing.T, e *env) {
+	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
+	theirs := e.newSite(t, e.c)
+	oldest := e.newEdKey(t, e.a, func(k *cloud.PassKey) { k.RetiredAt = ptr(e.now.Add(time.Hour)) }) // set to retire before
+	old := e.newEdKey(t, e.a)
+	e.newEdKey(t, e.c)
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	retireAt := e.now.Add(48 * time.Hour).Truncate(time.Second)
+	k := cloud.PassKey{ID: passKeyID(int(passKeySeq.Add(1))), Tenant: e.a, Private: priv, CreatedAt: e.tick()}
+	retiring, err := e.s.RotatePassKey(t.Context(), k, retireAt)
+	require.NoError(t, err)
+	require.Len(t, retiring, 1, "only the key still signing is set to retire")
+	require.Equal(t, old.ID, retiring[0].ID)
+	require.Equal(t, retireAt, retiring[0].RetiredAt.UTC())
+
+	keys, err := e.s.PassKeys(t.Context(), e.a)
+	require.NoError(t, err)
+	require.Len(t, keys, 3)
+	require.Equal(t, normPassKey(k), normPassKey(keys[0]), "the new key is the newest and signs")
+	require.Equal(t, retireAt, keys[1].RetiredAt.UTC())
+	require.Equal(t, old.Private, keys[1].Private)
+	require.Equal(t, oldest.RetiredAt.UTC(), keys[2].RetiredAt.UTC(), "a key already retiring keeps its time")
+
+	for _, s := range []cloud.Site{s1, s2} {
+		cs, _ := e.changes(t, e.a, s.ID, 3) // settings, then the two keys made before
+		requireRun(t, 4, cs)
+		require.Len(t, cs, 2, "site %s", s.ID)
+		require.Equal(t, old.ID, cs[0].Key.ID)
+		require.Equal(t, retireAt.Unix(), cs[0].Key.RetireAt, "the old key goes out again with its retire time")
+		require.Equal(t, k.ID, cs[1].Key.ID)
+		require.Zero(t, cs[1].Key.RetireAt)
+	}
+	cs, _ := e.changes(t, e.c, theirs.ID, 0)
+	require.Len(t, cs, 2, "another tenant's site gets its own key only")
+
+	snapKeys := func(now time.Time) []string {
+		snap, err := e.s.SiteSnapshot(t.Context(), e.a, s1.ID, now)
+		require.NoError(t, err)
+		var out []string
+		for _, k := range snap.Keys {
+			out = append(out, k.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{old.ID, k.ID}, snapKeys(e.now.Add(2*time.Hour)), "oldest has retired, old has not")
+	require.Equal(t, []string{k.ID}, snapKeys(retireAt), "old retires at its time")
 }
 
 // A key that is no Ed25519 key cannot go out: with sites to send it to,

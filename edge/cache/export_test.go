@@ -97,8 +97,21 @@ func BucketPages(tb testing.TB, path, name string) (branches, leaves []uint64) {
 }
 
 // BoltCheck runs bbolt's own consistency check on c's file and returns
-// what it reports.
+// what it reports. A file with one meta page lost (which bbolt and the
+// cache open, on the other) is not given to it: its check asserts on
+// every meta page it reads, in a goroutine of its own, and would end the
+// process.
 func BoltCheck(c *Cache) []error {
+	if f, err := os.Open(c.path); err == nil {
+		st, serr := f.Stat()
+		if serr == nil {
+			if _, merrs := readMetas(f, st.Size()); merrs[0] != nil || merrs[1] != nil {
+				f.Close()
+				return nil
+			}
+		}
+		f.Close()
+	}
 	var errs []error
 	_ = c.db.View(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {

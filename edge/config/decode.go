@@ -66,6 +66,12 @@ func (d *decoder) document(data []byte) *Config {
 				"username":      d.str(&c.Broker.Username),
 				"password":      d.str(&c.Broker.Password),
 				"password_file": d.str(&c.Broker.PasswordFile),
+				"ca": func(p string, v any) {
+					var s string
+					d.str(&s)(p, v)
+					c.Broker.CA = []byte(s)
+				},
+				"ca_file": d.str(&c.Broker.CAFile),
 			})
 		},
 		"data_dir":   d.str(&c.DataDir),

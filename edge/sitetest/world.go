@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
@@ -79,7 +80,7 @@ func Start(t testing.TB, opts Options) *World {
 	switch opts.Store {
 	case SQLite:
 		path := filepath.Join(t.TempDir(), "cloud.db")
-		w.open = func() (closer, error) { return sqlite.Open(context.Background(), path) }
+		w.open = func() (closer, error) { return sqlite.Open(context.Background(), path, kektest.Ring()) }
 		w.facts = newSQLiteFacts(t, path)
 	case Postgres:
 		url := postgrestest.URL(t)

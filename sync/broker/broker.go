@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,11 +18,21 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// Config configures the embedded broker.
+// Config configures the embedded broker: a plain listener, a TLS
+// listener, or both.
 type Config struct {
-	// Listen is the TCP address to listen on, such as "127.0.0.1:1883";
-	// port 0 picks a free one (see Addr).
+	// Listen is the plain TCP address to listen on, such as
+	// "127.0.0.1:1884", or "" for none; port 0 picks a free one (see
+	// Addr). Plain MQTT carries passwords in clear, so it must be a
+	// loopback address (protocol.Loopback): edges on a network connect to
+	// TLSListen.
 	Listen string
+	// TLSListen is the address of the MQTT-over-TLS listener, or "" for
+	// none; port 0 picks a free one (see TLSAddr).
+	TLSListen string
+	// TLS holds the TLS listener's certificate (ServerTLS); required with
+	// TLSListen.
+	TLS *tls.Config
 	// Auth says who connecting clients are; required.
 	Auth Authenticator
 	// Logger receives the broker's logs; nil means slog.Default().
@@ -41,8 +52,13 @@ type Config struct {
 // Validate names the first unusable field, wrapping ErrConfig.
 func (c Config) Validate() error {
 	switch {
-	case c.Listen == "":
-		return fmt.Errorf("%w: Listen is empty", ErrConfig)
+	case c.Listen == "" && c.TLSListen == "":
+		return fmt.Errorf("%w: Listen and TLSListen are both empty", ErrConfig)
+	case c.Listen != "" && !protocol.LoopbackAddr(c.Listen):
+		return fmt.Errorf("%w: Listen %q: a plain MQTT listener may bind only to a loopback address (127.0.0.1, ::1, localhost), "+
+			"since it carries passwords in clear; edges on a network connect over TLS (TLSListen)", ErrConfig, c.Listen)
+	case c.TLSListen != "" && (c.TLS == nil || (len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil)):
+		return fmt.Errorf("%w: TLSListen needs TLS with a certificate", ErrConfig)
 	case c.Auth == nil:
 		return fmt.Errorf("%w: Auth is nil", ErrConfig)
 	case c.AuthTimeout < 0:
@@ -61,7 +77,8 @@ const maxPacket = protocol.MaxMessage + 4<<10
 // access rules.
 type Broker struct {
 	srv     *mqtt.Server
-	ln      *listeners.TCP
+	ln      *listeners.TCP // nil without a plain listener
+	tlsLn   *listeners.TCP // nil without a TLS listener
 	hook    *accessHook
 	ran     atomic.Bool
 	revoked func(ctx context.Context, edgeIDs []string) ([]string, error)
@@ -93,15 +110,44 @@ func New(cfg Config) (*Broker, error) {
 	if err := srv.AddHook(h, nil); err != nil {
 		return nil, fmt.Errorf("broker: add access hook: %w", err)
 	}
-	ln := listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: cfg.Listen})
-	if err := srv.AddListener(ln); err != nil {
-		return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
+	b := &Broker{srv: srv, hook: h, revoked: cfg.Revoked, every: cfg.RecheckEvery, log: log}
+	if cfg.Listen != "" {
+		b.ln = listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tcp", Address: cfg.Listen})
+		if err := srv.AddListener(b.ln); err != nil {
+			return nil, fmt.Errorf("broker: listen on %s: %w", cfg.Listen, err)
+		}
 	}
-	return &Broker{srv: srv, ln: ln, hook: h, revoked: cfg.Revoked, every: cfg.RecheckEvery, log: log}, nil
+	if cfg.TLSListen != "" {
+		tc := cfg.TLS.Clone()
+		if tc.MinVersion < tls.VersionTLS12 {
+			tc.MinVersion = tls.VersionTLS12
+		}
+		b.tlsLn = listeners.NewTCP(listeners.Config{Type: listeners.TypeTCP, ID: "tls", Address: cfg.TLSListen, TLSConfig: tc})
+		if err := srv.AddListener(b.tlsLn); err != nil {
+			_ = srv.Close()
+			return nil, fmt.Errorf("broker: listen on %s: %w", cfg.TLSListen, err)
+		}
+	}
+	return b, nil
 }
 
-// Addr is the address the broker listens on, as host:port.
-func (b *Broker) Addr() string { return b.ln.Address() }
+// Addr is the address the plain listener listens on, as host:port; ""
+// without one.
+func (b *Broker) Addr() string {
+	if b.ln == nil {
+		return ""
+	}
+	return b.ln.Address()
+}
+
+// TLSAddr is the address the TLS listener listens on, as host:port; ""
+// without one.
+func (b *Broker) TLSAddr() string {
+	if b.tlsLn == nil {
+		return ""
+	}
+	return b.tlsLn.Address()
+}
 
 // Run serves clients until ctx ends, then disconnects them and closes the
 // listener. It returns nil after a clean stop, or the error that kept the

@@ -171,6 +171,17 @@ type Key struct {
 	ID      string `json:"id"`     // 8 lower-case hex digits, as shared/passtoken names keys
 	Public  []byte `json:"public"` // Ed25519 public key, base64 in JSON
 	Retired bool   `json:"retired,omitempty"`
+	// RetireAt is the Unix second from which the key no longer verifies,
+	// by the edge's own clock (so an edge cut off from the cloud drops it
+	// on time); 0 when no end is set. A rotated key keeps verifying until
+	// the passes it signed have expired. Edges older than this field do not
+	// decode a key that carries it: upgrade edges before rotating keys.
+	RetireAt int64 `json:"retire_at,omitempty"`
+}
+
+// Verifies reports whether the key verifies passes at now.
+func (k *Key) Verifies(now time.Time) bool {
+	return !k.Retired && (k.RetireAt == 0 || now.Unix() < k.RetireAt)
 }
 
 func (k *Key) validate(where string) error {
@@ -179,6 +190,9 @@ func (k *Key) validate(where string) error {
 	}
 	if len(k.Public) != ed25519.PublicKeySize {
 		return invalid("%s.public is not a %d-byte Ed25519 key", where, ed25519.PublicKeySize)
+	}
+	if k.RetireAt < 0 {
+		return invalid("%s.retire_at is negative", where)
 	}
 	return nil
 }

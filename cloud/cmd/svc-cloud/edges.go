@@ -17,6 +17,8 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/broker"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // edgeFile is the appliance's configuration file as edge/config reads it
@@ -32,6 +34,7 @@ type edgeFile struct {
 		URL      string `json:"url"`
 		Username string `json:"username"`
 		Password string `json:"password"`
+		CA       string `json:"ca,omitempty"` // PEM: the CA that verifies an ssl:// broker
 	} `json:"broker"`
 	DataDir string         `json:"data_dir,omitempty"`
 	Gates   []edgeFileGate `json:"gates"`
@@ -71,11 +74,11 @@ const (
 
 // edgeConfig is the configuration of an appliance for the edge at the
 // gates, in the order they were made.
-func edgeConfig(e cloud.Edge, password, broker string, gates []cloud.Gate) edgeFile {
+func edgeConfig(e cloud.Edge, password string, broker edgeBroker, gates []cloud.Gate) edgeFile {
 	var f edgeFile
 	f.Site.Mode, f.Site.OrgID, f.Site.SiteID = string(e.Tenant.Mode), e.Tenant.OrgID, e.SiteID
 	f.EdgeID = e.ID
-	f.Broker.URL, f.Broker.Username, f.Broker.Password = broker, e.Username, password
+	f.Broker.URL, f.Broker.Username, f.Broker.Password, f.Broker.CA = broker.URL, e.Username, password, string(broker.CA)
 	f.Gates = []edgeFileGate{}
 	for i, g := range gates {
 		var fg edgeFileGate
@@ -116,8 +119,10 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	mode := fs.String("mode", "", "live or test")
 	site := fs.String("site", "", "ID of the site the edge serves")
 	name := fs.String("name", cloud.DefaultEdgeName, "name of the edge")
-	broker := fs.String("broker", env("SVC_EDGE_BROKER_URL", "tcp://"+DefaultMQTTListen),
-		"URL of the MQTT broker the edge connects to (env SVC_EDGE_BROKER_URL)")
+	brokerURL := fs.String("broker", env("SVC_EDGE_BROKER_URL", "ssl://"+DefaultMQTTTLSListen),
+		"URL of the MQTT broker the edge connects to: ssl:// (TLS), or tcp:// to a broker on the appliance itself (env SVC_EDGE_BROKER_URL)")
+	brokerCA := fs.String("broker-ca", env("SVC_EDGE_BROKER_CA", ""),
+		"PEM file of the CA that verifies an ssl:// broker, put in the configuration; empty: the embedded broker's CA under --data (made if missing); system: the appliance's own roots (env SVC_EDGE_BROKER_CA)")
 	asJSON := fs.Bool("json", false, "print {\"id\", \"username\", \"password\", \"config\"}")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
@@ -130,13 +135,35 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	case !ids.Valid(ids.Site, *site):
 		return usageError{fmt.Sprintf("edges create: --site %q: want a site ID (site_...)", *site)}
 	}
-	if u, err := url.Parse(*broker); err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "ssl", "ws", "wss"}, u.Scheme) || u.User != nil {
-		return usageError{fmt.Sprintf("edges create: --broker %q: want tcp://, ssl://, ws:// or wss:// and a host, without credentials", *broker)}
+	u, err := url.Parse(*brokerURL)
+	if err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "ssl", "ws", "wss"}, u.Scheme) || u.User != nil {
+		return usageError{fmt.Sprintf("edges create: --broker %q: want tcp://, ssl://, ws:// or wss:// and a host, without credentials", *brokerURL)}
 	}
+	tlsURL := u.Scheme == "ssl" || u.Scheme == "wss"
+	switch {
+	case !tlsURL && !protocol.Loopback(u.Hostname()):
+		return usageError{fmt.Sprintf("edges create: --broker %q: plain MQTT sends the password in clear, so only to a broker on the appliance itself; use ssl://", *brokerURL)}
+	case !tlsURL && *brokerCA != "":
+		return usageError{"edges create: --broker-ca is for an ssl:// or wss:// broker"}
+	}
+	eb := edgeBroker{URL: *brokerURL}
 	t := cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}
 	var file edgeFile
 	var e cloud.Edge
-	err := withService(ctx, &cfg, func(svc *cloud.Service) error {
+	switch {
+	case !tlsURL || *brokerCA == "system":
+	case *brokerCA != "":
+		if eb.CA, err = readCA(*brokerCA); err != nil {
+			return fmt.Errorf("edges create: --broker-ca: %w", err)
+		}
+	default:
+		certs, err := broker.EnsureCerts(cfg.tlsDir(), nil, time.Now())
+		if err != nil {
+			return fmt.Errorf("edges create: the embedded broker's CA: %w (or give --broker-ca)", err)
+		}
+		eb.CA = certs.CA
+	}
+	err = withService(ctx, &cfg, func(svc *cloud.Service) error {
 		if _, err := svc.Store().Site(ctx, t, *site); errors.Is(err, cloud.ErrNotFound) {
 			return fmt.Errorf("edges create: organisation %s has no %s-mode site %s", *org, *mode, *site)
 		} else if err != nil {
@@ -163,7 +190,7 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		if err != nil {
 			return err
 		}
-		file = edgeConfig(e, secret, *broker, gates)
+		file = edgeConfig(e, secret, eb, gates)
 		return nil
 	})
 	if err != nil {
@@ -324,7 +351,7 @@ func edgesList(ctx context.Context, args []string, stdout io.Writer, stderr *os.
 // and writes its appliance's configuration to path (mode 0600), unless the
 // file exists: make run starts svc-edge with it. The edge keeps its state
 // in the directory "edge" beside the file.
-func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path, broker string) error {
+func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path string, broker edgeBroker) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -48,7 +48,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	var half atomic.Pointer[mqttsync.Edge]
 	deps.NewSyncer = func(c *cache.Cache) (edge.Syncer, error) {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
-			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password,
+			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
 			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software,
 		})
 		if err != nil {
