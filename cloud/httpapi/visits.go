@@ -398,7 +398,13 @@ func (s *Server) listVisits(c echo.Context) error {
 		q.errs.add("query.expected_before", "must be after expected_from")
 	}
 	if v, ok := q.get("waiting_with"); ok {
-		if v != cloud.Reception && !ids.Valid(ids.Person, v) && !ids.Valid(ids.Team, v) {
+		switch {
+		case v == cloud.Reception:
+		case ids.Valid(ids.Person, v):
+			q.refs = append(q.refs, queryRef{param: "waiting_with", prefix: ids.Person, id: v})
+		case ids.Valid(ids.Team, v):
+			q.refs = append(q.refs, queryRef{param: "waiting_with", prefix: ids.Team, id: v})
+		default:
 			q.errs.add("query.waiting_with", "must be reception, a person ID or a team ID")
 		}
 		f.WaitingWith = v
@@ -411,7 +417,7 @@ func (s *Server) listVisits(c echo.Context) error {
 		f.VisitorID, timeScope(f.ExpectedFrom), timeScope(f.ExpectedBefore), f.WaitingWith}, "\x00")
 	p := s.page(q, scope)
 	ctx := c.Request().Context()
-	if err := s.checkSiteFilter(ctx, q, t, f.SiteID); err != nil {
+	if err := s.checkFilters(ctx, q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.ListVisits(ctx, cloud.ActorOf(principal(c)), f, p)
@@ -619,7 +625,7 @@ func (s *Server) listMessages(c echo.Context) error {
 	f := cloud.MessageFilter{VisitID: q.id("visit_id", ids.Visit)}
 	scope := "messages\x00" + t.OrgID + "\x00" + string(t.Mode) + "\x00" + f.VisitID
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Messages(c.Request().Context(), cloud.ActorOf(principal(c)), f, p)

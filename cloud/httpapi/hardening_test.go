@@ -1,0 +1,170 @@
+package httpapi_test
+
+// Tests of the hardening in issue 15: items 10 and 14 to 17 (item 13, the
+// connection limits, is in listen_test.go with a real listener).
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// A cursor has one text form: the decoder would skip a line break and
+// ignore the unused bits of the last character, so both would open the
+// same page; they are 422 at query.cursor.
+func TestCursor_OnlyTheTextSealedOpens(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		// Sites' IDs are 31 characters, so a cursor is 55 bytes and its last
+		// character has 4 unused bits.
+		first := h.get("/v1/sites?limit=1")
+		require.Equal(t, http.StatusOK, first.Status, "%s", first.Raw)
+		cursor := first.Body["next_cursor"].(string)
+		require.Equal(t, http.StatusOK, h.get("/v1/sites?limit=1&cursor="+cursor).Status, "the cursor as issued opens")
+
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		raw, err := base64.RawURLEncoding.DecodeString(cursor)
+		require.NoError(t, err)
+		require.Equal(t, 1, len(raw)%3, "the cursor's last character has unused bits")
+		flipped := cursor[:len(cursor)-1] + string(alphabet[strings.IndexByte(alphabet, cursor[len(cursor)-1])^1])
+		same, err := base64.RawURLEncoding.DecodeString(flipped)
+		require.NoError(t, err)
+		require.Equal(t, raw, same, "the lax decoder reads the flipped text as the same bytes")
+
+		for _, bad := range []string{
+			cursor[:10] + "\n" + cursor[10:],
+			cursor[:10] + "\r\n" + cursor[10:],
+			cursor + "\n",
+			flipped,
+			cursor + "==",
+		} {
+			r := h.get("/v1/sites?limit=1&cursor=" + url.QueryEscape(bad))
+			requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "query.cursor")
+		}
+	})
+}
+
+// Every ID filter of every list names an object of the caller's tenant:
+// another organisation's ID (or the other mode's) is 422 at the filter, as
+// docs/decisions.md ("Identifiers") has it, not an empty page; the caller's
+// own ID is answered.
+func TestFilters_AnotherTenantsIDIs422(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		other, err := h.svc.Seed(context.Background(), "Other Org", cloud.PlanPro)
+		require.NoError(t, err)
+		as := func(key, method, path string, body any) response {
+			return h.do(req{method: method, path: path, key: key, body: body})
+		}
+		// The same objects in both organisations.
+		type tenantIDs struct{ site, person, team, visit, visitor, bookingType, period, event, endpoint string }
+		objects := func(key string, seed cloud.SeedMode) tenantIDs {
+			v := as(key, http.MethodPost, "/v1/visits", map[string]any{
+				"site_id": seed.Sites[0].ID, "host_id": seed.People[0], "type": "meeting", "expected_at": "2026-11-22T10:00:00Z",
+				"visitor": map[string]any{"name": "Vera Visitor", "email": "vera@example.org"}})
+			require.Equal(t, http.StatusCreated, v.Status, "%s", v.Raw)
+			bt := as(key, http.MethodPost, "/v1/booking-types", map[string]any{
+				"name": "Hours", "site_id": seed.Sites[0].ID, "visit_type": "meeting", "slot_minutes": 30,
+				"opening_hours": []map[string]any{{"days": []string{"mon"}, "from": "09:00", "until": "12:00"}}})
+			require.Equal(t, http.StatusCreated, bt.Status, "%s", bt.Raw)
+			st := as(key, http.MethodPatch, "/v1/attendance-settings", map[string]any{"timezone": "Europe/London",
+				"periods": map[string]any{"kind": "weekly", "weekday": "monday", "payroll_days": 5}})
+			require.Equal(t, http.StatusOK, st.Status, "%s", st.Raw)
+			periods := data(t, as(key, http.MethodGet, "/v1/timesheet-periods?limit=1", nil))
+			events := data(t, as(key, http.MethodGet, "/v1/events?limit=1", nil))
+			ep := as(key, http.MethodPost, "/v1/webhook-endpoints", map[string]any{"url": "https://hooks.example.com/in", "event_types": []string{"*"}})
+			require.Equal(t, http.StatusCreated, ep.Status, "%s", ep.Raw)
+			return tenantIDs{site: seed.Sites[0].ID, person: seed.People[0], team: seed.Teams[0], visit: v.Body["id"].(string),
+				visitor: v.Body["visitor"].(map[string]any)["id"].(string), bookingType: bt.Body["id"].(string),
+				period: periods[0]["id"].(string), event: events[0]["id"].(string), endpoint: ep.Body["id"].(string)}
+		}
+		mine := objects(h.seed.Keys.SecretTest, h.seed.Test)
+		theirs := objects(other.Keys.SecretTest, other.Test)
+		live := h.seed.Live
+
+		filters := func(o tenantIDs, ep string) map[string]string { // path?query → the filter's location
+			return map[string]string{
+				"/v1/gates?site_id=" + o.site:                                                  "query.site_id",
+				"/v1/people?site_id=" + o.site:                                                 "query.site_id",
+				"/v1/teams?site_id=" + o.site:                                                  "query.site_id",
+				"/v1/visits?site_id=" + o.site:                                                 "query.site_id",
+				"/v1/visits?host_id=" + o.person:                                               "query.host_id",
+				"/v1/visits?visitor_id=" + o.visitor:                                           "query.visitor_id",
+				"/v1/visits?waiting_with=" + o.person:                                          "query.waiting_with",
+				"/v1/visits?waiting_with=" + o.team:                                            "query.waiting_with",
+				"/v1/messages?visit_id=" + o.visit:                                             "query.visit_id",
+				"/v1/booking-types?site_id=" + o.site:                                          "query.site_id",
+				"/v1/bookings?booking_type_id=" + o.bookingType:                                "query.booking_type_id",
+				"/v1/bookings?site_id=" + o.site:                                               "query.site_id",
+				"/v1/bookings?visitor_id=" + o.visitor:                                         "query.visitor_id",
+				"/v1/attendance-events?person_id=" + o.person:                                  "query.person_id",
+				"/v1/attendance-events?site_id=" + o.site:                                      "query.site_id",
+				"/v1/attendance-summaries?from=2026-11-20&to=2026-11-21&person_id=" + o.person: "query.person_id",
+				"/v1/attendance-summaries?from=2026-11-20&to=2026-11-21&site_id=" + o.site:     "query.site_id",
+				"/v1/timesheets?person_id=" + o.person:                                         "query.person_id",
+				"/v1/timesheets?period_id=" + o.period:                                         "query.period_id",
+				"/v1/webhook-endpoints/" + ep + "/deliveries?event_id=" + o.event:              "query.event_id",
+				"/v1/webhook-endpoints/" + ep + "/attempts?event_id=" + o.event:                "query.event_id",
+			}
+		}
+		for path := range filters(mine, mine.endpoint) {
+			r := h.get(path)
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", path, r.Raw)
+		}
+		for path, loc := range filters(theirs, mine.endpoint) {
+			requireProblem(t, h.get(path), http.StatusUnprocessableEntity, "validation_failed", loc)
+		}
+		// The other mode's IDs are another tenant's too.
+		for path, loc := range map[string]string{
+			"/v1/visits?host_id=" + live.People[0]:              "query.host_id",
+			"/v1/attendance-events?person_id=" + live.People[0]: "query.person_id",
+			"/v1/visits?waiting_with=" + live.Teams[0]:          "query.waiting_with",
+			"/v1/bookings?site_id=" + live.Sites[0].ID:          "query.site_id",
+		} {
+			requireProblem(t, h.get(path), http.StatusUnprocessableEntity, "validation_failed", loc)
+		}
+	})
+}
+
+// Invalid UTF-8 inside a JSON string, and a \u escape of half a surrogate
+// pair, are 400 bad_request on every operation that reads a body, rather
+// than stored as U+FFFD.
+func TestBody_InvalidUTF8IsBadRequest(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		v := createVisit(t, h, nil)
+		for _, bad := range [][]byte{
+			[]byte("{\"name\":\"Caf\xe9\"}"),        // Latin-1, not UTF-8
+			[]byte("{\"name\":\"x\xff\xfey\"}"),     // bytes never in UTF-8
+			[]byte("{\"name\":\"\xed\xa0\x80\"}"),   // a surrogate written as UTF-8
+			[]byte("{\"name\":\"\xc0\xaf\"}"),       // an overlong form
+			[]byte(`{"name":"\ud800"}`),             // a lone high surrogate
+			[]byte(`{"name":"\udc00x"}`),            // a lone low surrogate
+			[]byte(`{"name":"\ud83d\u0041"}`),       // a high surrogate with no low one after it
+			[]byte("{\"name\":\"ok\",\"x\xff\":1}"), // in a key
+		} {
+			for _, target := range []struct{ method, path string }{
+				{http.MethodPost, "/v1/teams"},
+				{http.MethodPatch, "/v1/people/" + h.seed.Test.People[0]},
+				{http.MethodPatch, "/v1/visits/" + v["id"].(string)},
+			} {
+				r := h.do(req{method: target.method, path: target.path, key: h.seed.Keys.SecretTest, raw: bad})
+				requireProblem(t, r, http.StatusBadRequest, "bad_request")
+				require.Contains(t, r.Body["detail"], "UTF-8", "%s %s %q", target.method, target.path, bad)
+			}
+		}
+		// A pair, a character beyond the BMP written as UTF-8, and an
+		// escaped backslash before a u are text.
+		r := h.do(req{method: http.MethodPost, path: "/v1/teams", key: h.seed.Keys.SecretTest,
+			raw: []byte(`{"name":"Caf\u00e9 \ud83d\ude00 ` + "\U0001F600" + ` \\ud800"}`)})
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+		require.Equal(t, "Café 😀 😀 \\ud800", r.Body["name"])
+	})
+}
