@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -166,5 +167,51 @@ func TestBody_InvalidUTF8IsBadRequest(t *testing.T) {
 			raw: []byte(`{"name":"Caf\u00e9 \ud83d\ude00 ` + "\U0001F600" + ` \\ud800"}`)})
 		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 		require.Equal(t, "Café 😀 😀 \\ud800", r.Body["name"])
+	})
+}
+
+// A visit may be expected at most 731 days ahead, so every visit accepted
+// can be given its pass (a pass carries Unix seconds that end in 2106): the
+// year 2200 is 422 at the field on create, PATCH and reschedule, where it was
+// accepted and then failed with 500 when its pass was shown. The last day
+// allowed has a pass.
+func TestVisits_ExpectedTimesAreBoundedToWhatAPassCarries(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		now := h.clock.Now()
+		far := "2200-01-01T10:00:00Z"
+		tooFar := now.Add(cloud.MaxVisitAheadDays*24*time.Hour + time.Minute).Format(time.RFC3339)
+		last := now.Add(cloud.MaxVisitAheadDays * 24 * time.Hour).Format(time.RFC3339)
+
+		for _, at := range []string{far, tooFar, "9999-12-31T23:59:59Z"} {
+			r := h.post("/v1/visits", visitBody(h, func(b map[string]any) { b["expected_at"] = at }))
+			requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.expected_at")
+		}
+		r := h.post("/v1/visits", visitBody(h, func(b map[string]any) {
+			b["expected_at"] = "2026-11-22T10:00:00Z"
+			b["expected_until"] = far
+		}))
+		requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.expected_until")
+
+		v := createVisit(t, h, nil)
+		id := v["id"].(string)
+		requireProblem(t, h.patch("/v1/visits/"+id, map[string]any{"expected_at": far}),
+			http.StatusUnprocessableEntity, "validation_failed", "body.expected_at")
+		requireProblem(t, h.patch("/v1/visits/"+id, map[string]any{"expected_until": far}),
+			http.StatusUnprocessableEntity, "validation_failed", "body.expected_until")
+		requireProblem(t, h.post("/v1/visits/"+id+"/reschedule", map[string]any{"expected_at": far}),
+			http.StatusUnprocessableEntity, "validation_failed", "body.expected_at")
+
+		// The last moment allowed is accepted and its pass shows.
+		edge := createVisit(t, h, func(b map[string]any) { b["expected_at"] = last })
+		png := h.get("/v1/visits/" + edge["id"].(string) + "/pass.png")
+		require.Equal(t, http.StatusOK, png.Status, "%s", png.Raw)
+		moved := h.post("/v1/visits/"+id+"/reschedule", map[string]any{"expected_at": last})
+		require.Equal(t, http.StatusOK, moved.Status, "%s", moved.Raw)
+
+		// Bookings make visits too: their slots are at most 366 days ahead.
+		bt := createBookingType(t, h, nil)
+		requireProblem(t, h.post("/v1/bookings", bookingBody(bt["id"].(string), "2200-01-06T09:00:00Z", nil)),
+			http.StatusUnprocessableEntity, "validation_failed", "body.starts_at")
 	})
 }
