@@ -215,3 +215,66 @@ func TestVisits_ExpectedTimesAreBoundedToWhatAPassCarries(t *testing.T) {
 			http.StatusUnprocessableEntity, "validation_failed", "body.starts_at")
 	})
 }
+
+// Webhook URLs are refused at creation (and update) when their host is an
+// address the policy refuses in any spelling: every IPv6 form that carries a
+// refused IPv4 address, the documentation ranges, site-local, and IPv4
+// written in the forms inet_aton reads but netip does not. Test mode that
+// may use loopback may use the loopback addresses, not loopback carried by
+// another form.
+func TestWebhooks_EveryAddressFormIsRefused(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open, withPlan(cloud.PlanGrowth))
+		create := func(key, u string) response {
+			return h.do(req{method: http.MethodPost, path: "/v1/webhook-endpoints", key: key,
+				body: map[string]any{"url": u, "event_types": []string{"*"}}})
+		}
+		refused := []string{
+			"https://[::127.0.0.1]/in",               // IPv4-compatible loopback
+			"https://[::7f00:1]/in",                  // the same, in hex
+			"https://[::ffff:127.0.0.1]/in",          // IPv4-mapped
+			"https://[::ffff:0:7f00:1]/in",           // IPv4-translated (SIIT)
+			"https://[::ffff:0:a9fe:a9fe]/in",        // SIIT cloud metadata
+			"https://[64:ff9b::7f00:1]/in",           // NAT64 loopback
+			"https://[64:ff9b::a9fe:a9fe]/in",        // NAT64 cloud metadata
+			"https://[64:ff9b::a00:1]/in",            // NAT64 private
+			"https://[64:ff9b:1::808:808]/in",        // local-use NAT64
+			"https://[2002:7f00:1::1]/in",            // 6to4 loopback
+			"https://[2002:a9fe:a9fe::1]/in",         // 6to4 cloud metadata
+			"https://[2001:0:7f00:1::f7f7:f7f7]/in",  // Teredo server loopback
+			"https://[2001:0:808:808::80ff:fffe]/in", // Teredo client loopback
+			"https://[fec0::1]/in",                   // site-local
+			"https://[2001:db8::1]/in",               // documentation
+			"https://[fe80::1%25eth0]/in",            // a zone
+			"https://192.0.2.1/in",                   // documentation
+			"https://198.51.100.7/in",                // documentation
+			"https://203.0.113.9/in",                 // documentation
+			"https://127.1/in",                       // inet_aton's 127.0.0.1
+			"https://0x7f.0.0.1/in",                  // the same in hex
+			"https://0177.0.0.1/in",                  // and in octal
+			"https://hooks.example.2130706433/in",    // a numeric last label
+		}
+		for _, u := range refused {
+			r := create(h.seed.Keys.SecretLive, u)
+			requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.url")
+		}
+		for _, u := range []string{"https://[64:ff9b::808:808]/in", "https://[2002:808:808::1]/in", "https://8.8.8.8/in", "https://hooks.example.com/in"} {
+			r := create(h.seed.Keys.SecretLive, u)
+			require.Equal(t, http.StatusCreated, r.Status, "%s: %s", u, r.Raw)
+		}
+
+		h.svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: true})
+		for _, u := range []string{"http://[::1]:9000/in", "http://127.0.0.1:9000/in", "http://[::ffff:127.0.0.1]:9000/in"} {
+			r := create(h.seed.Keys.SecretTest, u)
+			require.Equal(t, http.StatusCreated, r.Status, "%s: %s", u, r.Raw)
+		}
+		for _, u := range []string{"http://[::127.0.0.1]:9000/in", "http://[64:ff9b::7f00:1]:9000/in", "http://[2002:7f00:1::1]:9000/in"} {
+			r := create(h.seed.Keys.SecretTest, u)
+			requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.url")
+		}
+		// PATCH applies the same check.
+		ep := create(h.seed.Keys.SecretTest, "http://127.0.0.1:9000/in")
+		r := h.patch("/v1/webhook-endpoints/"+ep.Body["id"].(string), map[string]any{"url": "http://[::ffff:0:7f00:1]:9000/in"})
+		requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.url")
+	})
+}
