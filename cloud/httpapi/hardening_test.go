@@ -7,7 +7,10 @@ import (
 	"context"
 	"encoding/base64"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
 )
 
 // A cursor has one text form: the decoder would skip a line break and
@@ -276,5 +280,100 @@ func TestWebhooks_EveryAddressFormIsRefused(t *testing.T) {
 		ep := create(h.seed.Keys.SecretTest, "http://127.0.0.1:9000/in")
 		r := h.patch("/v1/webhook-endpoints/"+ep.Body["id"].(string), map[string]any{"url": "http://[::ffff:0:7f00:1]:9000/in"})
 		requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.url")
+	})
+}
+
+// passLinkOf returns the key-free link in a visit's pass message.
+func passLinkOf(t *testing.T, h *harness, visitID string) string {
+	t.Helper()
+	for _, m := range data(t, h.get("/v1/messages?visit_id="+visitID)) {
+		if link := regexp.MustCompile(`/v1/passes/[A-Za-z0-9_.-]+`).FindString(m["body"].(string)); link != "" {
+			return link
+		}
+	}
+	t.Fatalf("no pass link in the messages of %s", visitID)
+	return ""
+}
+
+// The key-free pass link is rate limited per link and per client address,
+// each per calendar minute: a spent budget is 429 rate_limited with
+// Retry-After and the RateLimit headers, as the keyed operations' limit
+// is; a new minute starts afresh.
+func TestPassLink_RateLimitedPerLinkAndPerAddress(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open, withConfig(func(c *httpapi.Config) { c.PassLinkLimit, c.PassAddressLimit = 3, 5 }))
+		one := passLinkOf(t, h, createVisit(t, h, nil)["id"].(string))
+		two := passLinkOf(t, h, createVisit(t, h, nil)["id"].(string))
+		get := func(link string) response { return h.do(req{method: http.MethodGet, path: link}) }
+
+		// Per link: 3 a minute. The headers follow the tighter budget: the
+		// link's (3) until the address's (5) has fewer left.
+		for i := 1; i <= 3; i++ {
+			r := get(one)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+			require.Equal(t, "3", r.Header.Get("RateLimit-Limit"))
+			require.Equal(t, strconv.Itoa(3-i), r.Header.Get("RateLimit-Remaining"))
+			require.Equal(t, "60", r.Header.Get("RateLimit-Reset"))
+		}
+		r := get(one)
+		requireProblem(t, r, http.StatusTooManyRequests, "rate_limited")
+		require.Equal(t, "60", r.Header.Get("Retry-After"))
+		require.Equal(t, "0", r.Header.Get("RateLimit-Remaining"))
+		require.Contains(t, r.Body["detail"], "pass")
+
+		// Per address: 5 a minute whatever the link, links that are not the
+		// server's included. Requests 1-4 were to one; this is the 5th.
+		r = get(two)
+		require.Equal(t, http.StatusOK, r.Status, "another link has its own budget: %s", r.Raw)
+		require.Equal(t, "5", r.Header.Get("RateLimit-Limit"))
+		require.Equal(t, "0", r.Header.Get("RateLimit-Remaining"))
+		for _, link := range []string{two, "/v1/passes/bm90.b3Vycw"} {
+			r = get(link)
+			requireProblem(t, r, http.StatusTooManyRequests, "rate_limited")
+			require.Equal(t, "60", r.Header.Get("Retry-After"))
+			require.Contains(t, r.Body["detail"], "address")
+		}
+
+		// A new minute.
+		h.clock.Advance(time.Minute)
+		require.Equal(t, http.StatusOK, get(one).Status)
+		requireProblem(t, get("/v1/passes/bm90.b3Vycw"), http.StatusNotFound, "not_found")
+	})
+}
+
+// The client address is the peer's unless the peer is a trusted proxy:
+// without trusted proxies X-Forwarded-For is ignored, so a client cannot
+// take a new budget by sending one; behind a trusted proxy the address it
+// appends counts, and what the client wrote to its left does not.
+func TestPassLink_ClientAddressFromTrustedProxiesOnly(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		limits := func(c *httpapi.Config) { c.PassLinkLimit, c.PassAddressLimit = 100, 2 }
+		h := newHarness(t, open, withConfig(limits))
+		link := passLinkOf(t, h, createVisit(t, h, nil)["id"].(string))
+		from := func(xff string) response {
+			return h.do(req{method: http.MethodGet, path: link, header: map[string]string{"X-Forwarded-For": xff}})
+		}
+		require.Equal(t, http.StatusOK, from("203.0.113.1").Status)
+		require.Equal(t, http.StatusOK, from("203.0.113.2").Status)
+		requireProblem(t, from("203.0.113.3"), http.StatusTooManyRequests, "rate_limited")
+
+		behind := newHarness(t, open, withConfig(func(c *httpapi.Config) {
+			limits(c)
+			c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+		}))
+		link = passLinkOf(t, behind, createVisit(t, behind, nil)["id"].(string))
+		from = func(xff string) response {
+			return behind.do(req{method: http.MethodGet, path: link, header: map[string]string{"X-Forwarded-For": xff}})
+		}
+		require.Equal(t, http.StatusOK, from("203.0.113.1").Status)
+		require.Equal(t, http.StatusOK, from("198.51.100.9, 203.0.113.1").Status)
+		requireProblem(t, from("198.51.100.10, 203.0.113.1"), http.StatusTooManyRequests, "rate_limited")
+		requireProblem(t, from("203.0.113.1, 127.0.0.1"), http.StatusTooManyRequests, "rate_limited")
+		require.Equal(t, http.StatusOK, from("203.0.113.2").Status, "another client behind the proxy")
+		// IPv6 clients count by /64.
+		require.Equal(t, http.StatusOK, from("2001:db8:1:2::1").Status)
+		require.Equal(t, http.StatusOK, from("2001:db8:1:2::2").Status)
+		requireProblem(t, from("2001:db8:1:2:ffff::3"), http.StatusTooManyRequests, "rate_limited")
+		require.Equal(t, http.StatusOK, from("2001:db8:1:3::1").Status)
 	})
 }

@@ -581,8 +581,35 @@ func (s *Server) passPNG(c echo.Context) error {
 
 // passByLink serves a visit's pass to the visitor through the link in
 // their message: no key; a link that is not one of ours is not found.
+// Having no key to count against, it is limited per client address (every
+// request, links that are not ours included, before any other work) and per
+// link (once the link is known to be ours), so neither one client nor many
+// clients with one link can spend the server's time signing and drawing
+// passes.
 func (s *Server) passByLink(c echo.Context) error {
-	tok, err := s.svc.PassByLink(c.Request().Context(), c.Param("link"))
+	ctx := c.Request().Context()
+	byAddress, err := s.count(ctx, counterKey("pass-address", addressBucket(s.clients.of(c.Request()))), s.passes.address)
+	if err != nil {
+		return err
+	}
+	if _, spent := limitHeaders(c, byAddress); spent {
+		return newError(problem.RateLimited, "This address made its %d pass requests for this minute; retry after %d seconds.", byAddress.limit, byAddress.reset)
+	}
+	t, visitID, err := s.svc.OpenPassLink(c.Param("link"))
+	if errors.Is(err, cloud.ErrNotFound) {
+		return newError(problem.NotFound, "No pass is at this link.")
+	}
+	if err != nil {
+		return err
+	}
+	byLink, err := s.count(ctx, counterKey("pass-link", string(t.Mode)+":"+visitID), s.passes.link)
+	if err != nil {
+		return err
+	}
+	if b, spent := limitHeaders(c, byAddress, byLink); spent {
+		return newError(problem.RateLimited, "This pass was opened %d times this minute, the most allowed; retry after %d seconds.", b.limit, b.reset)
+	}
+	tok, err := s.svc.LinkedPass(ctx, t, visitID)
 	if errors.Is(err, cloud.ErrNotFound) {
 		return newError(problem.NotFound, "No pass is at this link.")
 	}
