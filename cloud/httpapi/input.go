@@ -3,10 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,6 +128,9 @@ type body struct {
 func readBody(c echo.Context, optional bool) (*body, error) {
 	req := c.Request()
 	raw, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, newError(problem.BadRequest, "The body did not arrive within the server's read timeout.")
+	}
 	if err != nil {
 		return nil, newError(problem.BadRequest, "The body could not be read: %v.", err)
 	}
