@@ -219,6 +219,11 @@ func (p WebhookPolicy) CheckWebhookURL(mode Mode, raw string) error {
 	if !strings.Contains(host, ".") {
 		return errors.New("must name a host by its full domain name or a public IP address")
 	}
+	if len(host) > 253 || slices.ContainsFunc(strings.Split(host, "."), func(l string) bool { return l == "" || len(l) > 63 }) {
+		// "..", "a..b.example", ".example": no domain name has an empty
+		// label, nor one over 63 bytes.
+		return errors.New("must name a host by its full domain name or a public IP address")
+	}
 	if numericLabel(host[strings.LastIndexByte(host, '.')+1:]) {
 		// 127.1, 0x7f.0.0.1, 0177.0.0.1: not a domain name (no top-level
 		// domain is numeric), and resolvers that follow inet_aton read it

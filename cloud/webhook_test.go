@@ -2,6 +2,9 @@ package cloud_test
 
 import (
 	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -142,4 +145,63 @@ func TestCheckWebhookAddr_ZoneIsRefused(t *testing.T) {
 	for _, s := range []string{"fe80::1%eth0", "2001:db8::1%1", "2606:2800:21f:cb07:6820:80da:af6b:8b2c%eth0"} {
 		require.ErrorContains(t, cloud.WebhookPolicy{}.CheckWebhookAddr(cloud.ModeLive, netip.MustParseAddr(s)), "zone", s)
 	}
+}
+
+// FuzzWebhookURL holds CheckWebhookURL to the address rules: no URL it
+// accepts, in either mode, names by IP literal an address that is
+// loopback, private, link-local, multicast or unspecified, in any IPv6
+// spelling that carries one, nor a numeric last label; and an accepted URL
+// is an absolute http(s) URL without user info or fragment.
+func FuzzWebhookURL(f *testing.F) {
+	for _, u := range []string{
+		"https://hooks.example.com/in", "https://[::127.0.0.1]/", "https://[::ffff:0:7f00:1]/", "https://[64:ff9b::a9fe:a9fe]/",
+		"https://[2002:7f00:1::1]/", "https://[2001:0:7f00:1::f7f7:f7f7]/", "https://[fe80::1%25eth0]/", "https://127.1/",
+		"https://0x7f.1/", "http://localhost./", "https://8.8.8.8:443/x?y#", "https://[fec0::1]:8443/", "https://user@h.example/",
+		"https://192.0.2.1/", "HTTPS://HOOKS.EXAMPLE.COM/", "https://[::ffff:8.8.8.8]/", "https://hooks.example.com:0/",
+	} {
+		f.Add(u)
+	}
+	policy := cloud.WebhookPolicy{}
+	forms := []netip.Prefix{netip.MustParsePrefix("::/96"), netip.MustParsePrefix("::ffff:0:0:0/96"),
+		netip.MustParsePrefix("64:ff9b::/96")}
+	bad := func(a netip.Addr) bool {
+		return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsMulticast() ||
+			a.IsUnspecified() || a.IsInterfaceLocalMulticast()
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, mode := range []cloud.Mode{cloud.ModeLive, cloud.ModeTest} {
+			if policy.CheckWebhookURL(mode, raw) != nil {
+				continue
+			}
+			u, err := url.Parse(raw)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.Fragment != "" || u.Host == "" {
+				t.Fatalf("%s accepted %q", mode, raw)
+			}
+			host := strings.TrimSuffix(u.Hostname(), ".")
+			a, err := netip.ParseAddr(host)
+			if err != nil {
+				labels := strings.Split(host, ".")
+				if len(labels) < 2 || slices.Contains(labels, "") {
+					t.Fatalf("%s accepted %q, whose host %q is no full domain name", mode, raw, host)
+				}
+				if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+					t.Fatalf("%s accepted %q, whose host ends in a number", mode, raw)
+				}
+				continue
+			}
+			a = a.Unmap()
+			if bad(a) {
+				t.Fatalf("%s accepted %q: %s", mode, raw, a)
+			}
+			b := a.As16()
+			for _, p := range forms {
+				if a.Is6() && p.Contains(a) && bad(netip.AddrFrom4([4]byte(b[12:]))) {
+					t.Fatalf("%s accepted %q, which carries %s", mode, raw, netip.AddrFrom4([4]byte(b[12:])))
+				}
+			}
+			if a.Is6() && netip.MustParsePrefix("2002::/16").Contains(a) && bad(netip.AddrFrom4([4]byte(b[2:6]))) {
+				t.Fatalf("%s accepted the 6to4 %q", mode, raw)
+			}
+		}
+	})
 }

@@ -257,6 +257,8 @@ func TestWebhooks_EveryAddressFormIsRefused(t *testing.T) {
 			"https://0x7f.0.0.1/in",                  // the same in hex
 			"https://0177.0.0.1/in",                  // and in octal
 			"https://hooks.example.2130706433/in",    // a numeric last label
+			"https://../in",                          // empty labels (found by FuzzWebhookURL)
+			"https://hooks..example.com/in",
 		}
 		for _, u := range refused {
 			r := create(h.seed.Keys.SecretLive, u)
