@@ -135,20 +135,9 @@ func (s *Service) PassLink(t Tenant, visitID string) string {
 	return "/v1/passes/" + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(m.Sum(nil)[:passLinkMAC])
 }
 
-// PassByLink returns the token of the pass a link names; ErrNotFound when
-// the link is not one PassLink made or its visit is gone, *StateError when
-// the pass no longer works.
-func (s *Service) PassByLink(ctx context.Context, link string) (string, error) {
-	t, visitID, err := s.OpenPassLink(link)
-	if err != nil {
-		return "", err
-	}
-	return s.LinkedPass(ctx, t, visitID)
-}
-
 // OpenPassLink checks a pass link without reading the store and returns
-// the tenant and visit it names; ErrNotFound when it is not, exactly, a link
-// PassLink made. A link has one text form: its base64url parts are decoded
+// the tenant and visit it names, whose pass LinkedPass gives; ErrNotFound
+// when it is not, exactly, a link PassLink made. A link has one text form: its base64url parts are decoded
 // strictly, so no two texts name the same pass.
 func (s *Service) OpenPassLink(link string) (Tenant, string, error) {
 	body, sig, ok := strings.Cut(link, ".")
