@@ -47,6 +47,9 @@ type Config struct {
 	Demo               bool
 	// badEnv are SVC_ variables that did not parse, for Validate.
 	badEnv []string
+	// serving says serveFlags registered the server's flags, which
+	// Validate then checks.
+	serving bool
 	// WebhooksAllowLoopback lets test-mode webhook endpoints be on this
 	// machine (localhost), for development.
 	WebhooksAllowLoopback bool
@@ -106,6 +109,7 @@ func (c *Config) storeFlags(fs *flag.FlagSet) {
 // serveFlags registers the flags of serve.
 func (c *Config) serveFlags(fs *flag.FlagSet) {
 	c.storeFlags(fs)
+	c.serving = true
 	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", "127.0.0.1:8080"), "address to listen on (env SVC_ADDR)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
@@ -157,7 +161,7 @@ func (c *Config) Validate() error {
 		name string
 		v    time.Duration
 	}{{"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
-		if d.v <= 0 {
+		if c.serving && d.v <= 0 {
 			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
 		}
 	}
