@@ -183,32 +183,50 @@ func (s *Service) PassLink(t Tenant, visitID string) string {
 	return "/v1/passes/" + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(m.Sum(nil)[:passLinkMAC])
 }
 
-// PassByLink returns the token of the pass a link names; ErrNotFound when
-// the link is not one PassLink made or its visit is gone, *StateError when
-// the pass no longer works.
-func (s *Service) PassByLink(ctx context.Context, link string) (string, error) {
-	enc := base64.RawURLEncoding
+// OpenPassLink checks a pass link without reading the store and returns
+// the tenant and visit it names, whose pass LinkedPass gives; ErrNotFound
+// when it is not, exactly, a link PassLink made. A link has one text form: its base64url parts are decoded
+// strictly, so no two texts name the same pass.
+func (s *Service) OpenPassLink(link string) (Tenant, string, error) {
 	body, sig, ok := strings.Cut(link, ".")
 	if !ok || len(link) > 256 || len(s.linkKey) == 0 {
-		return "", ErrNotFound
+		return Tenant{}, "", ErrNotFound
 	}
-	payload, err1 := enc.DecodeString(body)
-	mac, err2 := enc.DecodeString(sig)
-	if err1 != nil || err2 != nil {
-		return "", ErrNotFound
+	payload, ok1 := decodeLinkPart(body)
+	mac, ok2 := decodeLinkPart(sig)
+	if !ok1 || !ok2 {
+		return Tenant{}, "", ErrNotFound
 	}
 	m := hmac.New(sha256.New, s.linkKey)
 	m.Write(payload)
 	if !hmac.Equal(mac, m.Sum(nil)[:passLinkMAC]) {
-		return "", ErrNotFound
+		return Tenant{}, "", ErrNotFound
 	}
 	parts := strings.Split(string(payload), ":")
 	if len(parts) != 3 {
-		return "", ErrNotFound
+		return Tenant{}, "", ErrNotFound
 	}
-	v, err := s.store.Visit(ctx, Tenant{OrgID: parts[0], Mode: Mode(parts[1])}, parts[2])
+	return Tenant{OrgID: parts[0], Mode: Mode(parts[1])}, parts[2], nil
+}
+
+// LinkedPass returns the token of the pass of a visit OpenPassLink named;
+// ErrNotFound when the visit is gone, *StateError when its pass no longer
+// works.
+func (s *Service) LinkedPass(ctx context.Context, t Tenant, visitID string) (string, error) {
+	v, err := s.store.Visit(ctx, t, visitID)
 	if err != nil {
 		return "", err
 	}
 	return s.passToken(ctx, v)
+}
+
+// decodeLinkPart reads base64url without padding, refusing every text but
+// the one the encoder writes (line breaks, non-zero unused bits).
+func decodeLinkPart(s string) ([]byte, bool) {
+	enc := base64.RawURLEncoding.Strict()
+	b, err := enc.DecodeString(s)
+	if err != nil || enc.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
 }

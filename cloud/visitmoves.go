@@ -83,7 +83,7 @@ func (s *Service) rescheduleToTime(ctx context.Context, a Actor, cur Visit, in R
 	if err != nil {
 		return Visit{}, err
 	}
-	until := checkTimes(v, in.ExpectedAt.Value, in.ExpectedUntil.Value, loc)
+	until := checkTimes(v, s.Now(), in.ExpectedAt.Value, in.ExpectedUntil.Value, loc)
 	if in.Purpose.Set {
 		checkText(v, "purpose", in.Purpose.Value, false, MaxPurposeLen)
 	}

@@ -23,6 +23,11 @@ const (
 	MaxReasonLen       = 500
 	MaxHostIDs         = 10
 	MaxVisitSpan       = 92 * 24 * time.Hour
+	// MaxVisitAheadDays is how far ahead a visit may be expected: two
+	// years, which any real plan fits, and far inside what a pass can
+	// carry (passtoken's Unix seconds end in 2106), so every visit accepted
+	// can be given its pass.
+	MaxVisitAheadDays = 731
 )
 
 // PassChannels are the channels a pass can be sent through.
@@ -269,10 +274,15 @@ func checkVisitor(v *ValidationError, in *VisitorInput) {
 }
 
 // checkTimes checks a visit's expected period at a site and returns the
-// end, defaulting to the end of expected_at's day there.
-func checkTimes(v *ValidationError, at, until *time.Time, loc *time.Location) *time.Time {
+// end, defaulting to the end of expected_at's day there. expected_at may be
+// at most MaxVisitAheadDays after now; the end at most MaxVisitSpan after
+// expected_at.
+func checkTimes(v *ValidationError, now time.Time, at, until *time.Time, loc *time.Location) *time.Time {
 	if at == nil {
 		return nil
+	}
+	if at.Sub(now) > MaxVisitAheadDays*24*time.Hour {
+		v.Add("expected_at", "may be at most %d days ahead", MaxVisitAheadDays)
 	}
 	end := until
 	if end == nil && loc != nil {
@@ -395,7 +405,7 @@ func (s *Service) planVisit(ctx context.Context, a Actor, in VisitInput) (*visit
 	case !in.ExpectedAt.Set || in.ExpectedAt.Value == nil:
 		v.Add("expected_at", "is required unless walk_in is true")
 	default:
-		p.until = checkTimes(&v, in.ExpectedAt.Value, in.ExpectedUntil.Value, p.loc)
+		p.until = checkTimes(&v, s.Now(), in.ExpectedAt.Value, in.ExpectedUntil.Value, p.loc)
 	}
 	checkText(&v, "purpose", in.Purpose.Value, false, MaxPurposeLen)
 	checkText(&v, "vehicle_plate", in.VehiclePlate.Value, false, MaxVehiclePlateLen)
@@ -674,7 +684,7 @@ func (s *Service) UpdateVisit(ctx context.Context, a Actor, id string, in VisitI
 		if at == nil {
 			v.Add("expected_until", "cannot be set on a visit without expected_at")
 		}
-		until = checkTimes(&v, at, until, loc)
+		until = checkTimes(&v, s.Now(), at, until, loc)
 	}
 	if in.Purpose.Set {
 		checkText(&v, "purpose", in.Purpose.Value, false, MaxPurposeLen)

@@ -174,9 +174,10 @@ func (s *Service) WebhookPolicy() WebhookPolicy { return s.webhookPolicy }
 // CheckWebhookURL returns why a tenant of mode may not send to u, or nil:
 // live mode needs https; userinfo and fragments are refused; a host that
 // is an IP address or a name for loopback must be allowed by
-// CheckWebhookAddr. Names are resolved only when sending, where the
-// dialer checks every address (CheckWebhookAddr), so a name that resolves
-// somewhere forbidden later is refused then.
+// CheckWebhookAddr, and a name's last label may not be numeric. Names are
+// resolved only when sending, where the dialer checks every address
+// (CheckWebhookAddr), so a name that resolves somewhere forbidden later is
+// refused then.
 func (p WebhookPolicy) CheckWebhookURL(mode Mode, raw string) error {
 	if len(raw) > 2048 {
 		return errors.New("must be at most 2048 characters")
@@ -218,29 +219,157 @@ func (p WebhookPolicy) CheckWebhookURL(mode Mode, raw string) error {
 	if !strings.Contains(host, ".") {
 		return errors.New("must name a host by its full domain name or a public IP address")
 	}
+	if len(host) > 253 || slices.ContainsFunc(strings.Split(host, "."), func(l string) bool { return l == "" || len(l) > 63 }) {
+		// "..", "a..b.example", ".example": no domain name has an empty
+		// label, nor one over 63 bytes.
+		return errors.New("must name a host by its full domain name or a public IP address")
+	}
+	if numericLabel(host[strings.LastIndexByte(host, '.')+1:]) {
+		// 127.1, 0x7f.0.0.1, 0177.0.0.1: not a domain name (no top-level
+		// domain is numeric), and resolvers that follow inet_aton read it
+		// as an IPv4 address netip does not.
+		return errors.New("must name a host by its full domain name or an IP address in its usual form (such as 192.0.2.1)")
+	}
 	return nil
 }
 
-// blocked are the address ranges beyond IsPrivate and the like that no
-// delivery may reach: "this network", shared address space (carrier NAT),
-// IETF protocol assignments, benchmarking, and the documentation ranges.
-var blocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b:1::/48"),
+// numericLabel reports whether a domain label is a number as inet_aton
+// reads one: decimal, octal or 0x hex.
+func numericLabel(l string) bool {
+	if l == "" {
+		return false
+	}
+	if hex, ok := strings.CutPrefix(strings.ToLower(l), "0x"); ok {
+		return !strings.ContainsFunc(hex, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) })
+	}
+	return !strings.ContainsFunc(l, func(r rune) bool { return r < '0' || r > '9' })
+}
+
+// blocked4 are the IPv4 ranges beyond IsPrivate and the like that no
+// delivery may reach (IANA's special-purpose registry, RFC 6890).
+var blocked4 = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // shared address space (carrier NAT)
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast, deprecated
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and the broadcast address
+}
+
+// blocked6 are the IPv6 ranges beyond IsPrivate (fc00::/7) and the like
+// that no delivery may reach, whatever they embed.
+var blocked6 = []netip.Prefix{
+	ipv4Compatible,                          // deprecated (RFC 4291)
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215)
+	netip.MustParsePrefix("100::/64"),       // discard only
+	netip.MustParsePrefix("2001:2::/48"),    // benchmarking
+	netip.MustParsePrefix("2001:10::/28"),   // ORCHID, deprecated
+	netip.MustParsePrefix("2001:db8::/32"),  // documentation
+	netip.MustParsePrefix("3fff::/20"),      // documentation (RFC 9637)
+	netip.MustParsePrefix("fec0::/10"),      // site-local, deprecated (RFC 3879)
+}
+
+// The IPv6 forms that carry an IPv4 address (IPv4-mapped ::ffff:0:0/96 is
+// unmapped before embedded4 is asked).
+var (
+	ipv4Compatible = netip.MustParsePrefix("::/96")
+	ipv4Translated = netip.MustParsePrefix("::ffff:0:0:0/96")
+	nat64          = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour      = netip.MustParsePrefix("2002::/16")
+	teredo         = netip.MustParsePrefix("2001::/32")
+)
+
+// embedded is an IPv4 address an IPv6 address carries, and the form.
+type embedded struct {
+	form string
+	addr netip.Addr
+}
+
+// embedded4 returns the IPv4 addresses an IPv6 address carries: a packet
+// to it reaches, or is translated towards, them, so they must be allowed
+// too.
+func embedded4(a netip.Addr) []embedded {
+	b := a.As16()
+	v4 := func(p []byte) netip.Addr { return netip.AddrFrom4([4]byte(p)) }
+	switch {
+	case ipv4Compatible.Contains(a):
+		return []embedded{{"IPv4-compatible", v4(b[12:])}}
+	case ipv4Translated.Contains(a):
+		return []embedded{{"IPv4-translated", v4(b[12:])}}
+	case nat64.Contains(a):
+		return []embedded{{"NAT64", v4(b[12:])}}
+	case sixToFour.Contains(a):
+		return []embedded{{"6to4", v4(b[2:6])}}
+	case teredo.Contains(a):
+		// The Teredo server's address, and the client's with every bit
+		// inverted.
+		client := netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
+		return []embedded{{"Teredo server", v4(b[4:8])}, {"Teredo client", client}}
+	}
+	return nil
 }
 
 // CheckWebhookAddr returns why a delivery of a tenant of mode may not
-// connect to a, or nil: loopback (unless allowed in test mode), private,
-// link-local, multicast, unspecified and reserved addresses are refused.
+// connect to a, or nil. It is the one check of where a delivery goes, made
+// on IP literals when an endpoint is created or updated and on every
+// address a name resolves to when a delivery connects. Loopback (unless
+// allowed in test mode), private, link-local, multicast, unspecified,
+// documentation and other reserved addresses are refused; an IPv6
+// address that embeds an IPv4 one (IPv4-mapped, IPv4-compatible,
+// IPv4-translated, NAT64, 6to4, Teredo) is refused when what it embeds is,
+// loopback included, so no IPv6 spelling reaches an IPv4 address the IPv4
+// rules refuse. An address with a zone is refused: only link-local ones
+// have one.
 func (p WebhookPolicy) CheckWebhookAddr(mode Mode, a netip.Addr) error {
+	if !a.IsValid() {
+		return errors.New("is not an IP address")
+	}
+	if a.Zone() != "" {
+		return fmt.Errorf("%s has a zone: it is link-local", a)
+	}
 	a = a.Unmap()
+	loopbackOK := mode == ModeTest && p.AllowLoopbackInTest
+	if a.Is4() {
+		return check4(a, loopbackOK)
+	}
+	if a.IsLoopback() {
+		if loopbackOK {
+			return nil
+		}
+		return fmt.Errorf("%s is a loopback address", a)
+	}
+	if a.IsUnspecified() {
+		return fmt.Errorf("%s is the unspecified address", a)
+	}
+	for _, e := range embedded4(a) {
+		if err := check4(e.addr, false); err != nil {
+			return fmt.Errorf("%s is an address of the %s form for %s, and %w", a, e.form, e.addr, err)
+		}
+	}
+	switch {
+	case a.IsPrivate():
+		return fmt.Errorf("%s is a private address", a)
+	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
+		return fmt.Errorf("%s is a link-local address", a)
+	case a.IsMulticast() || a.IsInterfaceLocalMulticast():
+		return fmt.Errorf("%s is a multicast address", a)
+	}
+	for _, b := range blocked6 {
+		if b.Contains(a) {
+			return fmt.Errorf("%s is a reserved address", a)
+		}
+	}
+	return nil
+}
+
+// check4 applies the IPv4 rules to a.
+func check4(a netip.Addr, loopbackOK bool) error {
 	switch {
 	case a.IsLoopback():
-		if mode == ModeTest && p.AllowLoopbackInTest {
+		if loopbackOK {
 			return nil
 		}
 		return fmt.Errorf("%s is a loopback address", a)
@@ -248,12 +377,12 @@ func (p WebhookPolicy) CheckWebhookAddr(mode Mode, a netip.Addr) error {
 		return fmt.Errorf("%s is a private address", a)
 	case a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast():
 		return fmt.Errorf("%s is a link-local address", a)
-	case a.IsMulticast() || a.IsInterfaceLocalMulticast():
+	case a.IsMulticast():
 		return fmt.Errorf("%s is a multicast address", a)
 	case a.IsUnspecified():
 		return fmt.Errorf("%s is the unspecified address", a)
 	}
-	for _, b := range blocked {
+	for _, b := range blocked4 {
 		if b.Contains(a) {
 			return fmt.Errorf("%s is a reserved address", a)
 		}

@@ -240,7 +240,7 @@ func (s *Server) listPunches(c echo.Context) error {
 	}
 	scope := strings.Join([]string{"punches", t.OrgID, string(t.Mode), f.PersonID, f.SiteID, q.values.Get("from"), q.values.Get("to")}, "\x00")
 	p := s.page(q, scope)
-	if err := s.checkSiteFilter(c.Request().Context(), q, t, f.SiteID); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Punches(c.Request().Context(), t, f, p)
@@ -295,7 +295,7 @@ func (s *Server) listSummaries(c echo.Context) error {
 	}
 	scope := strings.Join([]string{"summaries", t.OrgID, string(t.Mode), f.PersonID, f.SiteID, q.values.Get("from"), q.values.Get("to")}, "\x00")
 	p := s.page(q, scope)
-	if err := s.checkSiteFilter(c.Request().Context(), q, t, f.SiteID); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Summaries(c.Request().Context(), t, f, p)
@@ -348,7 +348,7 @@ func (s *Server) listTimesheetPeriods(c echo.Context) error {
 	f := cloud.PeriodFilter{From: q.day("from"), To: q.day("to")}
 	scope := strings.Join([]string{"periods", t.OrgID, string(t.Mode), q.values.Get("from"), q.values.Get("to")}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, today, err := s.svc.TimesheetPeriods(c.Request().Context(), t, f, p)
@@ -423,7 +423,7 @@ func (s *Server) listTimesheets(c echo.Context) error {
 	}
 	scope := strings.Join([]string{"timesheets", t.OrgID, string(t.Mode), f.PeriodID, f.PersonID, string(f.Status)}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Timesheets(c.Request().Context(), t, f, p)

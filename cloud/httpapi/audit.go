@@ -53,7 +53,7 @@ func (s *Server) listAuditEvents(c echo.Context) error {
 	f.ObjectID = q.text("object_id", 80)
 	scope := strings.Join([]string{"audit-events", t.OrgID, string(t.Mode), f.Action, f.ObjectID}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.AuditEvents(c.Request().Context(), cloud.ActorOf(principal(c)), f, p)

@@ -284,7 +284,7 @@ func (s *Server) listBookingTypes(c echo.Context) error {
 	scope := strings.Join([]string{"booking-types", t.OrgID, string(t.Mode), f.SiteID, boolScope(&f.IncludeArchived), boolScope(&a.Publishable)}, "\x00")
 	p := s.page(q, scope)
 	ctx := c.Request().Context()
-	if err := s.checkSiteFilter(ctx, q, t, f.SiteID); err != nil {
+	if err := s.checkFilters(ctx, q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.ListBookingTypes(ctx, a, f, p)
@@ -473,7 +473,7 @@ func (s *Server) listBookings(c echo.Context) error {
 		f.VisitorID, timeScope(f.StartsFrom), timeScope(f.StartsBefore)}, "\x00")
 	p := s.page(q, scope)
 	ctx := c.Request().Context()
-	if err := s.checkSiteFilter(ctx, q, t, f.SiteID); err != nil {
+	if err := s.checkFilters(ctx, q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.ListBookings(ctx, cloud.ActorOf(principal(c)), f, p)

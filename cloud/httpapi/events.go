@@ -80,7 +80,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	}
 	scope := strings.Join([]string{"events", t.OrgID, string(t.Mode), f.Type, timeScope(f.CreatedGTE), timeScope(f.CreatedLT)}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Events(c.Request().Context(), cloud.ActorOf(principal(c)), f, p)

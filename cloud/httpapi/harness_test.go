@@ -81,6 +81,7 @@ type options struct {
 	limits map[cloud.Plan]int
 	plan   cloud.Plan
 	wrap   func(cloud.Store) cloud.Store // a fault-injecting wrapper
+	config func(*httpapi.Config)         // changes to the server's configuration
 }
 
 func newHarness(t *testing.T, open func(t *testing.T) cloud.Store, opts ...func(*options)) *harness {
@@ -109,7 +110,11 @@ func (h *harness) serve(t *testing.T, base cloud.Store, o options) *harness {
 		require.NoError(t, err)
 		h.seed = res
 	}
-	api, err := httpapi.New(context.Background(), httpapi.Config{Service: h.svc, RateLimits: o.limits, Now: h.clock.Now})
+	cfg := httpapi.Config{Service: h.svc, RateLimits: o.limits, Now: h.clock.Now}
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	api, err := httpapi.New(context.Background(), cfg)
 	require.NoError(t, err)
 	h.api = api
 	srv := httptest.NewServer(api)
@@ -123,6 +128,7 @@ func withPlan(p cloud.Plan) func(*options) {
 	return func(o *options) { o.plan = p }
 }
 func withWrap(w func(cloud.Store) cloud.Store) func(*options) { return func(o *options) { o.wrap = w } }
+func withConfig(f func(*httpapi.Config)) func(*options)       { return func(o *options) { o.config = f } }
 
 // response is a read response; JSON bodies are decoded into Body.
 type response struct {

@@ -3,14 +3,17 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -28,6 +31,12 @@ const maxBody = 1 << 20
 type query struct {
 	values url.Values
 	errs   fieldErrors
+	refs   []queryRef // the IDs the filters name, checked by checkFilters
+}
+
+// queryRef is an ID a filter names: it must name an object of the tenant.
+type queryRef struct {
+	param, prefix, id string
 }
 
 // parseQuery reads the query string of c. allowed lists the parameters the
@@ -89,6 +98,7 @@ func (q *query) id(name, prefix string) string {
 		q.errs.add("query."+name, "must be a %s ID (%s_ followed by 26 characters)", prefix, prefix)
 		return ""
 	}
+	q.refs = append(q.refs, queryRef{param: name, prefix: prefix, id: v})
 	return v
 }
 
@@ -118,6 +128,9 @@ type body struct {
 func readBody(c echo.Context, optional bool) (*body, error) {
 	req := c.Request()
 	raw, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, newError(problem.BadRequest, "The body did not arrive within the server's read timeout.")
+	}
 	if err != nil {
 		return nil, newError(problem.BadRequest, "The body could not be read: %v.", err)
 	}
@@ -139,11 +152,67 @@ func readBody(c echo.Context, optional bool) (*body, error) {
 	if !json.Valid(raw) {
 		return nil, newError(problem.BadRequest, "The body is not valid JSON.")
 	}
+	if !validText(raw) {
+		return nil, newError(problem.BadRequest, "The body is not valid UTF-8: it holds a byte sequence that is not UTF-8, or a \\u escape of half a surrogate pair.")
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
 		return nil, invalid("body", "must be a JSON object")
 	}
 	return &body{fields: fields, errs: errs}, nil
+}
+
+// validText reports whether a JSON text, already known to be valid JSON, is
+// valid UTF-8 and every \u escape in it names a character: a lone
+// surrogate (\ud800 without its pair) is no character. encoding/json would
+// quietly turn either into U+FFFD and store that, so the text a client sent
+// is refused instead of stored changed.
+func validText(raw []byte) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // raw is valid JSON: a backslash is always followed by an escape
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1 : i+5])
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // high half: its low half must follow
+			if i+6 >= len(raw) || raw[i+1] != '\\' || raw[i+2] != 'u' {
+				return false
+			}
+			if lo := hex4(raw[i+3 : i+7]); lo < 0xdc00 || lo > 0xdfff {
+				return false
+			}
+			i += 6
+		case utf16.IsSurrogate(r): // a low half alone
+			return false
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits of a \u escape, which valid JSON
+// guarantees.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		default:
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
 }
 
 func (b *body) loc(name string) string { return "body." + b.prefix + name }

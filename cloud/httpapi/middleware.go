@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -156,25 +154,12 @@ func bearer(h string) (string, bool) {
 // rateLimit counts the request against the tenant's per-minute budget and
 // sets the RateLimit headers.
 func (s *Server) rateLimit(c echo.Context, p cloud.Principal) error {
-	limit := s.limits[p.Plan]
-	now := s.now()
-	window := now.Truncate(time.Minute)
-	n, err := s.svc.Store().CountRequest(c.Request().Context(), p.Tenant(), window)
+	b, err := s.count(c.Request().Context(), p.Tenant(), s.limits[p.Plan])
 	if err != nil {
-		return fmt.Errorf("count request: %w", err)
+		return err
 	}
-	reset := int(window.Add(time.Minute).Sub(now).Seconds() + 0.999)
-	remaining := int64(limit) - n
-	if remaining < 0 {
-		remaining = 0
-	}
-	h := c.Response().Header()
-	h.Set(headerLimit, strconv.Itoa(limit))
-	h.Set(headerRemaining, strconv.FormatInt(remaining, 10))
-	h.Set(headerReset, strconv.Itoa(reset))
-	if n > int64(limit) {
-		h.Set(headerRetryAfter, strconv.Itoa(reset))
-		return newError(problem.RateLimited, "The organisation used its %d requests for this minute in %s mode; retry after %d seconds.", limit, p.Key.Tenant.Mode, reset)
+	if _, spent := limitHeaders(c, b); spent {
+		return newError(problem.RateLimited, "The organisation used its %d requests for this minute in %s mode; retry after %d seconds.", b.limit, p.Key.Tenant.Mode, b.reset)
 	}
 	return nil
 }

@@ -39,8 +39,8 @@ func (cs cursors) seal(p cloud.Position, scope string) string {
 // open checks a cursor and returns its position; ok is false for anything
 // this server did not issue for this scope.
 func (cs cursors) open(s, scope string) (cloud.Position, bool) {
-	buf, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(buf) < 8+cursorMACBytes {
+	buf, ok := decodeCursor(s)
+	if !ok || len(buf) < 8+cursorMACBytes {
 		return cloud.Position{}, false
 	}
 	data, mac := buf[:len(buf)-cursorMACBytes], buf[len(buf)-cursorMACBytes:]
@@ -51,6 +51,20 @@ func (cs cursors) open(s, scope string) (cloud.Position, bool) {
 		CreatedAt: time.UnixMicro(int64(binary.BigEndian.Uint64(data[:8]))).UTC(),
 		ID:        string(data[8:]),
 	}, true
+}
+
+// decodeCursor reads base64url without padding, strictly: a cursor has one
+// text form, the one seal wrote. The decoder alone would skip inserted
+// line breaks and ignore the unused bits of the last character, so several
+// texts would open as one cursor; encoding the bytes again and comparing
+// refuses every text but the one.
+func decodeCursor(s string) ([]byte, bool) {
+	enc := base64.RawURLEncoding.Strict()
+	buf, err := enc.DecodeString(s)
+	if err != nil || enc.EncodeToString(buf) != s {
+		return nil, false
+	}
+	return buf, true
 }
 
 func (cs cursors) mac(data []byte, scope string) []byte {

@@ -7,11 +7,13 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +32,14 @@ type Config struct {
 	// RateLimits are requests per minute per organisation and mode, by
 	// plan; plans left out get cloud.DefaultRateLimits.
 	RateLimits map[cloud.Plan]int
+	// PassLinkLimit and PassAddressLimit are the key-free pass link's
+	// requests per minute, per link and per client address; 0 means
+	// DefaultPassLinkLimit and DefaultPassAddressLimit.
+	PassLinkLimit, PassAddressLimit int
+	// TrustedProxies are the peers (reverse proxies, load balancers) whose
+	// X-Forwarded-For header names the client; with none, the client is
+	// the peer and the header is never read.
+	TrustedProxies []netip.Prefix
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -42,6 +52,8 @@ type Server struct {
 	limits  map[cloud.Plan]int
 	now     func() time.Time
 	cursors cursors
+	passes  passLimits
+	clients clientAddrs
 	echo    *echo.Echo
 }
 
@@ -51,7 +63,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Service == nil {
 		return nil, fmt.Errorf("httpapi: Config.Service is required")
 	}
-	s := &Server{svc: cfg.Service, log: cfg.Logger, docsURL: cfg.DocsURL, now: cfg.Now, limits: map[cloud.Plan]int{}}
+	s := &Server{svc: cfg.Service, log: cfg.Logger, docsURL: cfg.DocsURL, now: cfg.Now, limits: map[cloud.Plan]int{},
+		passes:  passLimits{link: cmp.Or(cfg.PassLinkLimit, DefaultPassLinkLimit), address: cmp.Or(cfg.PassAddressLimit, DefaultPassAddressLimit)},
+		clients: clientAddrs{trusted: slices.Clone(cfg.TrustedProxies)}}
 	cfg.Service.SetEventRenderer(RenderEvent) // events carry their objects as this API encodes them
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

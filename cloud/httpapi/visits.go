@@ -398,7 +398,13 @@ func (s *Server) listVisits(c echo.Context) error {
 		q.errs.add("query.expected_before", "must be after expected_from")
 	}
 	if v, ok := q.get("waiting_with"); ok {
-		if v != cloud.Reception && !ids.Valid(ids.Person, v) && !ids.Valid(ids.Team, v) {
+		switch {
+		case v == cloud.Reception:
+		case ids.Valid(ids.Person, v):
+			q.refs = append(q.refs, queryRef{param: "waiting_with", prefix: ids.Person, id: v})
+		case ids.Valid(ids.Team, v):
+			q.refs = append(q.refs, queryRef{param: "waiting_with", prefix: ids.Team, id: v})
+		default:
 			q.errs.add("query.waiting_with", "must be reception, a person ID or a team ID")
 		}
 		f.WaitingWith = v
@@ -411,7 +417,7 @@ func (s *Server) listVisits(c echo.Context) error {
 		f.VisitorID, timeScope(f.ExpectedFrom), timeScope(f.ExpectedBefore), f.WaitingWith}, "\x00")
 	p := s.page(q, scope)
 	ctx := c.Request().Context()
-	if err := s.checkSiteFilter(ctx, q, t, f.SiteID); err != nil {
+	if err := s.checkFilters(ctx, q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.ListVisits(ctx, cloud.ActorOf(principal(c)), f, p)
@@ -575,8 +581,35 @@ func (s *Server) passPNG(c echo.Context) error {
 
 // passByLink serves a visit's pass to the visitor through the link in
 // their message: no key; a link that is not one of ours is not found.
+// Having no key to count against, it is limited per client address (every
+// request, links that are not ours included, before any other work) and per
+// link (once the link is known to be ours), so neither one client nor many
+// clients with one link can spend the server's time signing and drawing
+// passes.
 func (s *Server) passByLink(c echo.Context) error {
-	tok, err := s.svc.PassByLink(c.Request().Context(), c.Param("link"))
+	ctx := c.Request().Context()
+	byAddress, err := s.count(ctx, counterKey("pass-address", addressBucket(s.clients.of(c.Request()))), s.passes.address)
+	if err != nil {
+		return err
+	}
+	if _, spent := limitHeaders(c, byAddress); spent {
+		return newError(problem.RateLimited, "This address made its %d pass requests for this minute; retry after %d seconds.", byAddress.limit, byAddress.reset)
+	}
+	t, visitID, err := s.svc.OpenPassLink(c.Param("link"))
+	if errors.Is(err, cloud.ErrNotFound) {
+		return newError(problem.NotFound, "No pass is at this link.")
+	}
+	if err != nil {
+		return err
+	}
+	byLink, err := s.count(ctx, counterKey("pass-link", string(t.Mode)+":"+visitID), s.passes.link)
+	if err != nil {
+		return err
+	}
+	if b, spent := limitHeaders(c, byAddress, byLink); spent {
+		return newError(problem.RateLimited, "This pass was opened %d times this minute, the most allowed; retry after %d seconds.", b.limit, b.reset)
+	}
+	tok, err := s.svc.LinkedPass(ctx, t, visitID)
 	if errors.Is(err, cloud.ErrNotFound) {
 		return newError(problem.NotFound, "No pass is at this link.")
 	}
@@ -619,7 +652,7 @@ func (s *Server) listMessages(c echo.Context) error {
 	f := cloud.MessageFilter{VisitID: q.id("visit_id", ids.Visit)}
 	scope := "messages\x00" + t.OrgID + "\x00" + string(t.Mode) + "\x00" + f.VisitID
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.Messages(c.Request().Context(), cloud.ActorOf(principal(c)), f, p)

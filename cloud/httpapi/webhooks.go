@@ -100,7 +100,7 @@ func (s *Server) listWebhookEndpoints(c echo.Context) error {
 	t := tenant(c)
 	scope := strings.Join([]string{"webhook-endpoints", t.OrgID, string(t.Mode)}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.WebhookEndpoints(c.Request().Context(), cloud.ActorOf(principal(c)), p)
@@ -267,7 +267,7 @@ func (s *Server) listWebhookDeliveries(c echo.Context) error {
 	}
 	scope := strings.Join([]string{"webhook-deliveries", t.OrgID, string(t.Mode), id, string(f.Status), f.EventID}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.WebhookDeliveries(c.Request().Context(), cloud.ActorOf(principal(c)), id, f, p)
@@ -359,7 +359,7 @@ func (s *Server) listWebhookAttempts(c echo.Context) error {
 	f := cloud.AttemptFilter{EventID: q.id("event_id", ids.Event)}
 	scope := strings.Join([]string{"webhook-attempts", t.OrgID, string(t.Mode), id, f.EventID}, "\x00")
 	p := s.page(q, scope)
-	if err := q.errs.err(); err != nil {
+	if err := s.checkFilters(c.Request().Context(), q, t); err != nil {
 		return err
 	}
 	rows, more, err := s.svc.WebhookAttempts(c.Request().Context(), cloud.ActorOf(principal(c)), id, f, p)

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -59,4 +60,32 @@ func TestClient_RefusesForbiddenAddressesAtConnect(t *testing.T) {
 	loose := webhook.NewClient(cloud.WebhookPolicy{AllowLoopbackInTest: true})
 	require.NoError(t, do(loose, cloud.ModeTest))
 	require.ErrorContains(t, do(loose, cloud.ModeLive), "loopback")
+}
+
+// The same policy holds when connecting: an address that carries a loopback
+// IPv4 address in another form is refused before any connection, even in
+// a test mode that may use loopback itself, and an IPv4-mapped loopback
+// address is loopback.
+func TestClient_RefusesEmbeddedIPv4FormsAtConnect(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(srv.Close)
+	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
+	require.NoError(t, err)
+	do := func(c *http.Client, mode cloud.Mode, host string) error {
+		req, err := http.NewRequestWithContext(webhook.WithMode(context.Background(), mode), http.MethodPost, "http://"+net.JoinHostPort(host, port)+"/", nil)
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	loose := webhook.NewClient(cloud.WebhookPolicy{AllowLoopbackInTest: true})
+	for _, host := range []string{"::127.0.0.1", "::ffff:0:7f00:1", "64:ff9b::7f00:1", "2002:7f00:1::1", "2001:0:7f00:1::f7f7:f7f7"} {
+		err := do(loose, cloud.ModeTest, host)
+		require.ErrorContains(t, err, "refused", host)
+		require.ErrorContains(t, err, "127.0.0.1 is a loopback address", host)
+	}
+	require.NoError(t, do(loose, cloud.ModeTest, "::ffff:127.0.0.1"), "IPv4-mapped loopback is loopback")
+	require.ErrorContains(t, do(loose, cloud.ModeLive, "::ffff:127.0.0.1"), "loopback")
 }

@@ -153,6 +153,8 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	log := cfg.logger(stderr)
 	limits, _ := cfg.limits()
+	passLink, passAddress, _ := cfg.passLimits()
+	proxies, _ := cfg.trustedProxies()
 	store, kind, err := openStore(ctx, &cfg, log)
 	if err != nil {
 		return err
@@ -160,16 +162,17 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
 	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
-	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: log, DocsURL: cfg.DocsURL, RateLimits: limits})
+	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: log, DocsURL: cfg.DocsURL, RateLimits: limits,
+		PassLinkLimit: passLink, PassAddressLimit: passAddress, TrustedProxies: proxies})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	tcp, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	ln := httpapi.Listen(tcp, cfg.serverLimits())
+	srv := httpapi.NewHTTPServer(api, cfg.serverLimits(), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
 	syncs, eb, err := syncParts(ctx, &cfg, svc, log)
 	if err != nil {
 		ln.Close()

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -30,10 +33,28 @@ type Config struct {
 	// by commas, the current one first) and KEKFile a file holding one;
 	// with neither, DataDir/kek, made on first use.
 	KEK, KEKFile string
-	DocsURL      string
-	LogLevel     string
-	RateLimits   string // "free=120,pro=3000"
-	Demo         bool
+	DocsURL     string
+	LogLevel    string
+	RateLimits  string // "free=120,pro=3000"
+	// PassRateLimits are the key-free pass link's requests per minute,
+	// "link=20,address=120".
+	PassRateLimits string
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client, and whose connections are not limited per address:
+	// addresses or CIDR prefixes, comma-separated.
+	TrustedProxies string
+	// ReadTimeout, WriteTimeout and IdleTimeout bound a request's arrival
+	// (body included), its response, and a kept-alive connection's wait.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConnsPerAddress is how many connections one client address may
+	// hold open; 0 is no limit.
+	MaxConnsPerAddress int
+	Demo               bool
+	// badEnv are SVC_ variables that did not parse, for Validate.
+	badEnv []string
+	// serving says serveFlags registered the server's flags, which
+	// Validate then checks.
+	serving bool
 	// WebhooksAllowLoopback lets test-mode webhook endpoints be on this
 	// machine (localhost), for development.
 	WebhooksAllowLoopback bool
@@ -55,7 +76,6 @@ type Config struct {
 	MQTTUsername string
 	MQTTPassword string
 
-	serve bool // the serve flags are registered: check them
 }
 
 // env returns the SVC_ variable name or def.
@@ -64,6 +84,35 @@ func env(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// envDuration returns the SVC_ variable as a duration, or def when it is
+// unset; one that does not parse is kept for Validate to report.
+func (c *Config) envDuration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		c.badEnv = append(c.badEnv, fmt.Sprintf("%s %q: want a duration such as 30s", name, v))
+		return def
+	}
+	return d
+}
+
+// envInt is envDuration for integers.
+func (c *Config) envInt(name string, def int) int {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.badEnv = append(c.badEnv, fmt.Sprintf("%s %q: want a whole number", name, v))
+		return def
+	}
+	return n
 }
 
 // storeFlags registers the flags that choose the store.
@@ -78,10 +127,16 @@ func (c *Config) storeFlags(fs *flag.FlagSet) {
 // serveFlags registers the flags of serve.
 func (c *Config) serveFlags(fs *flag.FlagSet) {
 	c.storeFlags(fs)
-	c.serve = true
+	c.serving = true
 	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", "127.0.0.1:8080"), "address to listen on (env SVC_ADDR)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
+	fs.StringVar(&c.PassRateLimits, "pass-rate-limits", env("SVC_PASS_RATE_LIMITS", ""), fmt.Sprintf("requests per minute to the key-free pass link, per link and per client address (default link=%d,address=%d) (env SVC_PASS_RATE_LIMITS)", httpapi.DefaultPassLinkLimit, httpapi.DefaultPassAddressLimit))
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", env("SVC_TRUSTED_PROXIES", ""), "reverse proxies, as addresses or CIDR prefixes separated by commas, whose X-Forwarded-For names the client and whose connections are not limited per address; none by default (env SVC_TRUSTED_PROXIES)")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.envDuration("SVC_READ_TIMEOUT", httpapi.DefaultReadTimeout), "longest time to receive a whole request, body included (env SVC_READ_TIMEOUT)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.envDuration("SVC_WRITE_TIMEOUT", httpapi.DefaultWriteTimeout), "longest time from a request's headers to the end of its response (env SVC_WRITE_TIMEOUT)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.envDuration("SVC_IDLE_TIMEOUT", httpapi.DefaultIdleTimeout), "longest wait for the next request on a kept-alive connection (env SVC_IDLE_TIMEOUT)")
+	fs.IntVar(&c.MaxConnsPerAddress, "max-conns-per-address", c.envInt("SVC_MAX_CONNS_PER_ADDRESS", httpapi.DefaultMaxConnsPerAddr), "most connections one client address (IPv4 address, IPv6 /64) may hold open; 0 for no limit (env SVC_MAX_CONNS_PER_ADDRESS)")
 	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
 	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
@@ -124,6 +179,26 @@ func (c *Config) Validate() error {
 	if _, err := c.limits(); err != nil {
 		return err
 	}
+	if len(c.badEnv) > 0 {
+		return usageError{c.badEnv[0]}
+	}
+	if _, _, err := c.passLimits(); err != nil {
+		return err
+	}
+	if _, err := c.trustedProxies(); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
+		if c.serving && d.v <= 0 {
+			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
+		}
+	}
+	if c.MaxConnsPerAddress < 0 {
+		return usageError{fmt.Sprintf("--max-conns-per-address %d: want 0 (no limit) or more", c.MaxConnsPerAddress)}
+	}
 	if c.MQTTURL != "" && c.MQTTURL != "off" {
 		u, err := url.Parse(c.MQTTURL)
 		if err != nil || u.Host == "" || (u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "ws" && u.Scheme != "wss") {
@@ -136,7 +211,7 @@ func (c *Config) Validate() error {
 			return usageError{fmt.Sprintf("--mqtt-url %q: plain MQTT sends the password in clear, so it may reach a broker on this machine only (localhost, 127.0.0.1, ::1); use ssl:// or wss:// (and --mqtt-ca)", c.MQTTURL)}
 		}
 	}
-	if c.serve && c.MQTTURL == "" {
+	if c.serving && c.MQTTURL == "" {
 		if c.MQTTListen == "" && c.MQTTTLSListen == "" {
 			return usageError{"--mqtt-listen and --mqtt-tls-listen are both empty: the embedded broker needs one (or --mqtt-url off)"}
 		}
@@ -183,6 +258,60 @@ func (c *Config) limits() (map[cloud.Plan]int, error) {
 		out[cloud.Plan(name)] = n
 	}
 	return out, nil
+}
+
+// passLimits reads --pass-rate-limits; 0 means the default.
+func (c *Config) passLimits() (link, address int, err error) {
+	if c.PassRateLimits == "" {
+		return 0, 0, nil
+	}
+	for _, part := range strings.Split(c.PassRateLimits, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+		n, err := strconv.Atoi(value)
+		if !ok || err != nil || n < 1 || (name != "link" && name != "address") {
+			return 0, 0, usageError{fmt.Sprintf("--pass-rate-limits: %q is not link=N or address=N with N requests per minute", part)}
+		}
+		if name == "link" {
+			link = n
+		} else {
+			address = n
+		}
+	}
+	return link, address, nil
+}
+
+// trustedProxies reads --trusted-proxies: addresses (a /32 or /128) or
+// CIDR prefixes.
+func (c *Config) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, part := range strings.Split(c.TrustedProxies, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(part); err == nil && a.Zone() == "" {
+			a = a.Unmap()
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(part)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--trusted-proxies: %q is not an IP address or CIDR prefix", part)}
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// serverLimits are the HTTP server's timeouts and connection limit.
+func (c *Config) serverLimits() httpapi.ServerLimits {
+	proxies, _ := c.trustedProxies()
+	max := c.MaxConnsPerAddress
+	if max == 0 {
+		max = -1 // no limit
+	}
+	return httpapi.ServerLimits{ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout,
+		MaxConnsPerAddr: max, Exempt: proxies}
 }
 
 func (c *Config) sqlitePath() string { return filepath.Join(c.DataDir, "cloud.db") }
