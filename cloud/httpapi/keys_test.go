@@ -198,3 +198,26 @@ func TestPublishable_ErrorsTellNothingStored(t *testing.T) {
 			errorMessage(t, book(bt["id"].(string)), "body.booking_type_id"), "an archived type is one it cannot read")
 	})
 }
+
+// A response is replayed only to the key it answered: a publishable key
+// sending a secret key's Idempotency-Key and body does not get the secret
+// key's answer.
+func TestIdempotency_ReplayedOnlyToTheSameKey(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		key := uuid()
+		send := func(apiKey string) response {
+			return h.do(req{method: http.MethodPost, path: "/v1/visits", key: apiKey, body: visitBody(h, nil),
+				header: map[string]string{"Idempotency-Key": key}})
+		}
+		first := send(h.seed.Keys.SecretTest)
+		require.Equal(t, http.StatusCreated, first.Status, "%s", first.Raw)
+		r := send(h.seed.Keys.PublishableTest)
+		requireProblem(t, r, http.StatusUnprocessableEntity, "idempotency_key_reused")
+		require.Empty(t, r.Header.Get("Idempotent-Replayed"))
+		require.NotContains(t, string(r.Raw), first.Body["id"].(string))
+		again := send(h.seed.Keys.SecretTest)
+		require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"), "the key that made it still gets its replay")
+		require.Equal(t, first.Raw, again.Raw)
+	})
+}
