@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -220,4 +222,151 @@ func TestIdempotency_ReplayedOnlyToTheSameKey(t *testing.T) {
 		require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"), "the key that made it still gets its replay")
 		require.Equal(t, first.Raw, again.Raw)
 	})
+}
+
+// Tokens and pass links as they appear in a body.
+var (
+	passTokenRe = regexp.MustCompile(`[PE]1:[A-Z2-7]{20,}`)
+	passLinkRe  = regexp.MustCompile(`/v1/passes/[A-Za-z0-9_.-]+`)
+)
+
+// newKey makes a secret test-mode key carrying scopes.
+func newKey(t *testing.T, h *harness, scopes ...cloud.Scope) string {
+	t.Helper()
+	_, secret, err := h.svc.CreateKey(t.Context(), h.testTenant(), cloud.KindSecret, scopes)
+	require.NoError(t, err)
+	return secret
+}
+
+// Every endpoint whose answer carries a pass (a token, its QR code, or a
+// link that shows it) needs a write scope: its read scope alone is
+// scope_missing naming the write scope, the write scope alone serves it.
+func TestScopes_PassesNeedAWriteScope(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		person := h.seed.Test.People[0]
+		visit := createVisit(t, h, nil)["id"].(string)
+		for _, c := range []struct {
+			method, path string
+			read, write  cloud.Scope
+			pass         func(t *testing.T, r response) // finds the pass in a 200
+		}{
+			{http.MethodGet, "/v1/people/" + person + "/pass", cloud.ScopePeopleRead, cloud.ScopePeopleWrite, func(t *testing.T, r response) {
+				require.Regexp(t, passTokenRe, r.Body["token"])
+			}},
+			{http.MethodGet, "/v1/people/" + person + "/pass.png", cloud.ScopePeopleRead, cloud.ScopePeopleWrite, func(t *testing.T, r response) {
+				require.Regexp(t, passTokenRe, decodeQR(t, r.Raw))
+			}},
+			{http.MethodPost, "/v1/people/" + person + "/reissue-pass", cloud.ScopePeopleRead, cloud.ScopePeopleWrite, func(t *testing.T, r response) {
+				require.Regexp(t, passTokenRe, r.Body["token"])
+			}},
+			{http.MethodGet, "/v1/visits/" + visit + "/pass.png", cloud.ScopeVisitsRead, cloud.ScopeVisitsWrite, func(t *testing.T, r response) {
+				require.Regexp(t, passTokenRe, decodeQR(t, r.Raw))
+			}},
+			{http.MethodGet, "/v1/messages?visit_id=" + visit, cloud.ScopeVisitsRead, cloud.ScopeVisitsWrite, func(t *testing.T, r response) {
+				link := passLinkRe.FindString(string(r.Raw))
+				require.NotEmpty(t, link, "the outbox holds the pass link: %s", r.Raw)
+				shown := h.do(req{method: http.MethodGet, path: link})
+				require.Equal(t, http.StatusOK, shown.Status, "the link shows the pass without a key: %s", shown.Raw)
+				require.Regexp(t, passTokenRe, decodeQR(t, shown.Raw))
+			}},
+		} {
+			t.Run(c.method+" "+c.path, func(t *testing.T) {
+				r := h.do(req{method: c.method, path: c.path, key: newKey(t, h, c.read)})
+				requireProblem(t, r, http.StatusForbidden, "scope_missing")
+				require.Contains(t, r.Body["detail"], string(c.write))
+				require.NotRegexp(t, passTokenRe, string(r.Raw))
+				r = h.do(req{method: c.method, path: c.path, key: newKey(t, h, c.write)})
+				require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+				c.pass(t, r)
+			})
+		}
+	})
+}
+
+// A key with every read scope and no write scope reads every operation it
+// may call, and no answer carries a pass token, a pass link, or a QR image:
+// read scopes never hand out a credential that opens a door.
+func TestScopes_ReadOnlyKeysNeverSeeAPass(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		var reads []cloud.Scope
+		for _, s := range cloud.Scopes {
+			if strings.HasSuffix(string(s), ":read") {
+				reads = append(reads, s)
+			}
+		}
+		key := newKey(t, h, reads...)
+
+		// Something of every kind, each with its pass made and sent.
+		site, person := london(h), h.seed.Test.People[0]
+		v := createVisit(t, h, nil)
+		require.Equal(t, http.StatusOK, action(h, v["id"].(string), "check-in", map[string]any{"override_pass_rules": true}).Status)
+		require.Equal(t, http.StatusOK, h.post("/v1/people/"+person+"/reissue-pass", nil).Status)
+		bt := createBookingType(t, h, nil)
+		b := book(t, h, bt["id"].(string), monday9, nil)
+		punch := mustPunch(t, h, person, site.ID, "in", h.clock.Now().Add(-time.Hour))
+		params := map[string]string{
+			"site_id": site.ID, "gate_id": site.Gates[0], "person_id": person, "team_id": h.seed.Test.Teams[0],
+			"visit_type": "meeting", "visit_id": v["id"].(string), "visitor_id": v["visitor"].(map[string]any)["id"].(string),
+			"booking_type_id": bt["id"].(string), "booking_id": b["id"].(string), "attendance_event_id": punch["id"].(string),
+			"timesheet_period_id": data(t, h.get("/v1/timesheet-periods"))[0]["id"].(string),
+			"timesheet_id":        data(t, h.get("/v1/timesheets"))[0]["id"].(string),
+			"event_id":            data(t, h.get("/v1/events"))[0]["id"].(string),
+			"webhook_endpoint_id": ids.New(ids.WebhookEndpoint), // refused for the scope before it is looked up
+		}
+		queries := map[string]string{
+			"/v1/booking-types/{booking_type_id}/slots": "?from=2026-11-23&to=2026-11-24",
+			"/v1/attendance-summaries":                  "?from=2026-11-01&to=2026-11-30",
+		}
+		isRead := func(s cloud.Scope) bool { return strings.HasSuffix(string(s), ":read") }
+		read := 0
+		for _, op := range h.api.Operations() {
+			method, path, _ := strings.Cut(op.Route, " ")
+			if !isRead(op.Scope) {
+				r := h.do(req{method: method, path: fill(t, path, params), key: key, body: map[string]any{}})
+				requireProblem(t, r, http.StatusForbidden, "scope_missing")
+				continue
+			}
+			require.Equal(t, http.MethodGet, method, "%s: a read scope only reads", op.Route)
+			r := h.do(req{method: method, path: fill(t, path, params) + queries[path], key: key})
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", op.Route, r.Raw)
+			require.Contains(t, r.Header.Get("Content-Type"), "application/json", "%s: a read answers JSON, never a QR image", op.Route)
+			require.NotRegexp(t, passTokenRe, string(r.Raw), op.Route)
+			require.NotRegexp(t, passLinkRe, string(r.Raw), op.Route)
+			read++
+		}
+		require.Greater(t, read, 30, "the walk reached the read operations")
+	})
+}
+
+// fill puts params into a route's {name} segments.
+func fill(t *testing.T, path string, params map[string]string) string {
+	t.Helper()
+	return regexp.MustCompile(`\{[a-z_]+\}`).ReplaceAllStringFunc(path, func(m string) string {
+		v, ok := params[m[1:len(m)-1]]
+		require.True(t, ok, "no value for %s in %s: add one", m, path)
+		return v
+	})
+}
+
+// The OpenAPI document names, for every operation, the scope and live-mode
+// plan the router asks for, and says whether a publishable key may call
+// it.
+func TestOpenAPI_ScopesAreTheRouters(t *testing.T) {
+	spec := loadOpenAPI(t)
+	srv, _ := newOpenAPIServer(t)
+	ops := srv.Operations()
+	require.NotEmpty(t, ops)
+	for _, op := range ops {
+		method, path, _ := strings.Cut(op.Route, " ")
+		item := spec.doc.Paths.Value(strings.TrimPrefix(path, openAPIBase))
+		require.NotNil(t, item, op.Route)
+		doc := item.GetOperation(method)
+		require.NotNil(t, doc, op.Route)
+		require.Equal(t, string(op.Scope), doc.Extensions["x-svc-scope"], "%s: x-svc-scope", op.Route)
+		require.Equal(t, string(op.LivePlan), doc.Extensions["x-svc-live-plan"], "%s: x-svc-live-plan", op.Route)
+		require.Equal(t, !op.Publishable, strings.Contains(doc.Description, "Publishable keys cannot call it"),
+			"%s: the description says whether a publishable key may call it", op.Route)
+	}
 }
