@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -369,4 +371,35 @@ func TestOpenAPI_ScopesAreTheRouters(t *testing.T) {
 		require.Equal(t, !op.Publishable, strings.Contains(doc.Description, "Publishable keys cannot call it"),
 			"%s: the description says whether a publishable key may call it", op.Route)
 	}
+}
+
+// The scope table of docs/decisions.md is the router's, row for row.
+func TestDecisions_ScopeTable(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "decisions.md"))
+	require.NoError(t, err)
+	const heading = "## Keys, scopes and what a publishable key may see (issue 15)\n"
+	_, section, ok := strings.Cut(string(raw), heading)
+	require.True(t, ok, "docs/decisions.md has the section %q", heading)
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| `((?:GET|POST|PATCH|DELETE) /\\S*)` \\| ([^|]+?) \\| ([^|]+?) \\|")
+	documented := map[string][2]string{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		_, dup := documented[m[1]]
+		require.False(t, dup, "%s is in the table once", m[1])
+		documented[m[1]] = [2]string{m[2], m[3]}
+	}
+	srv, _ := newOpenAPIServer(t)
+	for _, op := range srv.Operations() {
+		name := strings.Replace(op.Route, " "+openAPIBase+"/", " /", 1)
+		keys := "secret"
+		if op.Publishable {
+			keys = "secret, publishable"
+		}
+		require.Equal(t, [2]string{"`" + string(op.Scope) + "`", keys}, documented[name], "the table's row for %s", name)
+		delete(documented, name)
+	}
+	require.Equal(t, map[string][2]string{
+		"GET /passes/{link}": {"none", "anyone with the link"},
+		"GET /openapi.json":  {"none", "anyone"},
+	}, documented, "the table's other rows are the operations that take no key")
 }
