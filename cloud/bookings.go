@@ -401,7 +401,8 @@ func (s *Service) planBooking(ctx context.Context, a Actor, in BookingInput) (*b
 	case checkID(&v, "booking_type_id", ids.BookingType, in.TypeID.Value):
 		p.bt, err = s.store.BookingType(ctx, a.Tenant, in.TypeID.Value)
 		switch {
-		case errors.Is(err, ErrNotFound) || err == nil && a.Publishable && !p.bt.Public:
+		case errors.Is(err, ErrNotFound) || err == nil && a.Publishable && (!p.bt.Public || p.bt.Archived):
+			// A publishable key reads neither private nor archived types.
 			v.Add("booking_type_id", "no booking type with this ID")
 		case err != nil:
 			return nil, err
@@ -461,7 +462,7 @@ func (s *Service) CreateBooking(ctx context.Context, a Actor, in BookingInput) (
 	}
 	now := s.Now()
 	var w BookingWrites
-	vis, err := s.visitorFor(ctx, a.Tenant, in.Visitor.Value, now, &w.Visitor)
+	vis, err := s.visitorFor(ctx, a, in.Visitor.Value, now, &w.Visitor)
 	if err != nil {
 		return Booking{}, fmt.Errorf("create booking: %w", err)
 	}

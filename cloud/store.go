@@ -86,9 +86,9 @@ type Store interface {
 
 	// Visitor returns a visitor or ErrNotFound.
 	Visitor(ctx context.Context, t Tenant, id string) (Visitor, error)
-	// FindVisitor returns the newest visitor whose email (compared
-	// case-insensitively) or, when email is empty, phone matches; ErrNotFound
-	// when none does.
+	// FindVisitor returns the newest visitor, not self-registered, whose
+	// email (compared case-insensitively) or, when email is empty, phone
+	// matches; ErrNotFound when none does.
 	FindVisitor(ctx context.Context, t Tenant, email, phone string) (Visitor, error)
 	// UpdateVisitor is UpdateSite for visitors.
 	UpdateVisitor(ctx context.Context, t Tenant, id string, fn func(*Visitor) error) (Visitor, error)

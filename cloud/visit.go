@@ -85,16 +85,20 @@ type Ref struct {
 }
 
 // Visitor is a person who visits; visits point at one. Contact details
-// are matched to reuse a visitor for a new visit.
+// are matched to reuse a visitor for a new visit made with a secret key.
 type Visitor struct {
-	ID        string
-	Tenant    Tenant
-	Name      string
-	Phone     string // E.164; empty when none
-	Email     string // empty when none
-	Company   string // empty when none
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID      string
+	Tenant  Tenant
+	Name    string
+	Phone   string // E.164; empty when none
+	Email   string // empty when none
+	Company string // empty when none
+	// SelfRegistered marks a record a publishable key made: what an
+	// anonymous caller typed, never matched to reuse a record (see
+	// Store.FindVisitor). Fixed at creation.
+	SelfRegistered bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Decision is a host's decision on a visit that needed approval.

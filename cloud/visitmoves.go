@@ -200,7 +200,7 @@ func (s *Service) rescheduleToBooking(ctx context.Context, a Actor, cur Visit, i
 			switch {
 			case b.Status != BookingPending && b.Status != BookingConfirmed:
 				v.Add("booking_id", "the booking is %s; only a pending or confirmed booking can replace a visit", b.Status)
-			case b.VisitorID != cur.VisitorID:
+			case !sameVisitor(b.Visitor, cur.Visitor, b.VisitorID, cur.VisitorID):
 				v.Add("booking_id", "the booking is for another visitor")
 			case b.VisitID == cur.ID || cur.BookingID == b.ID:
 				v.Add("booking_id", "this visit comes from that booking")

@@ -157,7 +157,9 @@ func (s *Service) checkHosts(ctx context.Context, v *ValidationError, a Actor, i
 			}
 			p, ok := byID[id]
 			switch {
-			case !ok:
+			case !ok || a.Publishable && !p.Active:
+				// To a publishable key a deactivated person is no one: it
+				// may not read people, their names or their state.
 				v.Add(field(i), "no person with this ID")
 			case !p.Active:
 				v.Add(field(i), "%s is deactivated and cannot host visits", p.Name)
@@ -178,6 +180,10 @@ func (s *Service) checkHosts(ctx context.Context, v *ValidationError, a Actor, i
 			v.Add("team_id", "no team with this ID")
 		case err != nil:
 			return nil, nil, "", err
+		case a.Publishable && (tm.Archived || !tm.VisitorsCanChoose || tm.SiteID != "" && tm.SiteID != site.ID && site.ID != ""):
+			// One answer for every team a publishable key cannot use, so
+			// it learns nothing of the organisation's teams.
+			v.Add("team_id", "no team with this ID")
 		case tm.Archived:
 			v.Add("team_id", "the team is archived")
 		case tm.SiteID != "" && tm.SiteID != site.ID && site.ID != "":
@@ -456,7 +462,7 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 	}
 	now := s.Now()
 	var w VisitWrites
-	vis, err := s.visitorFor(ctx, a.Tenant, in.Visitor.Value, now, &w.Visitor)
+	vis, err := s.visitorFor(ctx, a, in.Visitor.Value, now, &w.Visitor)
 	if err != nil {
 		return Visit{}, fmt.Errorf("create visit: %w", err)
 	}
@@ -502,18 +508,44 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 	return s.Visit(ctx, a, vt.ID)
 }
 
-// visitorFor returns the visitor record a new visit or booking uses: the
-// one matching the contact details given, or a new one, which it also
-// puts in *created for the write that stores it.
-func (s *Service) visitorFor(ctx context.Context, t Tenant, vin *VisitorInput, now time.Time, created **Visitor) (Visitor, error) {
-	vis, err := s.store.FindVisitor(ctx, t, vin.Email.Value, vin.Phone.Value)
-	if errors.Is(err, ErrNotFound) {
-		vis = Visitor{ID: ids.New(ids.Visitor), Tenant: t, Name: vin.Name.Value, Phone: vin.Phone.Value,
-			Email: vin.Email.Value, Company: vin.Company.Value, CreatedAt: now, UpdatedAt: now}
-		*created = &vis
-		return vis, nil
+// visitorFor returns the visitor record a new visit or booking uses, and
+// puts a new one in *created for the write that stores it. A secret key's
+// visit reuses the record matching the contact details given. A
+// publishable key's never does: its caller is anonymous, so it gets a new
+// self-registered record holding exactly what it sent, and nothing it
+// makes (the response, the visitor ID, the pass and every later message
+// about the visit) can show or reach what is stored about someone whose
+// email or number it typed (docs/decisions.md, "Keys, scopes and what a
+// publishable key may see").
+func (s *Service) visitorFor(ctx context.Context, a Actor, vin *VisitorInput, now time.Time, created **Visitor) (Visitor, error) {
+	if !a.Publishable {
+		vis, err := s.store.FindVisitor(ctx, a.Tenant, vin.Email.Value, vin.Phone.Value)
+		if !errors.Is(err, ErrNotFound) {
+			return vis, err
+		}
 	}
-	return vis, err
+	vis := Visitor{ID: ids.New(ids.Visitor), Tenant: a.Tenant, Name: vin.Name.Value, Phone: vin.Phone.Value,
+		Email: vin.Email.Value, Company: vin.Company.Value, SelfRegistered: a.Publishable, CreatedAt: now, UpdatedAt: now}
+	*created = &vis
+	return vis, nil
+}
+
+// sameVisitor reports whether two visitor records, with the IDs their
+// visits or bookings name, are one visitor: the same record, or records
+// with the same email (any case) when both have one, else the same phone
+// when both have one. A visitor who booked themselves through a
+// publishable key has a record of their own (see visitorFor) and is still
+// the visitor a host invited with the same address.
+func sameVisitor(a, b Visitor, aID, bID string) bool {
+	switch {
+	case aID == bID:
+		return true
+	case a.ID == "" || b.ID == "": // erased
+		return false
+	case a.Email != "" && b.Email != "":
+		return Fold(a.Email) == Fold(b.Email)
+	}
+	return a.Phone != "" && a.Phone == b.Phone
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -622,7 +654,30 @@ func (s *Service) shown(ctx context.Context, a Actor, v Visit) (Visit, error) {
 	if err := s.redact(ctx, a.Tenant, map[string]*form.Form{}, &v); err != nil {
 		return Visit{}, err
 	}
+	if a.Publishable {
+		v = publicView(v)
+	}
 	return v, nil
+}
+
+// publicView is a visit as a publishable key sees the one it made: what
+// it sent, and what the service decided, but no name of a host or team it
+// named by ID. A publishable key may not read people or teams (the spec's
+// rule 3), and a name in the answer would be that read. The visitor is the
+// record the request made from what it sent (see visitorFor).
+func publicView(v Visit) Visit {
+	hosts := make([]Host, len(v.Hosts))
+	for i, h := range v.Hosts {
+		h.Name = ""
+		hosts[i] = h
+	}
+	v.Hosts = hosts
+	for _, r := range []**Ref{&v.Team, &v.AskedFor} {
+		if *r != nil {
+			*r = &Ref{ID: (*r).ID}
+		}
+	}
+	return v
 }
 
 // ListVisits returns a page of visits as the API shows them, leaving out

@@ -144,6 +144,11 @@ func (s *Service) usableType(ctx context.Context, v *ValidationError, t Tenant, 
 	}
 	vt, err := s.store.VisitType(ctx, t, key)
 	switch {
+	case public && (errors.Is(err, ErrNotFound) || err == nil && (!vt.Enabled || !vt.PreRegistration)):
+		// One answer for every type a publishable key cannot use, as
+		// reading one is not_found: it learns nothing of closed types.
+		v.Add(field, "no visit type %q is open for pre-registration", key)
+		return nil, nil, nil
 	case errors.Is(err, ErrNotFound):
 		v.Add(field, "the organisation has no visit type %q", key)
 		return nil, nil, nil
@@ -151,9 +156,6 @@ func (s *Service) usableType(ctx context.Context, v *ValidationError, t Tenant, 
 		return nil, nil, err
 	case !vt.Enabled:
 		v.Add(field, "visit type %q is turned off", key)
-		return nil, nil, nil
-	case public && !vt.PreRegistration:
-		v.Add(field, "visit type %q is not open for pre-registration", key)
 		return nil, nil, nil
 	}
 	f, err := parseForm(vt.Form)

@@ -51,10 +51,16 @@ func validUUID(s string) bool {
 	return true
 }
 
-// fingerprint identifies a request for the reuse check: method, path with
-// query, and the body with insignificant whitespace removed.
-func fingerprint(r *http.Request, body []byte) []byte {
+// fingerprint identifies a request for the reuse check: the API key that
+// sent it, method, path with query, and the body with insignificant
+// whitespace removed. A response is replayed only to the key it answered:
+// another key of the organisation (a publishable key in a browser) sending
+// the same Idempotency-Key and body is told the key is reused, and never
+// sees what a secret key was answered.
+func fingerprint(keyID string, r *http.Request, body []byte) []byte {
 	h := sha256.New()
+	h.Write([]byte(keyID))
+	h.Write([]byte{0})
 	h.Write([]byte(r.Method))
 	h.Write([]byte{0})
 	h.Write([]byte(r.URL.RequestURI()))
@@ -108,7 +114,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 
 		t := tenant(c)
 		now := s.now()
-		rec := cloud.IdempotencyRecord{Tenant: t, Key: key, Owner: newOwner(), Fingerprint: fingerprint(req, raw),
+		rec := cloud.IdempotencyRecord{Tenant: t, Key: key, Owner: newOwner(), Fingerprint: fingerprint(principal(c).Key.ID, req, raw),
 			Method: req.Method, Path: req.URL.Path, CreatedAt: now}
 		ctx := req.Context()
 		// What follows the handler must finish even if the client went away.
@@ -157,7 +163,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 // replay answers a request whose key is already held.
 func (s *Server) replay(c echo.Context, held *cloud.IdempotencyRecord, rec cloud.IdempotencyRecord) error {
 	if !bytes.Equal(held.Fingerprint, rec.Fingerprint) {
-		return newError(problem.IdempotencyKeyReused, "This Idempotency-Key was used in the last 24 hours for %s %s with a different request; use a new key.", held.Method, held.Path)
+		return newError(problem.IdempotencyKeyReused, "This Idempotency-Key was used in the last 24 hours for %s %s with a different request or API key; use a new key.", held.Method, held.Path)
 	}
 	if !held.Done {
 		return newError(problem.Conflict, "A request with this Idempotency-Key is still being processed; retry it shortly with the same key.")

@@ -55,6 +55,15 @@ type Server struct {
 	passes  passLimits
 	clients clientAddrs
 	echo    *echo.Echo
+	ops     []Operation
+}
+
+// Operation is what one operation asks of the key that calls it.
+type Operation struct {
+	Route       string      // "METHOD /v1/path", as Routes writes it
+	Scope       cloud.Scope // the scope a secret key needs
+	Publishable bool        // whether a publishable key may call it
+	LivePlan    cloud.Plan  // the plan live mode needs
 }
 
 // New builds the server. It reads (or, the first time, creates) the secret
@@ -107,16 +116,31 @@ func (s *Server) Routes() []string {
 		if r.Method == echo.RouteNotFound {
 			continue
 		}
-		segs := strings.Split(r.Path, "/")
-		for i, seg := range segs {
-			if name, ok := strings.CutPrefix(seg, ":"); ok {
-				segs[i] = "{" + name + "}"
-			}
-		}
-		out = append(out, r.Method+" "+strings.Join(segs, "/"))
+		out = append(out, routeName(r.Method, r.Path))
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Operations lists the operations that take a key, sorted by route, with
+// what each asks of the key, so tests can hold the OpenAPI document and
+// the scope table of docs/decisions.md to the router.
+func (s *Server) Operations() []Operation {
+	out := slices.Clone(s.ops)
+	slices.SortFunc(out, func(a, b Operation) int { return strings.Compare(a.Route, b.Route) })
+	return out
+}
+
+// routeName writes an echo path the way the OpenAPI document does:
+// parameters as {name}.
+func routeName(method, path string) string {
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		if name, ok := strings.CutPrefix(seg, ":"); ok {
+			segs[i] = "{" + name + "}"
+		}
+	}
+	return method + " " + strings.Join(segs, "/")
 }
 
 // ServeHTTP implements http.Handler.
@@ -189,6 +213,7 @@ func (s *Server) routes() *echo.Echo {
 			mw = append(mw, s.idempotent)
 		}
 		v1.Add(method, path, h, mw...)
+		s.ops = append(s.ops, Operation{Route: routeName(method, "/v1"+path), Scope: r.scope, Publishable: r.publishable, LivePlan: r.minLivePlan})
 	}
 
 	op(http.MethodGet, "/organisation", route{scope: cloud.ScopeOrganisationRead}, s.getOrganisation)
@@ -209,8 +234,11 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPatch, "/people/:person_id", route{scope: cloud.ScopePeopleWrite}, s.updatePerson)
 	op(http.MethodPost, "/people/:person_id/deactivate", route{scope: cloud.ScopePeopleWrite}, s.deactivatePerson)
 	op(http.MethodPost, "/people/:person_id/reactivate", route{scope: cloud.ScopePeopleWrite}, s.reactivatePerson)
-	op(http.MethodGet, "/people/:person_id/pass", route{scope: cloud.ScopePeopleRead}, s.personPass)
-	op(http.MethodGet, "/people/:person_id/pass.png", route{scope: cloud.ScopePeopleRead}, s.personPassPNG)
+	// A pass opens doors: reading one needs the write scope of what holds
+	// it, never a read scope (docs/decisions.md, "Keys, scopes and what a
+	// publishable key may see").
+	op(http.MethodGet, "/people/:person_id/pass", route{scope: cloud.ScopePeopleWrite}, s.personPass)
+	op(http.MethodGet, "/people/:person_id/pass.png", route{scope: cloud.ScopePeopleWrite}, s.personPassPNG)
 	op(http.MethodPost, "/people/:person_id/reissue-pass", route{scope: cloud.ScopePeopleWrite}, s.reissuePersonPass)
 
 	op(http.MethodGet, "/people/:person_id/attendance-consent", route{scope: cloud.ScopeAttendanceRead}, s.getConsent)
@@ -235,7 +263,7 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPost, "/visits/:visit_id/approve", route{scope: cloud.ScopeVisitsWrite}, s.decideVisit(cloud.OutcomeApproved))
 	op(http.MethodPost, "/visits/:visit_id/deny", route{scope: cloud.ScopeVisitsWrite}, s.decideVisit(cloud.OutcomeDenied))
 	op(http.MethodPost, "/visits/:visit_id/cancel", route{scope: cloud.ScopeVisitsWrite}, s.cancelVisit)
-	op(http.MethodGet, "/visits/:visit_id/pass.png", route{scope: cloud.ScopeVisitsRead}, s.passPNG)
+	op(http.MethodGet, "/visits/:visit_id/pass.png", route{scope: cloud.ScopeVisitsWrite}, s.passPNG)
 	op(http.MethodPost, "/visits/:visit_id/resend-pass", route{scope: cloud.ScopeVisitsWrite}, s.resendPass)
 	op(http.MethodPost, "/visits/:visit_id/reschedule", route{scope: cloud.ScopeVisitsWrite}, s.rescheduleVisit)
 	op(http.MethodPost, "/visits/:visit_id/hand-over", route{scope: cloud.ScopeVisitsWrite}, s.handOverVisit)
@@ -274,7 +302,8 @@ func (s *Server) routes() *echo.Echo {
 	// The visitor's pass image: no key, the link is the credential.
 	v1.GET("/passes/:link", s.passByLink, noQuery)
 
-	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsRead, list: true}, s.listMessages)
+	// The outbox holds the visitors' pass links, each of which shows a pass.
+	op(http.MethodGet, "/messages", route{scope: cloud.ScopeVisitsWrite, list: true}, s.listMessages)
 	op(http.MethodGet, "/audit-events", route{scope: cloud.ScopeAuditRead, list: true}, s.listAuditEvents)
 	wh := route{scope: cloud.ScopeWebhooksWrite, minLivePlan: cloud.PlanGrowth}
 	whList := route{scope: cloud.ScopeWebhooksWrite, minLivePlan: cloud.PlanGrowth, list: true}

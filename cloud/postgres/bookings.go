@@ -143,7 +143,7 @@ func (s *Store) ListBookingTypes(ctx context.Context, t cloud.Tenant, f cloud.Bo
 // have been erased.
 const (
 	bookingCols = `b.id, b.type_id, b.site_id, b.visitor_id, b.status, b.starts_at, b.confirm_by, b.visit_id, b.doc,
-		b.created_at, b.updated_at, r.id, r.name, r.email, r.phone, r.company, r.created_at, r.updated_at`
+		b.created_at, b.updated_at, r.id, r.name, r.email, r.phone, r.company, r.self_registered, r.created_at, r.updated_at`
 	bookingFrom = `bookings b LEFT JOIN visitors r ON r.org_id = b.org_id AND r.mode = b.mode AND r.id = b.visitor_id`
 )
 
@@ -159,9 +159,10 @@ func scanBooking(row scanner, t cloud.Tenant) (cloud.Booking, error) {
 	var confirmBy pgtype.Timestamptz
 	var doc []byte
 	var rID, rName, rEmail, rPhone, rCompany pgtype.Text
+	var rSelf pgtype.Bool
 	var rCreated, rUpdated pgtype.Timestamptz
 	err := row.Scan(&b.ID, &b.TypeID, &b.SiteID, &visitor, &status, &b.StartsAt, &confirmBy, &visit, &doc,
-		&b.CreatedAt, &b.UpdatedAt, &rID, &rName, &rEmail, &rPhone, &rCompany, &rCreated, &rUpdated)
+		&b.CreatedAt, &b.UpdatedAt, &rID, &rName, &rEmail, &rPhone, &rCompany, &rSelf, &rCreated, &rUpdated)
 	if err != nil {
 		return cloud.Booking{}, err
 	}
@@ -169,7 +170,7 @@ func scanBooking(row scanner, t cloud.Tenant) (cloud.Booking, error) {
 	b.StartsAt, b.CreatedAt, b.UpdatedAt = b.StartsAt.UTC(), b.CreatedAt.UTC(), b.UpdatedAt.UTC()
 	if rID.Valid {
 		b.Visitor = cloud.Visitor{ID: rID.String, Tenant: t, Name: rName.String, Email: rEmail.String, Phone: rPhone.String,
-			Company: rCompany.String, CreatedAt: rCreated.Time.UTC(), UpdatedAt: rUpdated.Time.UTC()}
+			Company: rCompany.String, SelfRegistered: rSelf.Bool, CreatedAt: rCreated.Time.UTC(), UpdatedAt: rUpdated.Time.UTC()}
 	}
 	if err := storedoc.DecodeBooking(doc, &b); err != nil {
 		return cloud.Booking{}, err

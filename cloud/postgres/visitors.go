@@ -11,12 +11,12 @@ import (
 	"github.com/svc-vms/svc/cloud"
 )
 
-const visitorCols = `id, name, email, phone, company, created_at, updated_at`
+const visitorCols = `id, name, email, phone, company, self_registered, created_at, updated_at`
 
 func scanVisitor(row scanner, t cloud.Tenant) (cloud.Visitor, error) {
 	v := cloud.Visitor{Tenant: t}
 	var email, phone, company pgtype.Text
-	if err := row.Scan(&v.ID, &v.Name, &email, &phone, &company, &v.CreatedAt, &v.UpdatedAt); err != nil {
+	if err := row.Scan(&v.ID, &v.Name, &email, &phone, &company, &v.SelfRegistered, &v.CreatedAt, &v.UpdatedAt); err != nil {
 		return cloud.Visitor{}, err
 	}
 	v.Email, v.Phone, v.Company = email.String, phone.String, company.String
@@ -37,8 +37,9 @@ func visitorArgs(t cloud.Tenant, id string, v cloud.Visitor) []any {
 
 // insertVisitor stores a new visitor in the tenant t.
 func insertVisitor(ctx context.Context, q querier, t cloud.Tenant, v cloud.Visitor) error {
-	_, err := q.Exec(ctx, `INSERT INTO visitors (org_id, mode, id, name, email, email_fold, phone, company, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, visitorArgs(t, v.ID, v)...)
+	_, err := q.Exec(ctx, `INSERT INTO visitors (org_id, mode, id, name, email, email_fold, phone, company, created_at, updated_at,
+			self_registered)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, append(visitorArgs(t, v.ID, v), v.SelfRegistered)...)
 	if err != nil {
 		return translate("create visitor", err)
 	}
@@ -71,7 +72,7 @@ func (s *Store) FindVisitor(ctx context.Context, t cloud.Tenant, email, phone st
 		return cloud.Visitor{}, cloud.ErrNotFound
 	}
 	v, err := scanVisitor(s.pool.QueryRow(ctx, `SELECT `+visitorCols+` FROM visitors WHERE org_id = $1 AND mode = $2 AND `+cond+` = $3
-		ORDER BY created_at DESC, id DESC LIMIT 1`, t.OrgID, string(t.Mode), arg), t)
+		AND NOT self_registered ORDER BY created_at DESC, id DESC LIMIT 1`, t.OrgID, string(t.Mode), arg), t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cloud.Visitor{}, cloud.ErrNotFound
 	}

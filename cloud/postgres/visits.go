@@ -19,7 +19,7 @@ import (
 // erased.
 const (
 	visitCols = `v.id, v.status, v.type, v.site_id, v.host_id, v.visitor_id, v.booking_id, v.expected_at, v.doc,
-		v.created_at, v.updated_at, r.id, r.name, r.email, r.phone, r.company, r.created_at, r.updated_at`
+		v.created_at, v.updated_at, r.id, r.name, r.email, r.phone, r.company, r.self_registered, r.created_at, r.updated_at`
 	visitFrom = `visits v LEFT JOIN visitors r ON r.org_id = v.org_id AND r.mode = v.mode AND r.id = v.visitor_id`
 )
 
@@ -51,9 +51,10 @@ func scanVisit(row scanner, t cloud.Tenant) (cloud.Visit, error) {
 	var expected pgtype.Timestamptz
 	var doc []byte
 	var rID, rName, rEmail, rPhone, rCompany pgtype.Text
+	var rSelf pgtype.Bool
 	var rCreated, rUpdated pgtype.Timestamptz
 	err := row.Scan(&v.ID, &status, &v.Type, &v.SiteID, &host, &visitor, &booking, &expected, &doc, &v.CreatedAt, &v.UpdatedAt,
-		&rID, &rName, &rEmail, &rPhone, &rCompany, &rCreated, &rUpdated)
+		&rID, &rName, &rEmail, &rPhone, &rCompany, &rSelf, &rCreated, &rUpdated)
 	if err != nil {
 		return cloud.Visit{}, err
 	}
@@ -61,7 +62,7 @@ func scanVisit(row scanner, t cloud.Tenant) (cloud.Visit, error) {
 	v.ExpectedAt, v.CreatedAt, v.UpdatedAt = timePtr(expected), v.CreatedAt.UTC(), v.UpdatedAt.UTC()
 	if rID.Valid {
 		v.Visitor = cloud.Visitor{ID: rID.String, Tenant: t, Name: rName.String, Email: rEmail.String, Phone: rPhone.String,
-			Company: rCompany.String, CreatedAt: rCreated.Time.UTC(), UpdatedAt: rUpdated.Time.UTC()}
+			Company: rCompany.String, SelfRegistered: rSelf.Bool, CreatedAt: rCreated.Time.UTC(), UpdatedAt: rUpdated.Time.UTC()}
 	}
 	if err := storedoc.DecodeVisit(doc, &v); err != nil {
 		return cloud.Visit{}, err

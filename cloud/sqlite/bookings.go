@@ -121,7 +121,7 @@ func (s *Store) ListBookingTypes(ctx context.Context, t cloud.Tenant, f cloud.Bo
 // have been erased.
 const (
 	bookingCols = `b.id, b.org_id, b.mode, b.type_id, b.site_id, b.visitor_id, b.status, b.starts_at, b.confirm_by, b.visit_id,
-		b.doc, b.created_at, b.updated_at, r.id, r.name, r.email, r.phone, r.company, r.created_at, r.updated_at`
+		b.doc, b.created_at, b.updated_at, r.id, r.name, r.email, r.phone, r.company, r.self_registered, r.created_at, r.updated_at`
 	bookingFrom = ` FROM bookings b LEFT JOIN visitors r ON r.id = b.visitor_id AND r.org_id = b.org_id AND r.mode = b.mode`
 )
 
@@ -137,9 +137,10 @@ func scanBooking(r scanner) (cloud.Booking, error) {
 	var confirmBy sql.NullInt64
 	var doc []byte
 	var rID, rName, rEmail, rPhone, rCompany sql.NullString
+	var rSelf sql.NullBool
 	var rCreated, rUpdated sql.NullInt64
 	err := r.Scan(&b.ID, &b.Tenant.OrgID, &mode, &b.TypeID, &b.SiteID, &visitor, &status, &starts, &confirmBy, &visit,
-		&doc, &created, &updated, &rID, &rName, &rEmail, &rPhone, &rCompany, &rCreated, &rUpdated)
+		&doc, &created, &updated, &rID, &rName, &rEmail, &rPhone, &rCompany, &rSelf, &rCreated, &rUpdated)
 	if err != nil {
 		return b, err
 	}
@@ -147,7 +148,8 @@ func scanBooking(r scanner) (cloud.Booking, error) {
 	b.StartsAt, b.ConfirmBy, b.CreatedAt, b.UpdatedAt = fromMicros(starts), fromNullMicros(confirmBy), fromMicros(created), fromMicros(updated)
 	if rID.Valid {
 		b.Visitor = cloud.Visitor{ID: rID.String, Tenant: b.Tenant, Name: rName.String, Email: rEmail.String,
-			Phone: rPhone.String, Company: rCompany.String, CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64)}
+			Phone: rPhone.String, Company: rCompany.String, SelfRegistered: rSelf.Bool, CreatedAt: fromMicros(rCreated.Int64),
+			UpdatedAt: fromMicros(rUpdated.Int64)}
 	}
 	return b, storedoc.DecodeBooking(doc, &b)
 }

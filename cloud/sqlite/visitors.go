@@ -9,14 +9,14 @@ import (
 	"github.com/svc-vms/svc/cloud"
 )
 
-const visitorCols = `id, org_id, mode, name, email, phone, company, created_at, updated_at`
+const visitorCols = `id, org_id, mode, name, email, phone, company, self_registered, created_at, updated_at`
 
 func scanVisitor(r scanner) (cloud.Visitor, error) {
 	var v cloud.Visitor
 	var mode string
 	var email, phone, company sql.NullString
 	var created, updated int64
-	err := r.Scan(&v.ID, &v.Tenant.OrgID, &mode, &v.Name, &email, &phone, &company, &created, &updated)
+	err := r.Scan(&v.ID, &v.Tenant.OrgID, &mode, &v.Name, &email, &phone, &company, &v.SelfRegistered, &created, &updated)
 	v.Tenant.Mode, v.Email, v.Phone, v.Company = cloud.Mode(mode), str(email), str(phone), str(company)
 	v.CreatedAt, v.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return v, err
@@ -34,9 +34,9 @@ func visitorArgs(v cloud.Visitor) []any {
 
 // insertVisitor stores a new visitor in the tenant t.
 func insertVisitor(ctx context.Context, tx *sql.Tx, t cloud.Tenant, v cloud.Visitor) error {
-	args := append([]any{v.ID, t.OrgID, string(t.Mode), micros(v.CreatedAt)}, visitorArgs(v)...)
-	_, err := tx.ExecContext(ctx, `INSERT INTO visitors (id, org_id, mode, created_at, name, email, email_fold, phone, company, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	args := append([]any{v.ID, t.OrgID, string(t.Mode), micros(v.CreatedAt), v.SelfRegistered}, visitorArgs(v)...)
+	_, err := tx.ExecContext(ctx, `INSERT INTO visitors (id, org_id, mode, created_at, self_registered, name, email, email_fold, phone, company, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	if err != nil {
 		return fmt.Errorf("insert visitor: %w", err)
 	}
@@ -52,7 +52,7 @@ func (s *Store) Visitor(ctx context.Context, t cloud.Tenant, id string) (cloud.V
 // FindVisitor implements cloud.Store. A non-empty email is the only thing
 // compared, even when it matches no one and the phone would.
 func (s *Store) FindVisitor(ctx context.Context, t cloud.Tenant, email, phone string) (cloud.Visitor, error) {
-	const order = ` ORDER BY created_at DESC, id DESC LIMIT 1`
+	const order = ` AND self_registered = 0 ORDER BY created_at DESC, id DESC LIMIT 1`
 	switch {
 	case email != "":
 		return get(ctx, s.r, scanVisitor, `SELECT `+visitorCols+` FROM visitors WHERE org_id = ? AND mode = ? AND email_fold = ?`+order,

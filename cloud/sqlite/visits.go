@@ -18,7 +18,7 @@ import (
 // erased.
 const (
 	visitCols = `v.id, v.org_id, v.mode, v.status, v.type, v.site_id, v.host_id, v.visitor_id, v.booking_id, v.expected_at,
-		v.doc, v.created_at, v.updated_at, r.id, r.name, r.email, r.phone, r.company, r.created_at, r.updated_at`
+		v.doc, v.created_at, v.updated_at, r.id, r.name, r.email, r.phone, r.company, r.self_registered, r.created_at, r.updated_at`
 	visitFrom = ` FROM visits v LEFT JOIN visitors r ON r.id = v.visitor_id AND r.org_id = v.org_id AND r.mode = v.mode`
 )
 
@@ -44,9 +44,10 @@ func scanVisit(r scanner) (cloud.Visit, error) {
 	var doc []byte
 	var created, updated int64
 	var rID, rName, rEmail, rPhone, rCompany sql.NullString
+	var rSelf sql.NullBool
 	var rCreated, rUpdated sql.NullInt64
 	err := r.Scan(&v.ID, &v.Tenant.OrgID, &mode, &status, &v.Type, &v.SiteID, &host, &visitor, &booking, &expected,
-		&doc, &created, &updated, &rID, &rName, &rEmail, &rPhone, &rCompany, &rCreated, &rUpdated)
+		&doc, &created, &updated, &rID, &rName, &rEmail, &rPhone, &rCompany, &rSelf, &rCreated, &rUpdated)
 	if err != nil {
 		return v, err
 	}
@@ -54,7 +55,8 @@ func scanVisit(r scanner) (cloud.Visit, error) {
 	v.ExpectedAt, v.CreatedAt, v.UpdatedAt = fromNullMicros(expected), fromMicros(created), fromMicros(updated)
 	if rID.Valid {
 		v.Visitor = cloud.Visitor{ID: rID.String, Tenant: v.Tenant, Name: rName.String, Email: rEmail.String,
-			Phone: rPhone.String, Company: rCompany.String, CreatedAt: fromMicros(rCreated.Int64), UpdatedAt: fromMicros(rUpdated.Int64)}
+			Phone: rPhone.String, Company: rCompany.String, SelfRegistered: rSelf.Bool, CreatedAt: fromMicros(rCreated.Int64),
+			UpdatedAt: fromMicros(rUpdated.Int64)}
 	}
 	return v, storedoc.DecodeVisit(doc, &v)
 }

@@ -122,6 +122,7 @@ func groups() []group {
 			{"FindByPhone", testVisitorFindByPhone},
 			{"FindNewestWins", testVisitorFindNewestWins},
 			{"FindNone", testVisitorFindNone},
+			{"FindSkipsSelfRegistered", testVisitorFindSkipsSelfRegistered},
 			{"Update", testVisitorUpdate},
 			{"UpdateAborts", testVisitorUpdateAborts},
 			{"UpdateUnknown", testVisitorUpdateUnknown},

@@ -386,6 +386,38 @@ func testVisitorFindNewestWins(t *testing.T, e *env) {
 	requireVisitor(t, newest, got)
 }
 
+// A record a publishable key made is never found, however new; it reads
+// back marked, on its own and through its visit.
+func testVisitorFindSkipsSelfRegistered(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	base := e.tick()
+	known := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) {
+		vr.Name, vr.Email, vr.Phone, vr.CreatedAt = "Ada", "ada@example.com", "+447700900001", base
+	})).Visitor
+	self := e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) {
+		vr.Name, vr.Email, vr.Phone, vr.SelfRegistered, vr.CreatedAt = "Not Ada", "ADA@example.com", "+447700900001", true, base.Add(time.Hour)
+	}))
+	got, err := e.s.FindVisitor(t.Context(), e.a, "ada@example.com", "")
+	require.NoError(t, err)
+	requireVisitor(t, known, got)
+	got, err = e.s.FindVisitor(t.Context(), e.a, "", "+447700900001")
+	require.NoError(t, err)
+	requireVisitor(t, known, got)
+
+	got, err = e.s.Visitor(t.Context(), e.a, self.VisitorID)
+	require.NoError(t, err)
+	require.True(t, got.SelfRegistered)
+	requireVisitor(t, self.Visitor, got)
+	v, err := e.s.Visit(t.Context(), e.a, self.ID)
+	require.NoError(t, err)
+	require.True(t, v.Visitor.SelfRegistered, "the visit's visitor is read marked too")
+	_, err = e.s.FindVisitor(t.Context(), e.a, "", "+447700900002")
+	requireNotFound(t, err)
+	e.newVisit(t, e.a, s.ID, withVisitor(func(vr *cloud.Visitor) { vr.Phone, vr.SelfRegistered = "+447700900002", true }))
+	_, err = e.s.FindVisitor(t.Context(), e.a, "", "+447700900002")
+	requireNotFound(t, err, "only a self-registered record has the number")
+}
+
 func testVisitorFindNone(t *testing.T, e *env) {
 	s := e.newSite(t, e.a)
 	e.newVisit(t, e.a, s.ID) // no email, no phone
