@@ -33,9 +33,9 @@ type Config struct {
 	// by commas, the current one first) and KEKFile a file holding one;
 	// with neither, DataDir/kek, made on first use.
 	KEK, KEKFile string
-	DocsURL     string
-	LogLevel    string
-	RateLimits  string // "free=120,pro=3000"
+	DocsURL      string
+	LogLevel     string
+	RateLimits   string // "free=120,pro=3000"
 	// PassRateLimits are the key-free pass link's requests per minute,
 	// "link=20,address=120".
 	PassRateLimits string
@@ -75,7 +75,6 @@ type Config struct {
 	MQTTCA       string
 	MQTTUsername string
 	MQTTPassword string
-
 }
 
 // env returns the SVC_ variable name or def.
