@@ -126,7 +126,7 @@ bench_store() { # name port store-flags...
   local people
   people=$(echo "$seed" | sed -n 's/.*"test":{.*"people":\["\([^"]*\)","\([^"]*\)","\([^"]*\)".*/\1 \2 \3/p')
   set -- $people
-  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" --addr "127.0.0.1:$port" --rate-limits enterprise=1000000000 & pids+=($!)
+  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
   wait_port "$port"
   # 30 unarchived teams with three members each, so a page of 25 is full.
   wanted "$BENCH_TARGETS" teams && for i in $(seq 1 30); do
