@@ -19,9 +19,12 @@ var (
 	// state does not allow the action.
 	ErrInvalidState = errors.New("invalid state")
 
-	// ErrIdempotencyInFlight is returned when a request with the same
-	// idempotency key is still being processed.
-	ErrIdempotencyInFlight = errors.New("idempotency key in flight")
+	// ErrIdempotencyKeyUsed is returned when a write (or
+	// Store.PutIdempotencyRecord) would store a response under an
+	// Idempotency-Key that a record from the last IdempotencyWindow already
+	// holds: another request with the key got there first. Nothing was
+	// written; the request replays that record.
+	ErrIdempotencyKeyUsed = errors.New("idempotency key used")
 
 	// ErrEdgeRejected is returned (wrapped, with the reason) for a message
 	// from an edge the cloud will not record: malformed, or not from an

@@ -60,8 +60,8 @@ func sqliteCommitCounter(path string) *atomic.Int64 {
 // deletes; writes only to request_counts (unlogged: its commit waits for
 // no WAL flush) are counted apart.
 type txTracer struct {
-	mu    sync.Mutex
-	conns map[*pgx.Conn]*txState
+	mu                  sync.Mutex
+	conns               map[*pgx.Conn]*txState
 	txs, writes, counts int64
 }
 
@@ -185,6 +185,7 @@ func TestCommitsPerPost(t *testing.T) {
 				txs1, w1, c1 := count()
 				t.Logf("%s %s: %.1f transactions, %.1f writing logged tables, %.1f rate-limit counts per request",
 					st.name, name, float64(txs1-txs0)/n, float64(w1-w0)/n, float64(c1-c0)/n)
+				require.Equal(t, int64(n), w1-w0, "%s: one write transaction per request, the action with its stored response", name)
 			}
 			var ids []string
 			measure("POST /v1/visits", func(i int) {

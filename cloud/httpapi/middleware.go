@@ -30,6 +30,7 @@ const (
 const (
 	ctxRequestID = "svc.request_id"
 	ctxPrincipal = "svc.principal"
+	ctxReply     = "svc.reply" // *cloud.Reply of a POST (idempotent)
 )
 
 func requestID(c echo.Context) string {

@@ -42,6 +42,7 @@ type Server struct {
 	limits  map[cloud.Plan]int
 	now     func() time.Time
 	cursors cursors
+	held    inflight // Idempotency-Keys of the requests running here
 	echo    *echo.Echo
 }
 
@@ -131,7 +132,7 @@ func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 func (s *Server) Purge(ctx context.Context) error {
 	now := s.now()
 	store := s.svc.Store()
-	n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-idempotencyWindow))
+	n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-cloud.IdempotencyWindow))
 	if err != nil {
 		return fmt.Errorf("purge idempotency keys: %w", err)
 	}

@@ -147,8 +147,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// inTx runs fn in a transaction, committing when it returns nil. fn's error
-// is returned unchanged, after rolling back.
+// inTx runs fn in a transaction, committing when it returns nil, with
+// what was recorded for the write (insertEvents). fn's error is returned
+// unchanged, after rolling back.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -158,10 +159,15 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := insertEvents(ctx, tx); err != nil {
+	reply, err := insertEvents(ctx, tx)
+	if err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	cloud.WriteCommitted(ctx, reply)
+	return nil
 }
 
 // querier is what the pool and a transaction have in common.
