@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -96,6 +97,7 @@ func (w *capture) send() {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	h.Set(echo.HeaderContentLength, strconv.Itoa(w.body.Len()))
 	w.ResponseWriter.WriteHeader(w.status)
 	_, _ = w.ResponseWriter.Write(w.body.Bytes())
 }
@@ -194,7 +196,9 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 
 		reply := cloud.NewReply(rec)
-		c.SetRequest(req.WithContext(cloud.WithReply(ctx, reply)))
+		ctx = cloud.WithReply(ctx, reply)
+		cloud.Fail(ctx, cloud.FailBeforeAction)
+		c.SetRequest(req.WithContext(ctx))
 		c.Set(ctxReply, reply)
 		res := c.Response()
 		w := &capture{ResponseWriter: res.Writer, header: res.Header().Clone()}
@@ -238,6 +242,12 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 				"method", req.Method, "path", c.Path(), "request_id", requestID(c))
 		}
 		w.send()
+		if cloud.Failpoint != nil {
+			if f, ok := w.ResponseWriter.(http.Flusher); ok {
+				f.Flush() // so the client has the response when the failpoint stops the process
+			}
+			cloud.Fail(ctx, cloud.FailResponded)
+		}
 		return nil
 	}
 }

@@ -163,9 +163,11 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	cloud.Fail(ctx, cloud.FailBeforeCommit)
 	if err := tx.Commit(ctx); err != nil {
 		return err
 	}
+	cloud.Fail(ctx, cloud.FailAfterCommit)
 	cloud.WriteCommitted(ctx, reply)
 	return nil
 }

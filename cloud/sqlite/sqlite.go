@@ -173,9 +173,11 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 			return err
 		}
 	}
+	cloud.Fail(ctx, cloud.FailBeforeCommit)
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	cloud.Fail(ctx, cloud.FailAfterCommit)
 	cloud.WriteCommitted(ctx, reply)
 	return nil
 }
