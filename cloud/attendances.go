@@ -729,7 +729,7 @@ func (s *Service) catchUp(ctx context.Context, t Tenant) error {
 	if next, ok := s.periodsChecked.Load(t); ok && s.Now().Before(next.(time.Time)) {
 		return nil
 	}
-	_, err := s.ClosePeriods(ctx, t)
+	_, err := s.ClosePeriods(apart(ctx), t)
 	return err
 }
 

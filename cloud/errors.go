@@ -26,6 +26,15 @@ var (
 	// written; the request replays that record.
 	ErrIdempotencyKeyUsed = errors.New("idempotency key used")
 
+	// ErrUnavailable is returned (wrapped, with the driver's error) when
+	// the database could not be reached or did not answer in time: a
+	// connection refused, reset or not made within its timeout, a server
+	// shutting down or starting, a statement or lock timeout, a request's
+	// deadline, a database busy beyond its timeout. The request may
+	// succeed when retried later (docs/decisions.md, "Database outages
+	// (issue 15)").
+	ErrUnavailable = errors.New("database unavailable")
+
 	// ErrEdgeRejected is returned (wrapped, with the reason) for a message
 	// from an edge the cloud will not record: malformed, or not from an
 	// edge of the site it names. Nothing is stored, and the edge must not

@@ -93,6 +93,15 @@ func (r *Reply) Stored() bool { return r.stored }
 // before it, or replays a response whose later write was lost).
 func (r *Reply) Commits() (all, without int) { return r.commits, r.others }
 
+// apart returns ctx for a write that is not the request's action, made
+// apart from it: one that any request may be first to make and a retry
+// finds made (the tenant's first pass-signing key, closing the periods
+// that have ended). It carries no reply, so that write neither stores the
+// response nor counts as a write of the request.
+func apart(ctx context.Context) context.Context {
+	return context.WithValue(ctx, replyKey{}, (*Reply)(nil))
+}
+
 // respond renders obj as the response of the request ctx carries, for
 // the write under way to store. Services call it inside the write that
 // makes the action, with the object they will return. It does nothing

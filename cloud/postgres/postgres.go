@@ -33,8 +33,19 @@ var _ cloud.Store = (*Store)(nil)
 
 // Store is a cloud.Store on a PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool db
 }
+
+// Timeouts the store sets on its connections unless the URL (or the
+// configuration given to OpenConfig) sets them (docs/decisions.md,
+// "Database outages (issue 15)"): connecting, each statement, and a
+// transaction left idle, so that an unreachable or stalled server fails a
+// request with cloud.ErrUnavailable instead of holding it.
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultIdleInTxTimeout  = 30 * time.Second
+)
 
 // Open connects to the database at url (a PostgreSQL URL or keyword/value
 // string, as pgxpool.ParseConfig takes) and brings its schema up to date.
@@ -49,11 +60,21 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // OpenConfig is Open with a parsed configuration, for callers that set pool
 // sizes or runtime parameters such as search_path.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	for name, d := range map[string]time.Duration{"statement_timeout": DefaultStatementTimeout,
+		"idle_in_transaction_session_timeout": DefaultIdleInTxTimeout} {
+		if _, set := params[name]; !set {
+			params[name] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, fmt.Errorf("open postgres: %w", classify(err))
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: db{pool}}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -113,6 +134,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		// Migrations may wait for another process's and rewrite big
+		// tables: no statement timeout for them.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 			return err
 		}

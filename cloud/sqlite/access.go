@@ -32,7 +32,7 @@ func (s *Store) Organisation(ctx context.Context, id string) (cloud.Organisation
 		return o, cloud.ErrNotFound
 	}
 	if err != nil {
-		return o, fmt.Errorf("get organisation: %w", err)
+		return o, fmt.Errorf("get organisation: %w", classify(err))
 	}
 	o.Plan, o.CreatedAt, o.UpdatedAt = cloud.Plan(plan), fromMicros(created), fromMicros(updated)
 	return o, nil
@@ -85,7 +85,7 @@ func (s *Store) Key(ctx context.Context, orgID, keyID string) (cloud.APIKey, err
 		return k, cloud.ErrNotFound
 	}
 	if err != nil {
-		return k, fmt.Errorf("get key: %w", err)
+		return k, fmt.Errorf("get key: %w", classify(err))
 	}
 	k.Tenant.Mode, k.Kind, k.Scopes = cloud.Mode(mode), cloud.KeyKind(kind), splitScopes(scopes)
 	k.CreatedAt, k.RevokedAt = fromMicros(created), fromNullMicros(revoked)
@@ -105,7 +105,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (cloud.Principal, er
 		return p, cloud.ErrNotFound
 	}
 	if err != nil {
-		return p, fmt.Errorf("get key: %w", err)
+		return p, fmt.Errorf("get key: %w", classify(err))
 	}
 	p.Key.Tenant.Mode, p.Key.Kind, p.Key.Scopes = cloud.Mode(mode), cloud.KeyKind(kind), splitScopes(scopes)
 	p.Key.CreatedAt, p.Key.RevokedAt, p.Plan = fromMicros(created), fromNullMicros(revoked), cloud.Plan(plan)
@@ -190,7 +190,7 @@ func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key strin
 		return cloud.IdempotencyRecord{}, cloud.ErrNotFound
 	}
 	if err != nil {
-		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", err)
+		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", classify(err))
 	}
 	rec.CreatedAt = fromMicros(created)
 	if rec.Response.Header, err = decodeHeader(header); err != nil {
@@ -203,14 +203,14 @@ func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key strin
 func (s *Store) PutIdempotencyRecord(ctx context.Context, rec cloud.IdempotencyRecord) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("put idempotency record: %w", err)
+		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}
 	if err := insertReply(ctx, tx, &rec); err != nil {
 		_ = tx.Rollback()
-		return fmt.Errorf("put idempotency record: %w", err)
+		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("put idempotency record: %w", err)
+		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}
 	return nil
 }

@@ -156,26 +156,26 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return classify(err)
 	}
 	if err := insertEvents(ctx, tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return classify(err)
 	}
 	reply := cloud.TakeReply(ctx)
 	if reply != nil {
 		if err := insertReply(ctx, tx, reply); err != nil {
 			_ = tx.Rollback()
-			return err
+			return classify(err)
 		}
 	}
 	cloud.Fail(ctx, cloud.FailBeforeCommit)
 	if err := tx.Commit(); err != nil {
-		return err
+		return classify(err)
 	}
 	cloud.Fail(ctx, cloud.FailAfterCommit)
 	cloud.WriteCommitted(ctx, reply)

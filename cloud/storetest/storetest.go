@@ -196,6 +196,7 @@ func groups() []group {
 			{"UpdatePersonNoLostUpdates", testConcurrentUpdatePerson},
 		}},
 		{"Idempotency", idempotencyTests()},
+		{"Outages", outageTests()},
 		{"RequestCounts", []test{
 			{"CountsUp", testCountsUp},
 			{"IndependentWindowsAndTenants", testCountsIndependent},
