@@ -187,10 +187,10 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		defer s.held.release(t, key)
 		store := s.svc.Store()
 		ctx := req.Context()
-		held, err := store.IdempotencyRecord(ctx, t, key, now.Add(-cloud.IdempotencyWindow))
+		stored, err := store.IdempotencyRecord(ctx, t, key, now.Add(-cloud.IdempotencyWindow))
 		switch {
 		case err == nil:
-			return s.replay(c, held, rec)
+			return s.replay(c, stored, rec)
 		case !errors.Is(err, cloud.ErrNotFound):
 			return err
 		}
