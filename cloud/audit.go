@@ -25,6 +25,7 @@ type AuditEvent struct {
 const (
 	AuditPassRulesOverridden     = "visit.pass_rules_overridden"
 	AuditEdgeFactConflicted      = "edge.fact_conflicted" // a fact from an edge disagreed with the cloud's state
+	AuditEdgeAdmitVoided         = "edge.admit_voided"    // a gate recorded an admit, then its relay did not open
 	AuditKeyCreated              = "key.created"
 	AuditKeyRevoked              = "key.revoked"
 	AuditVisitorErased           = "visitor.erased"

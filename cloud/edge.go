@@ -22,6 +22,7 @@ type Edge struct {
 	Seq        uint64     // the last change of the feed it had applied, as it last said
 	Outbox     int        // facts it had not had acknowledged, as it last said
 	Software   string     // its software version, as it last said
+	RevokedAt  *time.Time // when it was revoked; nil while it may connect
 }
 
 // The states of an edge.
@@ -82,4 +83,5 @@ const (
 	ConflictUnknownGate       = "unknown_gate"    // the gate is not one of the site's
 	ConflictUnknownPerson     = "unknown_person"  // a punch by no person of the organisation: recorded, no attendance event
 	ConflictPersonInactive    = "person_inactive" // a punch by a deactivated person: recorded, and counted
+	ConflictNotVoided         = "not_voided"      // a relay_failed refusal voids an admit the visit no longer shows: left as it is
 )

@@ -125,14 +125,19 @@ func EdgeSettings(s Site) protocol.Settings {
 }
 
 // EdgeKey is the public half of a pass-signing key, under the ID passes
-// name it by. It returns an error for a key that is not an Ed25519
-// private key.
+// name it by, with the time it retires. It returns an error for a key that
+// is not an Ed25519 private key.
 func EdgeKey(k PassKey) (protocol.Key, error) {
 	if len(k.Private) != ed25519.PrivateKeySize {
 		return protocol.Key{}, fmt.Errorf("pass key %s: %d bytes, not an Ed25519 private key", k.ID, len(k.Private))
 	}
 	pub := ed25519.PrivateKey(k.Private).Public().(ed25519.PublicKey)
-	return protocol.Key{ID: k.ID, Public: slices.Clone(pub), Retired: k.RetiredAt != nil}, nil
+	key := protocol.Key{ID: k.ID, Public: slices.Clone(pub)}
+	if k.RetiredAt != nil {
+		// Rounded down: the edge stops at most a second early, never late.
+		key.RetireAt = max(k.RetiredAt.Unix(), 1)
+	}
+	return key, nil
 }
 
 // EdgePerson is a person as every site's edge keeps them: enough to judge

@@ -103,7 +103,9 @@ func TestEdgeKey(t *testing.T) {
 	retired := time.Now()
 	k, err = cloud.EdgeKey(cloud.PassKey{ID: "0a1b2c3d", Private: priv, RetiredAt: &retired})
 	require.NoError(t, err)
-	require.True(t, k.Retired)
+	require.Equal(t, retired.Unix(), k.RetireAt, "the edge retires it at the second it retires")
+	require.False(t, k.Verifies(retired.Truncate(time.Second)))
+	require.True(t, k.Verifies(retired.Truncate(time.Second).Add(-time.Second)))
 	_, err = cloud.EdgeKey(cloud.PassKey{ID: "0a1b2c3d", Private: priv[:32]})
 	require.Error(t, err)
 }

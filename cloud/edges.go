@@ -53,6 +53,41 @@ func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string)
 	return e, secret, nil
 }
 
+// RevokeEdge revokes the tenant's edge for good: its broker credentials
+// are refused from now on, the embedded broker disconnects it (within
+// broker.RecheckEvery), and its facts, statuses and resync requests are
+// refused, so a lost or stolen appliance can neither open the site's feed
+// nor write to it. Its site may then have a new edge. Revoking twice
+// keeps the first time. ErrNotFound when the tenant has no such edge.
+func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, error) {
+	if !ids.Valid(ids.Edge, id) {
+		return Edge{}, ErrNotFound
+	}
+	e, err := s.store.RevokeEdge(ctx, t, id, s.Now())
+	if err != nil {
+		return Edge{}, fmt.Errorf("revoke edge: %w", err)
+	}
+	return e, nil
+}
+
+// RevokedEdges returns those of the edge IDs given that are revoked (for
+// the broker, which disconnects them).
+func (s *Service) RevokedEdges(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.store.RevokedEdges(ctx, ids)
+}
+
+// SiteEdge returns nil when edgeID is an edge of the site that may sync
+// (not revoked), an error wrapping ErrEdgeRejected when it is not, and the
+// store's errors. The cloud half asks before it answers a resync: the
+// broker's access rules are not the only check on who reads a site's feed.
+func (s *Service) SiteEdge(ctx context.Context, site protocol.Site, edgeID string) error {
+	_, err := s.siteEdge(ctx, site, edgeID)
+	return err
+}
+
 // AuthenticateEdge returns the edge whose broker credentials these are, or
 // ErrUnauthorized. The password's hash is compared in constant time.
 func (s *Service) AuthenticateEdge(ctx context.Context, username, password string) (Edge, error) {
@@ -66,7 +101,7 @@ func (s *Service) AuthenticateEdge(ctx context.Context, username, password strin
 	if err != nil {
 		return Edge{}, fmt.Errorf("authenticate edge: %w", err)
 	}
-	if subtle.ConstantTimeCompare(HashKey(password), e.SecretHash) != 1 || e.Username != username {
+	if subtle.ConstantTimeCompare(HashKey(password), e.SecretHash) != 1 || e.Username != username || e.RevokedAt != nil {
 		return Edge{}, ErrUnauthorized
 	}
 	return e, nil
@@ -84,6 +119,8 @@ func (s *Service) siteEdge(ctx context.Context, site protocol.Site, edgeID strin
 		return Edge{}, err
 	case e.Tenant != t || e.SiteID != siteID:
 		return Edge{}, fmt.Errorf("%w: edge %s is not one of site %s's", ErrEdgeRejected, edgeID, site.Prefix())
+	case e.RevokedAt != nil:
+		return Edge{}, fmt.Errorf("%w: edge %s was revoked at %s", ErrEdgeRejected, edgeID, e.RevokedAt.Format(time.RFC3339))
 	}
 	return e, nil
 }
@@ -217,7 +254,12 @@ func (j *factJudge) judge() error {
 	var err error
 	switch j.f.Kind {
 	case protocol.FactRefused:
+		if j.f.Voids != "" {
+			return j.void()
+		}
 		return nil // recorded, nothing more: a refusal changes no visit
+	case protocol.FactPassage:
+		return nil // an opening for a punch already made: recorded, no new punch
 	case protocol.FactPunch:
 		// Applied before the batch (punchFromFact); recorded here, with
 		// what went wrong, audited against the person.
@@ -430,6 +472,90 @@ func (j *factJudge) reEntry() (string, VisitStatus, error) {
 	return conflict, status, nil
 }
 
+// void undoes the admit a relay_failed refusal names: the gate recorded
+// the admit, then its relay did not free the passage, so the visitor is
+// still outside (or, for a check-out, inside). The refusal carries the
+// admit's visit and scan time; the visit is put back only while it still
+// shows that admit, since what the cloud did after it wins. Every void is
+// audited; one the visit no longer shows is a not_voided conflict. A
+// voided punch keeps its attendance event: the person was at the gate
+// then, and a scan again is the same punch (docs/decisions.md).
+func (j *factJudge) void() error {
+	var conflict string
+	var status VisitStatus
+	if j.f.VisitID != "" {
+		v, err := j.visit(j.f.VisitID)
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			conflict = ConflictUnknownVisit
+		} else {
+			status = v.Status
+			if conflict, err = j.undo(v); err != nil {
+				return err
+			}
+		}
+	}
+	ev := j.event(conflict, status)
+	ev.Action = AuditEdgeAdmitVoided
+	if j.f.VisitID == "" && j.f.PersonID != "" {
+		ev.ObjectType, ev.ObjectID = "person", j.f.PersonID
+	}
+	var detail map[string]any
+	_ = json.Unmarshal(ev.Detail, &detail) // event made it from a map
+	delete(detail, "conflict")
+	if conflict != "" {
+		detail["conflict"] = conflict
+	}
+	detail["voids"] = j.f.Voids
+	ev.Detail, _ = json.Marshal(detail)
+	j.w.Conflict = conflict
+	j.w.Audit = append(j.w.Audit, ev)
+	return nil
+}
+
+// undo puts v back as it was before the admit at the fact's scan time,
+// or returns ConflictNotVoided when v no longer shows that admit.
+func (j *factJudge) undo(v *Visit) (string, error) {
+	at := j.f.At
+	in := v.Status == VisitCheckedIn && v.CheckedInAt != nil && v.CheckedInAt.Equal(at)
+	switch {
+	case in && v.ID != j.f.PassVisitID && v.Pass.ForVisitID != "" && v.Pass.ForVisitID != v.ID:
+		// A re-entry's new visit: it never began. It is cancelled, and
+		// the visit it was made from names it no longer.
+		v.Status, v.CheckedInAt, v.CancelledAt, v.NeedsSomeone = VisitCancelled, nil, &at, false
+		j.touch(v)
+		seen := map[string]bool{}
+		for id := j.f.PassVisitID; id != "" && !seen[id] && len(seen) < maxReentries; {
+			seen[id] = true
+			from, err := j.visit(id)
+			if err != nil {
+				return "", err
+			}
+			if from == nil {
+				break
+			}
+			if from.ReenteredAs == v.ID {
+				from.ReenteredAs = ""
+				j.touch(from)
+				break
+			}
+			id = from.ReenteredAs
+		}
+	case in:
+		v.Status, v.CheckedInAt, v.NeedsSomeone = VisitExpected, nil, false
+		v.Pass.Uses = max(0, v.Pass.Uses-1)
+		j.touch(v)
+	case v.Status == VisitCheckedOut && v.CheckedOutAt != nil && v.CheckedOutAt.Equal(at):
+		v.Status, v.CheckedOutAt, v.NeedsSomeone = VisitCheckedIn, nil, len(v.Hosts) == 0
+		j.touch(v)
+	default:
+		return ConflictNotVoided, nil
+	}
+	return "", nil
+}
+
 // event is the audit record of a conflicting fact, by its edge.
 func (j *factJudge) event(conflict string, status VisitStatus) AuditEvent {
 	f := j.f
@@ -483,6 +609,9 @@ func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st p
 	}
 	if _, err := protocol.Encode(&st); err != nil {
 		return fmt.Errorf("%w: %w", ErrEdgeRejected, err)
+	}
+	if _, err := s.siteEdge(ctx, site, st.EdgeID); err != nil {
+		return err
 	}
 	t, siteID := SiteTenant(site)
 	err := s.store.RecordEdgeStatus(ctx, t, siteID, st, s.Now())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
@@ -24,7 +26,7 @@ import (
 // SVC_TEST_POSTGRES_URL is set.
 func eachStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"))
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		fn(t, s)
@@ -171,6 +173,12 @@ func TestCreateEdge_Authenticate(t *testing.T) {
 		_, _, err = e.svc.CreateEdge(t.Context(), cloud.Tenant{OrgID: e.tenant.OrgID, Mode: "staging"}, e.site.SiteID, "")
 		require.Error(t, err)
 
+		_, _, err = e.svc.CreateEdge(t.Context(), e.tenant, e.site.SiteID, "")
+		require.ErrorIs(t, err, cloud.ErrSiteHasEdge, "one appliance per site")
+		_, err = e.svc.RevokeEdge(t.Context(), e.tenant, e.edge.ID)
+		require.NoError(t, err)
+		_, err = e.svc.AuthenticateEdge(t.Context(), e.edge.Username, e.secret)
+		require.ErrorIs(t, err, cloud.ErrUnauthorized, "a revoked edge's credentials are refused")
 		second, _, err := e.svc.CreateEdge(t.Context(), e.tenant, e.site.SiteID, "")
 		require.NoError(t, err)
 		require.Equal(t, cloud.DefaultEdgeName, second.Name)
@@ -688,5 +696,118 @@ func TestSiteSnapshot_People(t *testing.T) {
 		}
 		require.ElementsMatch(t, want, snap.People)
 		require.Positive(t, inactive, "deactivated people too")
+	})
+}
+
+// voids is the relay_failed refusal a gate records when its relay did not
+// open after it recorded admit: same visit, same scan time.
+func (e *edgeEnv) voids(admit protocol.Fact) protocol.Fact {
+	f := e.fact(protocol.FactRefused, admit.VisitID)
+	f.Reason, f.Voids, f.At, f.GateID, f.PassVisitID = protocol.ReasonRelayFailed, admit.ID, admit.At, admit.GateID, admit.PassVisitID
+	return f
+}
+
+// voided returns the audit events of voided admits about an object.
+func (e *edgeEnv) voided(t *testing.T, objectID string) []cloud.AuditEvent {
+	t.Helper()
+	evs, _, err := e.store.ListAuditEvents(t.Context(), e.tenant,
+		cloud.AuditFilter{Action: cloud.AuditEdgeAdmitVoided, ObjectID: objectID}, cloud.Page{Limit: 100})
+	require.NoError(t, err)
+	return evs
+}
+
+// A relay that failed after its gate recorded an admit: the refusal that
+// voids it puts the visit back as it was, and is audited. Applied in one
+// batch with the admit, as an edge coming back online sends them.
+func TestApplyFact_VoidedAdmits(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+
+		// A check-in voided: expected again, the use given back.
+		v := e.visit(t)
+		in := e.fact(protocol.FactCheckIn, v.ID)
+		void := e.voids(in)
+		errs, err := e.svc.ApplyFacts(t.Context(), e.site, []protocol.Fact{in, void})
+		require.NoError(t, err)
+		require.Empty(t, slices.DeleteFunc(errs, func(err error) bool { return err == nil }))
+		got := e.get(t, v.ID)
+		require.Equal(t, cloud.VisitExpected, got.Status)
+		require.Nil(t, got.CheckedInAt)
+		require.Zero(t, got.Pass.Uses)
+		require.Empty(t, e.recorded(t, void.ID).Conflict)
+		audit := e.voided(t, v.ID)
+		require.Len(t, audit, 1)
+		require.Contains(t, string(audit[0].Detail), in.ID)
+
+		// Checked in for real, then a check-out voided: still in.
+		in2 := e.fact(protocol.FactCheckIn, v.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, in2))
+		e.clock.Advance(time.Hour)
+		out := e.fact(protocol.FactCheckOut, v.ID)
+		out.GateID = e.exit
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, out))
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, e.voids(out)))
+		got = e.get(t, v.ID)
+		require.Equal(t, cloud.VisitCheckedIn, got.Status)
+		require.Nil(t, got.CheckedOutAt)
+		require.True(t, in2.At.Equal(*got.CheckedInAt))
+
+		// Out for real, then a re-entry voided: its visit is cancelled and
+		// the holder names no re-entry.
+		e.clock.Advance(time.Hour)
+		out2 := e.fact(protocol.FactCheckOut, v.ID)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, out2))
+		re := e.fact(protocol.FactReEntry, ids.New(ids.Visit))
+		re.PassVisitID = v.ID
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, re))
+		require.Equal(t, re.VisitID, e.get(t, v.ID).ReenteredAs)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, e.voids(re)))
+		require.Equal(t, cloud.VisitCancelled, e.get(t, re.VisitID).Status)
+		require.Empty(t, e.get(t, v.ID).ReenteredAs)
+		require.Equal(t, cloud.VisitCheckedOut, e.get(t, v.ID).Status)
+
+		// A void of an admit the visit no longer shows changes nothing and
+		// is flagged.
+		late := e.voids(in2)
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, late))
+		require.Equal(t, cloud.ConflictNotVoided, e.recorded(t, late.ID).Conflict)
+		require.Equal(t, cloud.VisitCheckedOut, e.get(t, v.ID).Status)
+	})
+}
+
+// A passage, a personal pass held to a reader again within the repeat
+// window, is recorded and makes no punch.
+func TestApplyFact_Passage(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		f := e.fact(protocol.FactPassage, "")
+		f.PersonID, f.Direction = ids.New(ids.Person), protocol.DirectionIn
+		require.NoError(t, e.svc.ApplyFact(t.Context(), e.site, f))
+		rec := e.recorded(t, f.ID)
+		require.Equal(t, protocol.FactPassage, rec.Fact.Kind)
+		require.Empty(t, rec.Conflict)
+		punches, _, err := e.store.ListPunches(t.Context(), e.tenant, cloud.PunchFilter{PersonID: f.PersonID}, cloud.Page{Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, punches)
+	})
+}
+
+// A revoked edge can no longer write to the cloud or read its site: its
+// facts and statuses are refused, and so would its resyncs be.
+func TestRevokedEdge_Refused(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		v := e.visit(t)
+		require.NoError(t, e.svc.SiteEdge(t.Context(), e.site, e.edge.ID))
+		_, err := e.svc.RevokeEdge(t.Context(), e.tenant, e.edge.ID)
+		require.NoError(t, err)
+		f := e.fact(protocol.FactCheckIn, v.ID)
+		require.ErrorIs(t, e.svc.ApplyFact(t.Context(), e.site, f), cloud.ErrEdgeRejected)
+		require.Equal(t, cloud.VisitExpected, e.get(t, v.ID).Status, "nothing applied")
+		require.ErrorIs(t, e.svc.SiteEdge(t.Context(), e.site, e.edge.ID), cloud.ErrEdgeRejected)
+		err = e.svc.RecordEdgeStatus(t.Context(), e.site, protocol.Status{EdgeID: e.edge.ID, State: "online", At: e.clock.Now(), Software: "test"})
+		require.ErrorIs(t, err, cloud.ErrEdgeRejected)
+		_, err = e.svc.RevokeEdge(t.Context(), cloud.Tenant{OrgID: e.tenant.OrgID, Mode: cloud.ModeTest}, e.edge.ID)
+		require.ErrorIs(t, err, cloud.ErrNotFound, "another mode's edge")
 	})
 }

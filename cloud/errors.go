@@ -11,6 +11,11 @@ var (
 	// tenant (organisation and mode) asked about.
 	ErrNotFound = errors.New("not found")
 
+	// ErrSiteHasEdge is returned by CreateEdge when the site already has
+	// an edge that is not revoked: a site has one appliance
+	// (docs/decisions.md, "One appliance per site").
+	ErrSiteHasEdge = errors.New("the site already has an edge")
+
 	// ErrConflict is returned when a write would break a uniqueness rule,
 	// such as a second person with the same email address.
 	ErrConflict = errors.New("conflict")

@@ -87,6 +87,11 @@ func (f feedStore) CreatePassKey(ctx context.Context, k PassKey) error {
 	return f.after(f.Store.CreatePassKey(ctx, k))
 }
 
+func (f feedStore) RotatePassKey(ctx context.Context, k PassKey, retireAt time.Time) ([]PassKey, error) {
+	keys, err := f.Store.RotatePassKey(ctx, k, retireAt)
+	return keys, f.after(err)
+}
+
 func (f feedStore) ApplyFact(ctx context.Context, ef EdgeFact, fn func(func(string) (Visit, error), *FactWrites) error) (bool, error) {
 	applied, err := f.Store.ApplyFact(ctx, ef, fn)
 	if !applied {

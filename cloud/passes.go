@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"
 )
 
-// signingKey returns the tenant's newest pass-signing key that is not
-// retired, making the first one when there is none. Two processes racing
+// signingKey returns the tenant's newest pass-signing key not set to
+// retire, making the first one when there is none. Two processes racing
 // to make the first key both succeed; both keys verify.
 func (s *Service) signingKey(ctx context.Context, t Tenant) (passtoken.Key, error) {
 	keys, err := s.store.PassKeys(ctx, t)
@@ -37,19 +38,66 @@ func (s *Service) signingKey(ctx context.Context, t Tenant) (passtoken.Key, erro
 	return k, nil
 }
 
-// PassKeySet returns the public keys that verify the tenant's passes.
+// PassKeySet returns the public keys that verify the tenant's passes now:
+// every key not yet retired.
 func (s *Service) PassKeySet(ctx context.Context, t Tenant) (passtoken.KeySet, error) {
 	keys, err := s.store.PassKeys(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("pass keys: %w", err)
 	}
+	now := s.Now()
 	set := passtoken.KeySet{}
 	for _, k := range keys {
-		if k.RetiredAt == nil {
+		if !k.Retired(now) {
 			set[k.ID] = ed25519.PrivateKey(k.Private).Public().(ed25519.PublicKey)
 		}
 	}
 	return set, nil
+}
+
+// PassKeyGrace is how long, at least, a rotated pass-signing key keeps
+// verifying by default: time to hand out again the personal passes it
+// signed (they never expire; GET /people/{id}/pass signs them anew with the
+// new key, with no reissue).
+const PassKeyGrace = 30 * 24 * time.Hour
+
+// RotatePassKey makes a new pass-signing key for the tenant, which signs
+// every pass from now on (tokens are signed when they are shown, so a pass
+// shown again after the rotation carries the new key). The keys it
+// replaces verify on, at the cloud and at every edge (the feed carries
+// their retire time), until the last pass they may have signed has
+// expired: the latest end of a visit whose pass still works, plus the
+// longest window after it (passrule.MaxWindowMinutes), and not before grace
+// from now. Then they retire, and their passes are refused as invalid.
+// It returns the new key and the keys set to retire, with their time.
+func (s *Service) RotatePassKey(ctx context.Context, t Tenant, grace time.Duration) (PassKey, []PassKey, error) {
+	if !t.Mode.Valid() {
+		return PassKey{}, nil, fmt.Errorf("rotate pass key: mode %q is not live or test", t.Mode)
+	}
+	if grace < 0 {
+		return PassKey{}, nil, fmt.Errorf("rotate pass key: grace %v is negative", grace)
+	}
+	now := s.Now()
+	retire := now.Add(grace)
+	until, err := s.store.PassesUntil(ctx, t)
+	if err != nil {
+		return PassKey{}, nil, fmt.Errorf("rotate pass key: %w", err)
+	}
+	if until != nil {
+		if end := until.Add(passrule.MaxWindowMinutes * time.Minute); end.After(retire) {
+			retire = end
+		}
+	}
+	k, err := passtoken.NewKey(nil)
+	if err != nil {
+		return PassKey{}, nil, err
+	}
+	pk := PassKey{ID: k.ID, Tenant: t, Private: k.Private, CreatedAt: now}
+	retiring, err := s.store.RotatePassKey(ctx, pk, retire.UTC().Truncate(time.Second))
+	if err != nil {
+		return PassKey{}, nil, fmt.Errorf("rotate pass key: %w", err)
+	}
+	return pk, retiring, nil
 }
 
 // PassToken returns the signed token a visit's QR pass holds. Only a

@@ -248,7 +248,19 @@ type Store interface {
 	// half (EdgeKey) to the feed of every site of its tenant; an error when
 	// there are sites and the key is not an Ed25519 private key.
 	CreatePassKey(ctx context.Context, k PassKey) error
-	// PassKeys returns the tenant's pass-signing keys, newest first.
+	// RotatePassKey is CreatePassKey for a key that replaces the tenant's
+	// signing key: in the same transaction every key of the tenant not yet
+	// set to retire (RetiredAt nil) is set to retire at retireAt, and goes
+	// out again on every site's feed with that time before k does. It
+	// returns the keys it set to retire; errors as CreatePassKey.
+	RotatePassKey(ctx context.Context, k PassKey, retireAt time.Time) ([]PassKey, error)
+	// PassesUntil returns the latest EdgeUntil of the tenant's visits
+	// whose pass works (expected, checked in or checked out); nil when
+	// there is none.
+	PassesUntil(ctx context.Context, t Tenant) (*time.Time, error)
+	// PassKeys returns the tenant's pass-signing keys, newest first. The
+	// private keys are stored sealed (cloud/kek); an error when one does
+	// not open.
 	PassKeys(ctx context.Context, t Tenant) ([]PassKey, error)
 
 	// The per-site change feed (docs/decisions.md, "Edge facts in the
@@ -315,9 +327,18 @@ type Store interface {
 	EdgeFact(ctx context.Context, t Tenant, id string) (EdgeFact, error)
 
 	// CreateEdge stores a new edge; its site must exist in the tenant
-	// (else an error wrapping ErrNotFound), and a username in use returns
-	// an error wrapping ErrConflict.
+	// (else an error wrapping ErrNotFound) and have no edge that is not
+	// revoked (else an error wrapping ErrSiteHasEdge), checked in the
+	// insert's transaction; a username in use returns an error wrapping
+	// ErrConflict.
 	CreateEdge(ctx context.Context, e Edge) error
+	// RevokeEdge marks the tenant's edge revoked at at, unless it was
+	// already (the first time stays), and returns it; ErrNotFound when
+	// the tenant has no such edge.
+	RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error)
+	// RevokedEdges returns those of the edge IDs given that are revoked,
+	// of whatever tenant, in any order.
+	RevokedEdges(ctx context.Context, ids []string) ([]string, error)
 	// Edge returns the edge with this ID, of whatever tenant (brokers
 	// authenticate edges before knowing their tenant), or ErrNotFound.
 	Edge(ctx context.Context, id string) (Edge, error)

@@ -245,15 +245,21 @@ type MessageFilter struct {
 	CreatedAfter *time.Time // hides records older than the plan's history
 }
 
-// PassKey is a tenant's pass-signing key. The newest key not retired signs;
-// every key not retired verifies.
+// PassKey is a tenant's pass-signing key. The newest key not set to retire
+// signs; every key verifies until it retires.
 type PassKey struct {
 	ID        string
 	Tenant    Tenant
 	Private   []byte // Ed25519 private key
 	CreatedAt time.Time
+	// RetiredAt is when the key stops verifying: nil while it signs; set
+	// by a rotation to the latest time a pass it signed can still admit
+	// (Service.RotatePassKey), so it verifies until then and never again.
 	RetiredAt *time.Time
 }
+
+// Retired reports whether the key no longer verifies at now.
+func (k PassKey) Retired(now time.Time) bool { return k.RetiredAt != nil && !now.Before(*k.RetiredAt) }
 
 // VisitWrites are records written in the same transaction as a visit
 // change: nothing half-done survives a crash.

@@ -13,8 +13,10 @@ import (
 type ScanResponse struct {
 	GateID   string `json:"gate_id"`
 	Admitted bool   `json:"admitted"`
-	// Kind is the fact recorded: check_in, check_out, re_entry, punch or
-	// refused; empty when the scan was abandoned before a decision.
+	// Kind is the fact recorded: check_in, check_out, re_entry, punch,
+	// passage or refused; empty when the scan was abandoned before a
+	// decision. Refused with reason record_failed when the admit could
+	// not be recorded: the gate did not open (the response is then 500).
 	Kind        string `json:"kind,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	VisitID     string `json:"visit_id,omitempty"`
@@ -23,8 +25,8 @@ type ScanResponse struct {
 	PersonID  string `json:"person_id,omitempty"`
 	Direction string `json:"direction,omitempty"`
 	// Repeat is true for a personal pass scanned again at the gate of its
-	// last punch within gate.PunchRepeat: the gate opened, nothing was
-	// recorded (no fact_id).
+	// last punch within gate.PunchRepeat: the gate opened and recorded a
+	// passage (kind passage), not a new punch.
 	Repeat bool   `json:"repeat,omitempty"`
 	FactID string `json:"fact_id,omitempty"`
 	// DecisionMicros is how long the decision took, in microseconds.

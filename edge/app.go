@@ -164,7 +164,9 @@ type site struct {
 // then serves until ctx ends, and closes everything in order: readers and
 // the HTTP server first, so no scan is under way, then relays, then the
 // cache. It returns nil when ctx ended, or the first error of opening or
-// of a part that failed (a part failing stops the others).
+// of a part that failed (a part failing stops the others); a damaged cache
+// file, found at the start or later, is an error matching
+// cache.ErrDamaged.
 func (a *App) Run(ctx context.Context) error {
 	s, err := a.open()
 	if err != nil {
@@ -191,6 +193,16 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { return s.syncer.Run(gctx) })
 	}
 	g.Go(func() error { return a.pruneLoop(gctx, s.cache) })
+	// A cache whose file can no longer be read refuses every call from
+	// then on: stop, naming the file, rather than run the gates on it.
+	g.Go(func() error {
+		select {
+		case <-gctx.Done():
+			return nil
+		case <-s.cache.Damaged():
+			return fmt.Errorf("edge: %w", s.cache.DamagedErr())
+		}
+	})
 	// ReadTimeout bounds a frame's upload, which holds one of the few
 	// decode slots; no WriteTimeout, as a scan answers after its pulse.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout, IdleTimeout: 2 * time.Minute,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,8 @@ func TestApp_ScanOverTCPReader(t *testing.T) {
 	_, err = fmt.Fprintf(c, "%s\r\n", s.token(s.visits[0]))
 	require.NoError(t, err)
 
-	s.waitNotified()
-	require.Equal(t, 1, s.pulses("GPIO17"), "the entry gate's relay")
+	s.waitNotified() // recorded; the relay is commanded after the record
+	eventually(t, func() bool { return s.pulses("GPIO17") == 1 }, "the entry gate's relay did not pulse")
 	require.Zero(t, s.pulses("GPIO22"), "not the exit's")
 	require.True(t, s.sync.ran.Load(), "the sync half runs")
 
@@ -280,6 +281,25 @@ func TestApp_SyncFailureStopsTheApp(t *testing.T) {
 	require.NoError(t, c.Close())
 }
 
+func TestApp_DamagedCacheStopsTheApp(t *testing.T) {
+	// The file shrinks under the running App; the next read of it (here
+	// /healthz's) faults on bbolt's map. The App stops with the cache's
+	// error instead of crashing or going on.
+	s := newSite(t).start()
+	require.NoError(t, os.Truncate(s.cfg.CachePath, 4096))
+	resp, body := s.get("/healthz")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Contains(t, body, "damaged")
+	select {
+	case err := <-s.done:
+		close(s.done)
+		require.ErrorIs(t, err, cache.ErrDamaged)
+		require.ErrorContains(t, err, s.cfg.CachePath)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run went on with a damaged cache")
+	}
+}
+
 func TestApp_StartFailures(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -386,7 +406,8 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 	again := scan(s.exit, s.personToken(erin))
 	require.True(t, again.Admitted)
 	require.True(t, again.Repeat)
-	require.Empty(t, again.FactID, "a repeat records nothing")
+	require.Equal(t, "passage", again.Kind, "a repeat is an opening, not a new punch")
+	require.NotEmpty(t, again.FactID, "every opening of the door is recorded, a repeat too")
 
 	refused := scan(s.entry, s.personToken(gone))
 	require.False(t, refused.Admitted)
@@ -401,13 +422,13 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 	require.Equal(t, 2.0, samples["svc_edge_cache_people"])
 	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason=""}`, s.entry)])
 	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason=""}`, s.exit)])
-	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="punch",reason="repeat"}`, s.exit)])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="passage",reason=""}`, s.exit)])
 	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_scans_total{gate_id=%q,result="refused",reason="person_inactive"}`, s.entry)])
 	require.Equal(t, 1, s.pulses("GPIO17"), "the entry opened once: the refusal did not open it")
 	require.Equal(t, 2, s.pulses("GPIO22"), "the exit opened twice: the punch and its repeat")
 
 	facts := s.outboxAfterStop()
-	require.Len(t, facts, 3)
+	require.Len(t, facts, 4)
 	for i, want := range []struct {
 		kind         protocol.FactKind
 		person, dir  string
@@ -416,6 +437,7 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 	}{
 		{protocol.FactPunch, erin.ID, protocol.DirectionIn, s.entry, "", t0},
 		{protocol.FactPunch, erin.ID, protocol.DirectionOut, s.exit, "", t0.Add(30 * time.Minute)},
+		{protocol.FactPassage, erin.ID, protocol.DirectionOut, s.exit, "", t0.Add(30*time.Minute + 20*time.Second)},
 		{protocol.FactRefused, gone.ID, "", s.entry, protocol.ReasonPersonInactive, t0.Add(30*time.Minute + 20*time.Second)},
 	} {
 		f := facts[i]

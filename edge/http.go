@@ -37,11 +37,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to tell it
 }
 
-// health answers 200 while the cache is open and fresh enough for gates
-// that fail secure, 503 with the reason otherwise.
+// health answers 200 while the cache is open, takes writes and is fresh
+// enough for gates that fail secure, 503 with the reason otherwise.
 func (a *App) health(w http.ResponseWriter, s *site) {
 	if _, _, err := s.cache.OutboxStats(); err != nil {
 		writeJSON(w, http.StatusServiceUnavailable, HealthResponse{Status: "unavailable", Reason: "cache: " + err.Error()})
+		return
+	}
+	if err := s.cache.WriteFailure(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, HealthResponse{Status: "unavailable",
+			Reason: err.Error() + ": gates refuse every admit (record_failed) until a write commits"})
 		return
 	}
 	if stale, why := gate.Staleness(s.cache.View(), a.d.Now()); stale {
@@ -62,7 +67,7 @@ func (a *App) metrics(w http.ResponseWriter, s *site) {
 	view := s.cache.View()
 	stale, _ := gate.Staleness(view, now)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = a.m.write(w, gauges{view: view, outbox: depth, oldest: oldest, now: now, stale: stale})
+	_ = a.m.write(w, gauges{view: view, outbox: depth, oldest: oldest, now: now, stale: stale, failing: s.cache.WriteFailure()})
 }
 
 func (a *App) status(w http.ResponseWriter, s *site) {

@@ -27,10 +27,6 @@ const (
 	errAbandoned = "abandoned"
 )
 
-// reasonRepeat is the reason label of a personal pass scanned again within
-// gate.PunchRepeat: result punch, but no fact was recorded.
-const reasonRepeat = "repeat"
-
 type scanKey struct{ gate, result, reason string }
 
 type histogram struct {
@@ -71,11 +67,7 @@ func (m *metrics) observe(res gate.Result) {
 	if res.Kind == "" { // abandoned before a decision
 		return
 	}
-	reason := res.Reason
-	if res.Repeat {
-		reason = reasonRepeat // an admit, but no fact: told apart from the punch it repeats
-	}
-	m.scans[scanKey{res.GateID, string(res.Kind), reason}]++
+	m.scans[scanKey{res.GateID, string(res.Kind), res.Reason}]++
 	h := m.decisions[res.GateID]
 	if h == nil {
 		h = &histogram{counts: make([]uint64, len(decisionBuckets))}
@@ -115,6 +107,8 @@ type gauges struct {
 	oldest time.Time
 	now    time.Time
 	stale  bool
+	// failing is the cache's write failure, nil while writes commit.
+	failing error
 }
 
 // write writes every metric in the Prometheus text format, version 0.0.4.
@@ -135,7 +129,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 		p.sample("svc_edge_decision_seconds_sum", h.sum, "gate_id", id)
 		p.sample("svc_edge_decision_seconds_count", float64(h.count), "gate_id", id)
 	}
-	p.family("svc_edge_scans_total", "counter", "Scans decided, by gate, result (the fact recorded) and refusal reason; reason repeat for a punch repeated, which records none.")
+	p.family("svc_edge_scans_total", "counter", "Scans decided, by gate, result (the fact recorded: passage for a punch repeated) and refusal reason (record_failed when the admit could not be recorded and nothing opened).")
 	for _, k := range sortedScanKeys(m.scans) {
 		p.sample("svc_edge_scans_total", float64(m.scans[k]), "gate_id", k.gate, "result", k.result, "reason", k.reason)
 	}
@@ -166,6 +160,7 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	}
 	p.gauge("svc_edge_sync_age_seconds", "Seconds since the last contact with the cloud; +Inf if never.", age)
 	p.gauge("svc_edge_cache_stale", "1 when the cache is past the site's offline limit: gates that fail secure refuse every scan.", boolFloat(g.stale))
+	p.gauge("svc_edge_cache_write_failing", "1 while the cache file does not take writes (a full disk, an I/O error): gates refuse every admit with record_failed.", boolFloat(g.failing != nil))
 	p.gauge("svc_edge_cache_seq", "Last change of the cloud's feed applied.", float64(g.view.Seq()))
 	p.gauge("svc_edge_cache_visits", "Visits in the cache.", float64(counts.Visits))
 	p.gauge("svc_edge_cache_gates", "Gates in the cache.", float64(counts.Gates))

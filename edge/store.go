@@ -17,8 +17,12 @@ var _ gate.Store = store{}
 
 func (s store) State() gate.State { return s.c.View() }
 
-func (s store) Record(visits []protocol.Visit, f protocol.Fact) (protocol.Fact, error) {
-	stored, err := s.c.Record(cache.LocalChange{Visits: visits}, f)
+func (s store) Record(ch gate.Change, f protocol.Fact) (protocol.Fact, error) {
+	lc := cache.LocalChange{Visits: ch.Visits}
+	if r := ch.RestorePunch; r != nil {
+		lc.RestorePunch = &cache.PunchRestore{PersonID: r.PersonID, Last: r.Last}
+	}
+	stored, err := s.c.Record(lc, f)
 	if err == nil {
 		s.notify()
 	}

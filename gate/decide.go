@@ -48,7 +48,13 @@ type Decision struct {
 
 	judged      string // the cached visit decided on, if any
 	unknownGate bool   // the cache does not know this gate
-	repeat      bool   // a punch repeated within PunchRepeat: admit, record nothing
+	repeat      bool   // a punch repeated within PunchRepeat: a passage, no new punch
+	// undo are the visits as they were before the admit, to be recorded
+	// again if the relay fails after the admit was: Visits, put back.
+	undo      []protocol.Visit
+	undoPunch *PunchRestore // a punch's: the person's last punch before it
+	restore   *PunchRestore // a refusal's that voids a punch: undoPunch
+	voids     string        // a relay_failed refusal's: the admit fact it undoes
 }
 
 // Admit reports whether the decision lets the visitor through.
@@ -66,13 +72,13 @@ func (g *Gate) Decide(text string, at time.Time) Decision {
 	st := g.store.State()
 	text = strings.TrimSpace(text)
 	if isPersonal(text) {
-		claims, err := passtoken.VerifyPerson(text, st.Keys())
+		claims, err := passtoken.VerifyPerson(text, st.KeysAt(at))
 		if err != nil {
 			return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		}
 		return g.decidePerson(st, &claims, at)
 	}
-	claims, err := passtoken.Verify(text, st.Keys())
+	claims, err := passtoken.Verify(text, st.KeysAt(at))
 	if err != nil {
 		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 	}
@@ -124,7 +130,7 @@ func (g *Gate) decide(st State, c *passtoken.Claims, at time.Time) Decision {
 		}
 		out := cur
 		out.Status, out.CheckedOutAt = string(passrule.CheckedOut), &at
-		d.Kind, d.Visits = protocol.FactCheckOut, []protocol.Visit{out}
+		d.Kind, d.Visits, d.undo = protocol.FactCheckOut, []protocol.Visit{out}, []protocol.Visit{cur}
 		return d
 	}
 
@@ -142,13 +148,22 @@ func (g *Gate) decide(st State, c *passtoken.Claims, at time.Time) Decision {
 	case reentry:
 		d.Kind, d.Visits = protocol.FactReEntry, reEnter(cur, at)
 		d.VisitID = d.Visits[0].ID
+		// Undone, the new visit is left cancelled (a cache keeps what it
+		// once held) and the pass's visit names no re-entry again.
+		gone := d.Visits[0]
+		gone.Status, gone.CheckedInAt = string(passrule.Cancelled), nil
+		d.undo = []protocol.Visit{gone, cur}
 	case known:
 		v := cur
 		v.Status, v.CheckedInAt, v.Uses = string(passrule.CheckedIn), &at, v.Uses+1
-		d.Kind, d.Visits = protocol.FactCheckIn, []protocol.Visit{v}
+		d.Kind, d.Visits, d.undo = protocol.FactCheckIn, []protocol.Visit{v}, []protocol.Visit{cur}
 	default:
 		v := fromClaims(c, at)
 		d.Kind, d.Visits, d.VisitID = protocol.FactCheckIn, []protocol.Visit{v}, v.ID
+		// Undone, the visit is as its token describes it, still expected.
+		was := v
+		was.Status, was.CheckedInAt, was.Uses = string(passrule.Expected), nil, 0
+		d.undo = []protocol.Visit{was}
 	}
 	return d
 }

@@ -25,11 +25,19 @@
 //  5. already_in and not_in: the visit's state does not allow the move
 //     (below).
 //
-// An admit pulses the relay first; only when the pulse succeeds is the
-// admit recorded. A relay error records a refusal with relay_failed
-// instead, and the Result carries the error. Every scan, admitted or
-// refused, is recorded through Store.Record as one fact (with the visits
-// it changed, in one transaction).
+// An admit is recorded first, and only then is the relay commanded:
+// Store.Record makes the fact and the visits it changed durable (fsync'd)
+// in one transaction before it returns, so a power cut at any instant
+// leaves either no opening, or an opening with its fact. An admit that
+// cannot be recorded (a full disk, an I/O error) opens nothing: the scan
+// is refused record_failed, with ErrRecord in the Result, and the store
+// reports the failure for the appliance's health. A relay that fails
+// after the record is compensated: a relay_failed refusal that voids the
+// admit (Fact.Voids) is recorded with the visits as they were before it
+// (and, for a punch, the person's last punch as it was), and the Result
+// carries ErrRelay. Every scan, admitted or refused, is recorded through
+// Store.Record as one fact (with the visits it changed, in one
+// transaction); a relay failure adds the voiding refusal.
 //
 // # Directions
 //
@@ -71,10 +79,11 @@
 // used both ways the opposite of the person's last punch at the site (in
 // when there is none). A scan at the gate of the person's last punch
 // within PunchRepeat of it is the same passage held to the reader twice:
-// the relay is pulsed again and nothing is recorded (Result.Repeat), so a
-// gate used both ways does not turn the punch around. There is no
+// the door opens again and a passage fact records the opening, not a new
+// punch (Result.Repeat), so a gate used both ways does not turn the punch
+// around and no opening goes unrecorded. There is no
 // anti-passback for people: an entry gate punches in whatever came before.
-// A relay that fails records a relay_failed refusal naming the person.
+// A relay that fails after the punch was recorded voids it, as above.
 //
 // # Concurrency
 //

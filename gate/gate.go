@@ -27,8 +27,10 @@ type State interface {
 	LastPunch(personID string) (protocol.Fact, bool)
 	// Gate returns one of the site's gates.
 	Gate(id string) (protocol.Gate, bool)
-	// Keys are the pass-verification keys; the gate does not modify them.
-	Keys() passtoken.KeySet
+	// KeysAt are the pass-verification keys that verify at the time at (a
+	// rotated key retires at a time of its own); the gate does not modify
+	// them.
+	KeysAt(at time.Time) passtoken.KeySet
 	// Location is the site's time zone for daily hours.
 	Location() *time.Location
 	// Settings returns the site's settings; false until the cloud sent them.
@@ -42,11 +44,26 @@ type Store interface {
 	// State returns the latest state. After Record returns, State shows
 	// what it recorded.
 	State() State
-	// Record stores the visits a scan changed and its fact in one
-	// transaction, and returns the fact as stored; a punch fact becomes
-	// its person's LastPunch in the same transaction. On error nothing is
-	// stored; the error is the store's.
-	Record(visits []protocol.Visit, f protocol.Fact) (protocol.Fact, error)
+	// Record stores what a scan changed and its fact in one transaction,
+	// durably (fsync'd) before it returns, and returns the fact as stored;
+	// a punch fact becomes its person's LastPunch in the same transaction.
+	// On error nothing is stored; the error is the store's.
+	Record(ch Change, f protocol.Fact) (protocol.Fact, error)
+}
+
+// Change is what a scan leaves behind besides its fact.
+type Change struct {
+	// Visits are the visits the scan changed, each whole as it now is.
+	Visits []protocol.Visit
+	// RestorePunch is set by a refusal that voids a punch: the person's
+	// last punch goes back to Last, or to none when Last is nil.
+	RestorePunch *PunchRestore
+}
+
+// PunchRestore is a person's last punch put back.
+type PunchRestore struct {
+	PersonID string
+	Last     *protocol.Fact
 }
 
 // Relay frees the turnstile for one passage. *relay.Relay is one.
@@ -119,8 +136,9 @@ type Result struct {
 	GateID string
 	// Admitted is true when the relay was pulsed for the visitor.
 	Admitted bool
-	// Kind is the fact recorded: check_in, check_out, re_entry, punch or
-	// refused; punch too for a Repeat, which records nothing. Empty when
+	// Kind is the fact recorded: check_in, check_out, re_entry, punch,
+	// passage (a Repeat) or refused; refused with reason record_failed
+	// when the admit could not be recorded and nothing opened. Empty when
 	// the scan was abandoned before a decision (Err says why).
 	Kind protocol.FactKind
 	// Reason is a refusal's reason: a passrule.Reason or one of
@@ -135,10 +153,11 @@ type Result struct {
 	// token); Direction is a punch's, in or out.
 	PersonID, Direction string
 	// Repeat is true for a personal pass scanned again at the same gate
-	// within PunchRepeat of the person's last punch there: the relay was
-	// pulsed again but nothing was recorded (FactID is empty).
+	// within PunchRepeat of the person's last punch there: the gate opened
+	// again and recorded a passage, not a new punch.
 	Repeat bool
-	// FactID is the recorded fact's ID; empty when recording failed.
+	// FactID is the recorded fact's ID (after a relay failure, the
+	// refusal's that voids the admit); empty when recording failed.
 	FactID string
 	// Decision is how long verifying the token and deciding took: the
 	// path the latency budget is for, without the pulse and the write.
@@ -149,8 +168,8 @@ type Result struct {
 	Err error
 }
 
-// Scan decides on the text a reader read at time at, pulses the relay
-// for an admit and records the outcome. ctx bounds only the wait for
+// Scan decides on the text a reader read at time at, records the outcome
+// and, for an admit that was recorded, pulses the relay. ctx bounds only the wait for
 // another scan of the same pass: once decided, the pulse and the record
 // are not cut short by it (closing the relay ends a pulse). Problems are
 // in the Result; Scan logs each scan once.
@@ -161,7 +180,7 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 	if isPersonal(text) {
 		return g.scanPerson(ctx, text, at, st, start)
 	}
-	claims, err := passtoken.Verify(text, st.Keys())
+	claims, err := passtoken.Verify(text, st.KeysAt(at))
 	if err != nil {
 		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		res := Result{GateID: g.id, Decision: time.Since(start)}
@@ -182,16 +201,34 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 	if !d.Admit() {
 		return g.finish(d, res, at)
 	}
-	// The passage is recorded as soon as the relay has freed it, not when
-	// the pulse ends: a crash during the pulse must not lose the fact.
+	return g.admit(ctx, d, res, at)
+}
+
+// admit records an admit and only then frees the passage. The fact and
+// the visits it changed are durable (fsync'd) before the relay is
+// commanded, so a power cut at any instant leaves either no opening, or
+// an opening with its fact (or, between the two, a fact of an opening
+// that did not happen: the safe side). An admit that cannot be recorded
+// opens nothing: the scan is refused record_failed. A relay that fails
+// after the record is compensated by a relay_failed refusal that voids
+// the admit and puts the visits back as they were.
+func (g *Gate) admit(ctx context.Context, d Decision, res Result, at time.Time) Result {
+	res = g.finish(d, res, at)
+	if res.FactID == "" {
+		res.Admitted, res.Kind, res.Reason = false, protocol.FactRefused, protocol.ReasonRecordFailed
+		return res
+	}
 	end, err := g.relay.Start(context.WithoutCancel(ctx), 0)
 	if err != nil {
-		res.Err = fmt.Errorf("%w: %w", ErrRelay, err)
-		g.log.Error("relay failed; admit recorded as refused", "visit_id", d.judged, "pass_visit_id", d.PassVisitID, "error", err.Error())
-		d = Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonRelayFailed, VisitID: d.judged, PassVisitID: d.PassVisitID, judged: d.judged}
-		return g.finish(d, res, at)
+		admitID := res.FactID
+		g.log.Error("relay failed after the admit was recorded; voiding it", "visit_id", d.VisitID, "pass_visit_id", d.PassVisitID,
+			"person_id", d.PersonID, "fact_id", admitID, "error", err.Error())
+		v := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonRelayFailed, VisitID: d.VisitID, PassVisitID: d.PassVisitID,
+			PersonID: d.PersonID, Visits: d.undo, restore: d.undoPunch, voids: admitID}
+		res = g.finish(v, Result{GateID: g.id, Decision: res.Decision}, at)
+		res.Err = errors.Join(fmt.Errorf("%w: %w", ErrRelay, err), res.Err)
+		return res
 	}
-	res = g.finish(d, res, at)
 	g.endPulse(end, &res)
 	return res
 }
@@ -212,8 +249,8 @@ func (g *Gate) finish(d Decision, res Result, at time.Time) Result {
 	res.VisitID, res.PassVisitID = d.VisitID, d.PassVisitID
 	res.PersonID, res.Direction = d.PersonID, d.Direction
 	f := protocol.Fact{ID: ids.New(ids.Fact), Kind: d.Kind, At: at, GateID: g.id, VisitID: d.VisitID, PassVisitID: d.PassVisitID,
-		Reason: d.Reason, PersonID: d.PersonID, Direction: d.Direction}
-	stored, err := g.store.Record(d.Visits, f)
+		Reason: d.Reason, PersonID: d.PersonID, Direction: d.Direction, Voids: d.voids}
+	stored, err := g.store.Record(Change{Visits: d.Visits, RestorePunch: d.restore}, f)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrRecord, err)
 		if res.Err == nil {
@@ -224,7 +261,7 @@ func (g *Gate) finish(d Decision, res Result, at time.Time) Result {
 		return res
 	}
 	res.FactID = stored.ID
-	if d.Reason != protocol.ReasonInvalidToken && d.Reason != protocol.ReasonRelayFailed { // both logged above
+	if d.Reason != protocol.ReasonInvalidToken && d.Reason != protocol.ReasonRelayFailed { // both logged before
 		g.log.Info("scan", "kind", string(d.Kind), "reason", d.Reason, "visit_id", d.VisitID,
 			"pass_visit_id", d.PassVisitID, "person_id", d.PersonID, "direction", d.Direction,
 			"fact_id", stored.ID, "decision_us", res.Decision.Microseconds())

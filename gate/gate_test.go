@@ -413,7 +413,7 @@ func TestScan_DecisionPaths(t *testing.T) {
 			kind: protocol.FactCheckIn,
 		},
 		{
-			name: "relay failure records relay_failed and admits nobody",
+			name: "relay failure after the admit was recorded voids it and puts the visit back",
 			setup: func(f *fixture) (string, string, time.Time) {
 				v := visit()
 				f.put(v)
@@ -428,7 +428,37 @@ func TestScan_DecisionPaths(t *testing.T) {
 			},
 		},
 		{
-			name: "relay failure on a re-entry makes no visit",
+			name: "relay failure on a visit never received leaves it expected",
+			setup: func(f *fixture) (string, string, time.Time) {
+				return f.entry, f.token(visit()), t0
+			},
+			stuck:  true,
+			reason: protocol.ReasonRelayFailed,
+			check: func(t *testing.T, f *fixture, res gate.Result) {
+				v := f.visitOf(res.PassVisitID)
+				require.Equal(t, string(passrule.Expected), v.Status)
+				require.Zero(t, v.Uses)
+				require.Nil(t, v.CheckedInAt)
+			},
+		},
+		{
+			name: "relay failure on a check-out leaves the visitor in",
+			setup: func(f *fixture) (string, string, time.Time) {
+				v := visit(func(v *protocol.Visit) {
+					v.Status, v.Uses, v.CheckedInAt = string(passrule.CheckedIn), 1, ptr(t0.Add(-time.Hour))
+				})
+				f.put(v)
+				return f.exit, f.token(v), t0
+			},
+			stuck:  true,
+			reason: protocol.ReasonRelayFailed,
+			check: func(t *testing.T, f *fixture, res gate.Result) {
+				judged(string(passrule.CheckedIn))(t, f, res)
+				require.Nil(t, f.visitOf(res.VisitID).CheckedOutAt)
+			},
+		},
+		{
+			name: "relay failure on a re-entry cancels the new visit and unlinks it",
 			setup: func(f *fixture) (string, string, time.Time) {
 				f.put(multiDayOut())
 				return f.entry, f.token(multiDay), t0
@@ -436,9 +466,10 @@ func TestScan_DecisionPaths(t *testing.T) {
 			stuck:  true,
 			reason: protocol.ReasonRelayFailed,
 			check: func(t *testing.T, f *fixture, res gate.Result) {
-				require.Equal(t, multiDay.ID, res.VisitID)
-				require.Equal(t, 1, f.cache().View().Counts().Visits)
+				require.NotEqual(t, multiDay.ID, res.VisitID)
+				require.Equal(t, string(passrule.Cancelled), f.visitOf(res.VisitID).Status)
 				require.Empty(t, f.visitOf(multiDay.ID).ReenteredAs)
+				require.Equal(t, string(passrule.CheckedOut), f.visitOf(multiDay.ID).Status)
 			},
 		},
 	}
@@ -487,10 +518,19 @@ func runScanCase(t *testing.T, tc scanCase) {
 	}
 
 	// What was committed survives a restart: exactly one fact more, the
-	// scan's, and the visits it changed.
+	// scan's, and the visits it changed; for a relay that failed after
+	// the admit was recorded, the admit and the refusal that voids it.
 	f.reopen()
 	after := f.outbox()
-	require.Len(t, after, len(before)+1, "exactly one fact per scan")
+	if tc.stuck {
+		require.Len(t, after, len(before)+2, "the admit, then the refusal voiding it")
+		admit := after[len(after)-2]
+		require.NotEqual(t, protocol.FactRefused, admit.Kind)
+		require.Equal(t, admit.ID, after[len(after)-1].Voids)
+		require.True(t, at.Equal(admit.At))
+	} else {
+		require.Len(t, after, len(before)+1, "exactly one fact per scan")
+	}
 	fact := after[len(after)-1]
 	require.Equal(t, res.FactID, fact.ID)
 	require.Equal(t, res.Kind, fact.Kind)
@@ -500,7 +540,7 @@ func runScanCase(t *testing.T, tc scanCase) {
 	require.Equal(t, gateID, fact.GateID)
 	require.Equal(t, f.edgeID, fact.EdgeID)
 	require.True(t, at.Equal(fact.At), "the fact is at the scan time")
-	if res.Kind == protocol.FactReEntry {
+	if res.Kind == protocol.FactReEntry || tc.stuck && fact.PassVisitID != fact.VisitID {
 		require.Equal(t, visitsBefore+1, f.cache().View().Counts().Visits)
 	}
 	if tc.check != nil {
@@ -647,46 +687,55 @@ func (f relayFunc) Start(ctx context.Context, d time.Duration) (func() error, er
 	return func() error { return f(ctx, d) }, nil
 }
 
-// TestScan_RecordedWhileThePulseRuns: the admit is in the outbox as soon as
-// the relay is active, before the pulse ends, so a crash during the pulse
-// cannot lose the passage it freed.
-func TestScan_RecordedWhileThePulseRuns(t *testing.T) {
+// TestScan_RecordedBeforeThePulse: the admit is durable in the outbox
+// before the relay is commanded, so a power cut at any instant leaves
+// either no opening or an opening with its fact.
+func TestScan_RecordedBeforeThePulse(t *testing.T) {
 	f := newFixture(t)
 	v := visit()
 	f.put(v)
-	release := make(chan struct{})
-	pulsing := make(chan struct{})
-	g := f.newGate(f.entry, false, relayFunc(func(ctx context.Context, d time.Duration) error {
-		close(pulsing)
-		<-release
+	var atStart []protocol.Fact
+	g := f.newGate(f.entry, false, relayStart(func() error {
+		atStart = f.outbox()
 		return nil
 	}))
-	done := make(chan gate.Result)
-	go func() { done <- scan(g, f.token(v), t0) }()
-	<-pulsing
-	out := f.outbox()
-	require.Len(t, out, 1, "the fact is recorded while the relay is still active")
-	require.Equal(t, protocol.FactCheckIn, out[0].Kind)
-	close(release)
-	res := <-done
+	res := scan(g, f.token(v), t0)
 	require.True(t, res.Admitted)
 	require.NoError(t, res.Err)
+	require.Len(t, atStart, 1, "the fact is in the outbox when the relay is commanded")
+	require.Equal(t, protocol.FactCheckIn, atStart[0].Kind)
+	require.Equal(t, res.FactID, atStart[0].ID)
 }
 
-// TestScan_RecordFailureAfterPulse: when the store cannot record, the
-// visitor the relay let through is reported admitted with ErrRecord.
-func TestScan_RecordFailureAfterPulse(t *testing.T) {
+// relayStart is a relay whose Start runs f before it frees the passage;
+// an error from f is a relay that could not be driven.
+type relayStart func() error
+
+func (f relayStart) Start(context.Context, time.Duration) (func() error, error) {
+	if err := f(); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
+}
+
+// TestScan_RecordFailureOpensNothing: when the store cannot record the
+// admit, the relay is not pulsed and the scan is refused record_failed.
+func TestScan_RecordFailureOpensNothing(t *testing.T) {
 	f := newFixture(t)
 	v := visit()
 	f.put(v)
 	r, p := newRelay(t)
 	g := f.newGate(f.entry, false, r)
 	require.NoError(t, f.cache().Close()) // writes now fail
-	res := scan(g, f.token(v), t0)
-	require.True(t, res.Admitted)
-	require.ErrorIs(t, res.Err, gate.ErrRecord)
-	require.Empty(t, res.FactID)
-	require.Equal(t, 1, p.pulses())
+	for range 3 {
+		res := scan(g, f.token(v), t0)
+		require.False(t, res.Admitted)
+		require.Equal(t, protocol.FactRefused, res.Kind)
+		require.Equal(t, protocol.ReasonRecordFailed, res.Reason)
+		require.ErrorIs(t, res.Err, gate.ErrRecord)
+		require.Empty(t, res.FactID)
+	}
+	require.Zero(t, p.pulses(), "nothing opens unrecorded")
 }
 
 func TestDecide_DoesNothing(t *testing.T) {
@@ -733,7 +782,7 @@ func (s state) Visit(string) (protocol.Visit, bool)    { return protocol.Visit{}
 func (s state) Person(string) (protocol.Person, bool)  { return protocol.Person{}, false }
 func (s state) LastPunch(string) (protocol.Fact, bool) { return protocol.Fact{}, false }
 func (s state) Gate(string) (protocol.Gate, bool)      { return protocol.Gate{}, false }
-func (s state) Keys() passtoken.KeySet                 { return nil }
+func (s state) KeysAt(time.Time) passtoken.KeySet      { return nil }
 func (s state) Location() *time.Location               { return time.UTC }
 func (s state) SyncedAt() time.Time                    { return s.synced }
 func (s state) Settings() (protocol.Settings, bool) {

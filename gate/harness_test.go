@@ -119,8 +119,12 @@ func (f *fixture) reopen() *cache.Cache {
 // cache in production.
 func (f *fixture) State() gate.State { return f.cache().View() }
 
-func (f *fixture) Record(visits []protocol.Visit, fact protocol.Fact) (protocol.Fact, error) {
-	return f.cache().Record(cache.LocalChange{Visits: visits}, fact)
+func (f *fixture) Record(ch gate.Change, fact protocol.Fact) (protocol.Fact, error) {
+	lc := cache.LocalChange{Visits: ch.Visits}
+	if r := ch.RestorePunch; r != nil {
+		lc.RestorePunch = &cache.PunchRestore{PersonID: r.PersonID, Last: r.Last}
+	}
+	return f.cache().Record(lc, fact)
 }
 
 // put adds or replaces visits through the change feed.

@@ -2,7 +2,6 @@ package gate
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -24,7 +23,7 @@ func isPersonal(text string) bool { return strings.HasPrefix(text, passtoken.Per
 // scanPerson is Scan for a personal pass: verify, decide under the
 // person's turn, pulse, and record the punch (or the refusal).
 func (g *Gate) scanPerson(ctx context.Context, text string, at time.Time, st State, start time.Time) Result {
-	claims, err := passtoken.VerifyPerson(text, st.Keys())
+	claims, err := passtoken.VerifyPerson(text, st.KeysAt(at))
 	if err != nil {
 		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		res := Result{GateID: g.id, Decision: time.Since(start)}
@@ -48,22 +47,12 @@ func (g *Gate) scanPerson(ctx context.Context, text string, at time.Time, st Sta
 	if !d.Admit() {
 		return g.finish(d, res, at)
 	}
-	end, err := g.relay.Start(context.WithoutCancel(ctx), 0)
-	if err != nil {
-		res.Err = fmt.Errorf("%w: %w", ErrRelay, err)
-		g.log.Error("relay failed; admit recorded as refused", "person_id", d.PersonID, "error", err.Error())
-		d = Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonRelayFailed, PersonID: d.PersonID}
-		return g.finish(d, res, at)
-	}
 	if d.repeat {
-		res.Admitted, res.Kind, res.PersonID, res.Direction, res.Repeat = true, d.Kind, d.PersonID, d.Direction, true
-		g.log.Info("scan repeated within the punch repeat; not recorded again", "person_id", d.PersonID, "direction", d.Direction,
-			"decision_us", res.Decision.Microseconds())
-		g.endPulse(end, &res)
-		return res
+		g.log.Info("scan repeated within the punch repeat: a passage, not a new punch", "person_id", d.PersonID,
+			"direction", d.Direction)
 	}
-	res = g.finish(d, res, at)
-	g.endPulse(end, &res)
+	res = g.admit(ctx, d, res, at)
+	res.Repeat = d.repeat && res.Admitted
 	return res
 }
 
@@ -101,8 +90,12 @@ func (g *Gate) decidePerson(st State, c *passtoken.PersonClaims, at time.Time) D
 	d.Kind = protocol.FactPunch
 	last, punched := st.LastPunch(c.PersonID)
 	if punched && last.GateID == g.id && (at.Sub(last.At)).Abs() <= PunchRepeat {
-		d.Direction, d.repeat = last.Direction, true
+		d.Kind, d.Direction, d.repeat = protocol.FactPassage, last.Direction, true
 		return d
+	}
+	d.undoPunch = &PunchRestore{PersonID: c.PersonID}
+	if punched {
+		d.undoPunch.Last = &last
 	}
 	switch {
 	case dir == Exit:

@@ -79,6 +79,12 @@ func (s Store) EdgeStatus(ctx context.Context, site protocol.Site, st protocol.S
 	return rejected(s.Service.RecordEdgeStatus(ctx, site, st))
 }
 
+// SiteEdge says whether edgeID is an edge of the site that may sync
+// (cloud.Service.SiteEdge).
+func (s Store) SiteEdge(ctx context.Context, site protocol.Site, edgeID string) error {
+	return rejected(s.Service.SiteEdge(ctx, site, edgeID))
+}
+
 // PublishFeeds hands fn the changes not yet published
 // (cloud.Service.PublishFeeds).
 func (s Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Site, []protocol.Change) error) (int, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker"
@@ -27,7 +28,7 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cloud.db"))
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
 	require.NoError(t, err)
 	t.Cleanup(func() { store.Close() })
 	svc := cloud.NewService(store, time.Now)

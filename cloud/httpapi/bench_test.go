@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 )
 
@@ -21,7 +22,7 @@ import (
 func benchServer(b *testing.B) (http.Handler, string) {
 	b.Helper()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cloud.db"))
+	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cloud.db"), kektest.Ring())
 	if err != nil {
 		b.Fatal(err)
 	}

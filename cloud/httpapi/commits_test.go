@@ -16,6 +16,7 @@ import (
 	msqlite "modernc.org/sqlite"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
@@ -143,7 +144,7 @@ func TestCommitsPerPost(t *testing.T) {
 		{"sqlite", func(t *testing.T) (cloud.Store, counter) {
 			path := filepath.Join(t.TempDir(), "cloud.db")
 			c := sqliteCommitCounter(path)
-			s, err := sqlite.Open(context.Background(), path)
+			s, err := sqlite.Open(context.Background(), path, kektest.Ring())
 			require.NoError(t, err)
 			t.Cleanup(func() { s.Close() })
 			return s, func() (int64, int64, int64) { n := c.Load(); return n, n, 0 }
@@ -156,7 +157,7 @@ func TestCommitsPerPost(t *testing.T) {
 			cfg.ConnConfig.RuntimeParams["search_path"] = schema
 			tr := &txTracer{conns: map[*pgx.Conn]*txState{}}
 			cfg.ConnConfig.Tracer = tr
-			s, err := postgres.OpenConfig(context.Background(), cfg)
+			s, err := postgres.OpenConfig(context.Background(), cfg, kektest.Ring())
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 			return s, tr.snapshot

@@ -21,6 +21,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 )
@@ -49,7 +50,7 @@ func TestHelperProcess(t *testing.T) {
 	var err error
 	switch os.Getenv(crashStore) {
 	case "sqlite":
-		store, err = sqlite.Open(ctx, os.Getenv(crashSQLite))
+		store, err = sqlite.Open(ctx, os.Getenv(crashSQLite), kektest.Ring())
 	case "postgres":
 		store, err = postgrestest.OpenIn(t, os.Getenv(crashPGURL), os.Getenv(crashPGSchema))
 	default:
@@ -200,7 +201,7 @@ func crashAt(t *testing.T, storeName, failpoint, op string) {
 	switch storeName {
 	case "sqlite":
 		path := filepath.Join(t.TempDir(), "cloud.db")
-		s, err := sqlite.Open(ctx, path)
+		s, err := sqlite.Open(ctx, path, kektest.Ring())
 		require.NoError(t, err)
 		store, env = s, []string{crashStore + "=sqlite", crashSQLite + "=" + path}
 	case "postgres":
@@ -274,7 +275,7 @@ func crashAt(t *testing.T, storeName, failpoint, op string) {
 	<-second.done
 
 	if storeName == "sqlite" {
-		s, err := sqlite.Open(ctx, env[1][len(crashSQLite)+1:])
+		s, err := sqlite.Open(ctx, env[1][len(crashSQLite)+1:], kektest.Ring())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		store = s

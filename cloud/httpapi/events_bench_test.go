@@ -13,6 +13,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 )
@@ -49,7 +50,7 @@ func benchPostVisits(b *testing.B, storeName string, events bool) {
 	analyze := func() {}
 	switch storeName {
 	case "sqlite":
-		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cloud.db"))
+		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cloud.db"), kektest.Ring())
 		if err != nil {
 			b.Fatal(err)
 		}

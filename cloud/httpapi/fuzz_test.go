@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
 )
@@ -37,7 +38,7 @@ func FuzzCursor(f *testing.F) {
 // whole stack: every answer is a 201 or a 4xx problem, never a 500.
 func FuzzCreateTeamBody(f *testing.F) {
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "cloud.db"))
+	store, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "cloud.db"), kektest.Ring())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 )
@@ -33,7 +34,7 @@ var stores = []struct {
 	open func(t *testing.T) cloud.Store
 }{
 	{"sqlite", func(t *testing.T) cloud.Store {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"))
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s

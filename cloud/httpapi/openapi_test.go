@@ -23,6 +23,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/problem"
 )
@@ -124,7 +125,7 @@ func requireUndocumentedRoute(t testing.TB, spec *openAPISpec, req *http.Request
 func newOpenAPIServer(t *testing.T) (*httpapi.Server, *cloud.Service) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"))
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "c.db"), kektest.Ring())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	svc := cloud.NewService(store, time.Now)

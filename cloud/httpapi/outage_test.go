@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
@@ -159,7 +160,7 @@ func requireOutcomes(t *testing.T, outs []outcome) {
 func TestOutage_PostgresRestart(t *testing.T) {
 	srv := postgrestest.NewServer(t)
 	h := newHarness(t, func(t *testing.T) cloud.Store {
-		s, err := postgres.Open(context.Background(), srv.URL)
+		s, err := postgres.Open(context.Background(), srv.URL, kektest.Ring())
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
@@ -221,7 +222,7 @@ func TestOutage_StalledConnection(t *testing.T) {
 func TestOutage_SQLiteLocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.db")
 	h := newHarness(t, func(t *testing.T) cloud.Store {
-		s, err := sqlite.Open(context.Background(), path)
+		s, err := sqlite.Open(context.Background(), path, kektest.Ring())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s

@@ -16,6 +16,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/webhook"
@@ -219,7 +220,7 @@ func TestWebhooks_RestartMidRetryLosesNothing(t *testing.T) {
 		"sqlite": func(t *testing.T) func() cloud.Store {
 			path := filepath.Join(t.TempDir(), "cloud.db")
 			return func() cloud.Store {
-				s, err := sqlite.Open(context.Background(), path)
+				s, err := sqlite.Open(context.Background(), path, kektest.Ring())
 				require.NoError(t, err)
 				return s
 			}

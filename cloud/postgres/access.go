@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
 // CreateOrganisation implements cloud.Store.
@@ -135,16 +136,16 @@ func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, at time.Time
 func (s *Store) Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error) {
 	var v []byte
 	err := s.pool.QueryRow(ctx, `SELECT value FROM secrets WHERE name = $1`, name).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		sealed := storedoc.ServerSecret.Seal(s.kek, generate(), name)
+		if _, err = s.pool.Exec(ctx, `INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, sealed); err == nil {
+			err = s.pool.QueryRow(ctx, `SELECT value FROM secrets WHERE name = $1`, name).Scan(&v)
+		}
+	}
 	if err == nil {
-		return v, nil
+		v, err = storedoc.ServerSecret.Open(s.kek, v, name)
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("secret %s: %w", name, err)
-	}
-	if _, err := s.pool.Exec(ctx, `INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, generate()); err != nil {
-		return nil, fmt.Errorf("secret %s: %w", name, err)
-	}
-	if err := s.pool.QueryRow(ctx, `SELECT value FROM secrets WHERE name = $1`, name).Scan(&v); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("secret %s: %w", name, err)
 	}
 	return v, nil

@@ -270,18 +270,19 @@ func (s *Store) EdgeFact(ctx context.Context, t cloud.Tenant, id string) (cloud.
 	return ef, nil
 }
 
-const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software`
+const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
 func scanEdge(row scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var seq int64
-	var stateAt, seen pgtype.Timestamptz
+	var stateAt, seen, revoked pgtype.Timestamptz
 	if err := row.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &e.CreatedAt, &e.State,
-		&stateAt, &seen, &seq, &e.Outbox, &e.Software); err != nil {
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked); err != nil {
 		return cloud.Edge{}, err
 	}
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), e.CreatedAt.UTC(), timePtr(stateAt), timePtr(seen)
+	e.RevokedAt = timePtr(revoked)
 	e.Seq = uint64(seq)
 	return e, nil
 }
@@ -292,13 +293,62 @@ func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
 	if state == "" {
 		state = cloud.EdgeOffline
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO edges (`+edgeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID, e.Name, e.Username, e.SecretHash, e.CreatedAt, state,
-		nullTime(e.StateSince), nullTime(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software)
-	if err != nil {
-		return translate("create edge", err)
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		// The site's row is locked so that two edges made at once for one
+		// site are made one after the other, and the second sees the first.
+		var active bool
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)
+			FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+		case err != nil:
+			return translate("create edge", err)
+		case active:
+			return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrSiteHasEdge)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO edges (`+edgeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+			e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID, e.Name, e.Username, e.SecretHash, e.CreatedAt, state,
+			nullTime(e.StateSince), nullTime(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software, nullTime(e.RevokedAt))
+		if err != nil {
+			return translate("create edge", err)
+		}
+		return nil
+	})
+}
+
+// RevokeEdge implements cloud.Store.
+func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time) (cloud.Edge, error) {
+	var e cloud.Edge
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE edges SET revoked_at = $4 WHERE id = $1 AND org_id = $2 AND mode = $3 AND revoked_at IS NULL`,
+			id, t.OrgID, string(t.Mode), at); err != nil {
+			return err
+		}
+		var err error
+		e, err = scanEdge(tx.QueryRow(ctx, `SELECT `+edgeCols+` FROM edges WHERE id = $1 AND org_id = $2 AND mode = $3`, id, t.OrgID, string(t.Mode)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, cloud.ErrNotFound) {
+		return cloud.Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
-	return nil
+	return e, err
+}
+
+// RevokedEdges implements cloud.Store.
+func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT id FROM edges WHERE id = ANY($1) AND revoked_at IS NOT NULL`, ids)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("revoked edges: %w", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
 }
 
 // Edge implements cloud.Store.

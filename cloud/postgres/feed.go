@@ -150,8 +150,8 @@ func lockTenantFeeds(ctx context.Context, tx pgx.Tx, t cloud.Tenant) error {
 
 // keyChanges adds the tenant's keys that are not retired to a new site's
 // feed, so the feed from its first change holds everything its edge needs.
-func keyChanges(ctx context.Context, tx pgx.Tx, f *feed, site cloud.Site) error {
-	keys, err := liveKeys(ctx, tx, site.Tenant)
+func (s *Store) keyChanges(ctx context.Context, tx pgx.Tx, f *feed, site cloud.Site) error {
+	keys, err := s.liveKeys(ctx, tx, site.Tenant, site.CreatedAt)
 	if err != nil {
 		return err
 	}
@@ -161,18 +161,22 @@ func keyChanges(ctx context.Context, tx pgx.Tx, f *feed, site cloud.Site) error 
 	return nil
 }
 
-// liveKeys are the public halves of the tenant's keys that are not retired,
+// liveKeys are the public halves of the tenant's keys not retired at now,
 // oldest first.
-func liveKeys(ctx context.Context, q querier, t cloud.Tenant) ([]protocol.Key, error) {
-	rows, _ := q.Query(ctx, `SELECT id, private FROM pass_keys WHERE org_id = $1 AND mode = $2 AND retired_at IS NULL
-		ORDER BY created_at, id`, t.OrgID, string(t.Mode))
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (protocol.Key, error) {
-		k := cloud.PassKey{Tenant: t}
-		if err := row.Scan(&k.ID, &k.Private); err != nil {
-			return protocol.Key{}, err
+func (s *Store) liveKeys(ctx context.Context, q querier, t cloud.Tenant, now time.Time) ([]protocol.Key, error) {
+	keys, err := s.passKeys(ctx, q, t, ` AND (retired_at IS NULL OR retired_at > $3) ORDER BY created_at, id`, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Key, 0, len(keys))
+	for _, k := range keys {
+		pk, err := cloud.EdgeKey(k)
+		if err != nil {
+			return nil, err
 		}
-		return cloud.EdgeKey(k)
-	})
+		out = append(out, pk)
+	}
+	return out, nil
 }
 
 // readTx runs fn in a read-only REPEATABLE READ transaction: every query
@@ -290,7 +294,7 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 		}); err != nil {
 			return err
 		}
-		if snap.Keys, err = liveKeys(ctx, tx, t); err != nil {
+		if snap.Keys, err = s.liveKeys(ctx, tx, t, now); err != nil {
 			return err
 		}
 		rows, _ = tx.Query(ctx, `SELECT `+visitCols+` FROM `+visitFrom+`

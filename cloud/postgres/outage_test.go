@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/shared/ids"
@@ -43,7 +44,7 @@ func requireUnavailableCalls(t *testing.T, s cloud.Store, tn cloud.Tenant, siteI
 
 func TestOutage_ServerStoppedAndRestarted(t *testing.T) {
 	srv := postgrestest.NewServer(t)
-	s, err := postgres.Open(context.Background(), srv.URL)
+	s, err := postgres.Open(context.Background(), srv.URL, kektest.Ring())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeTest}

@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 )
 
 //go:embed migrations/*.sql
@@ -34,6 +35,9 @@ var _ cloud.Store = (*Store)(nil)
 // Store is a cloud.Store on a PostgreSQL database.
 type Store struct {
 	pool db
+
+	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
+	resealed int       // values Open sealed or re-sealed
 }
 
 // Timeouts the store sets on its connections unless the URL (or the
@@ -49,17 +53,25 @@ const (
 
 // Open connects to the database at url (a PostgreSQL URL or keyword/value
 // string, as pgxpool.ParseConfig takes) and brings its schema up to date.
-func Open(ctx context.Context, url string) (*Store, error) {
+// keys seals the secrets the store keeps; with the migrations, under their
+// lock and in their transaction, Open seals with its current KEK every
+// secret that is not yet (plain values from before sealing, or values under
+// an older KEK of the ring). Every process on the database needs a ring
+// that opens what the others seal.
+func Open(ctx context.Context, url string, keys *kek.Ring) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return OpenConfig(ctx, cfg)
+	return OpenConfig(ctx, cfg, keys)
 }
 
 // OpenConfig is Open with a parsed configuration, for callers that set pool
 // sizes or runtime parameters such as search_path.
-func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring) (*Store, error) {
+	if keys == nil {
+		return nil, errors.New("open postgres: no key-encryption key")
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -74,13 +86,17 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", classify(err))
 	}
-	s := &Store{pool: db{pool}}
+	s := &Store{pool: db{pool}, kek: keys}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
+
+// Resealed is how many secrets Open sealed or re-sealed under the current
+// KEK: plain values from before sealing, or values under an older KEK.
+func (s *Store) Resealed() int { return s.resealed }
 
 // Close closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
@@ -165,7 +181,8 @@ func (s *Store) migrate(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", m.name, err)
 			}
 		}
-		return nil
+		s.resealed, err = reseal(ctx, tx, s.kek)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)

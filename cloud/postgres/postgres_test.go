@@ -3,12 +3,15 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/storetest"
 	"github.com/svc-vms/svc/shared/ids"
@@ -142,4 +145,59 @@ func TestAuditEvents_StoredAsWritten(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d events have NULL actor_id and request_id, want 2", n)
 	}
+}
+
+// TestSealing runs the sealing checks on a schema, read raw.
+func TestSealing(t *testing.T) {
+	url := postgrestest.URL(t)
+	schema := postgrestest.NewSchema(t, url)
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	// dollars numbers the ? placeholders of the shared checks.
+	dollars := func(q string) string {
+		var b strings.Builder
+		n := 0
+		for _, r := range q {
+			if r == '?' {
+				n++
+				fmt.Fprintf(&b, "$%d", n)
+				continue
+			}
+			b.WriteRune(r)
+		}
+		return b.String()
+	}
+	storetest.RunSealing(t, storetest.SealingDB{
+		Open: func(t testing.TB, keys *kek.Ring) (storetest.Resealer, error) {
+			return postgrestest.OpenInWith(t, url, schema, keys)
+		},
+		Value: func(t testing.TB, query string, args ...any) []byte {
+			var v any
+			if err := conn.QueryRow(ctx, dollars(query), args...).Scan(&v); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+			switch v := v.(type) {
+			case string:
+				return []byte(v)
+			case []byte:
+				return v
+			}
+			t.Fatalf("%s: %T", query, v)
+			return nil
+		},
+		Exec: func(t testing.TB, query string, args ...any) {
+			if _, err := conn.Exec(ctx, dollars(query), args...); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+		},
+	})
 }

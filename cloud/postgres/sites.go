@@ -68,7 +68,7 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 		}
 		settings := cloud.EdgeSettings(site)
 		f.add(site.ID, protocol.Change{At: site.UpdatedAt, Settings: &settings})
-		if err := keyChanges(ctx, tx, f, site); err != nil {
+		if err := s.keyChanges(ctx, tx, f, site); err != nil {
 			return fmt.Errorf("create site: %w", err)
 		}
 		people, at, err := tenantPeople(ctx, tx, site.Tenant)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -366,50 +367,106 @@ func (s *Store) ListAuditEvents(ctx context.Context, t cloud.Tenant, f cloud.Aud
 // CreatePassKey implements cloud.Store, under the tenant's feed lock
 // (lockTenantFeeds).
 func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
-	private := k.Private
-	if private == nil {
-		private = []byte{}
-	}
-	t := k.Tenant
-	return s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
-		if err := lockTenantFeeds(ctx, tx, t); err != nil {
+	return s.writeTx(ctx, k.Tenant, func(tx pgx.Tx, f *feed) error {
+		if err := lockTenantFeeds(ctx, tx, k.Tenant); err != nil {
 			return fmt.Errorf("create pass key: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			t.OrgID, string(t.Mode), k.ID, private, k.CreatedAt, nullTime(k.RetiredAt)); err != nil {
-			return translate("create pass key", err)
+		return s.insertPassKey(ctx, tx, f, k, nil)
+	})
+}
+
+// RotatePassKey implements cloud.Store, under the tenant's feed lock
+// (lockTenantFeeds).
+func (s *Store) RotatePassKey(ctx context.Context, k cloud.PassKey, retireAt time.Time) ([]cloud.PassKey, error) {
+	t := k.Tenant
+	var retiring []cloud.PassKey
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) (err error) {
+		if err := lockTenantFeeds(ctx, tx, t); err != nil {
+			return fmt.Errorf("rotate pass key: %w", err)
 		}
-		rows, _ := tx.Query(ctx, `SELECT id FROM sites WHERE org_id = $1 AND mode = $2`, t.OrgID, string(t.Mode))
-		sites, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil || len(sites) == 0 {
-			return err
+		if retiring, err = s.passKeys(ctx, tx, t, ` AND retired_at IS NULL ORDER BY created_at, id FOR UPDATE`); err != nil {
+			return fmt.Errorf("rotate pass key: %w", err)
 		}
-		pk, err := cloud.EdgeKey(k)
+		if _, err := tx.Exec(ctx, `UPDATE pass_keys SET retired_at = $3 WHERE org_id = $1 AND mode = $2 AND retired_at IS NULL`,
+			t.OrgID, string(t.Mode), retireAt); err != nil {
+			return fmt.Errorf("rotate pass key: %w", err)
+		}
+		for i := range retiring {
+			retiring[i].RetiredAt = &retireAt
+		}
+		return s.insertPassKey(ctx, tx, f, k, retiring)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return retiring, nil
+}
+
+// insertPassKey stores k, its private key sealed, and puts it on every
+// site's feed of its tenant, after the keys in before (which changed in
+// the same transaction). The caller holds the tenant's feed lock.
+func (s *Store) insertPassKey(ctx context.Context, tx pgx.Tx, f *feed, k cloud.PassKey, before []cloud.PassKey) error {
+	t := k.Tenant
+	private := storedoc.PassKeyPrivate.Seal(s.kek, k.Private, t.OrgID, string(t.Mode), k.ID)
+	if _, err := tx.Exec(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		t.OrgID, string(t.Mode), k.ID, private, k.CreatedAt, nullTime(k.RetiredAt)); err != nil {
+		return translate("create pass key", err)
+	}
+	rows, _ := tx.Query(ctx, `SELECT id FROM sites WHERE org_id = $1 AND mode = $2`, t.OrgID, string(t.Mode))
+	sites, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(sites) == 0 {
+		return err
+	}
+	var changes []protocol.Change
+	for _, b := range append(slices.Clone(before), k) {
+		pk, err := cloud.EdgeKey(b)
 		if err != nil {
 			return fmt.Errorf("create pass key: %w", err)
 		}
-		for _, site := range sites {
-			f.add(site, protocol.Change{At: k.CreatedAt, Key: &pk})
+		changes = append(changes, protocol.Change{At: k.CreatedAt, Key: &pk})
+	}
+	for _, site := range sites {
+		for _, ch := range changes {
+			f.add(site, ch)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // PassKeys implements cloud.Store.
 func (s *Store) PassKeys(ctx context.Context, t cloud.Tenant) ([]cloud.PassKey, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT id, private, created_at, retired_at FROM pass_keys WHERE org_id = $1 AND mode = $2
-		ORDER BY created_at DESC, id DESC`, t.OrgID, string(t.Mode))
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.PassKey, error) {
+	out, err := s.passKeys(ctx, s.pool, t, ` ORDER BY created_at DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list pass keys: %w", err)
+	}
+	return out, nil
+}
+
+// passKeys reads the tenant's pass keys, their private keys opened; rest
+// adds conditions (from $3) and the order to the query.
+func (s *Store) passKeys(ctx context.Context, q querier, t cloud.Tenant, rest string, args ...any) ([]cloud.PassKey, error) {
+	rows, _ := q.Query(ctx, `SELECT id, private, created_at, retired_at FROM pass_keys WHERE org_id = $1 AND mode = $2`+rest,
+		append([]any{t.OrgID, string(t.Mode)}, args...)...)
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.PassKey, error) {
 		k := cloud.PassKey{Tenant: t}
 		var retired pgtype.Timestamptz
 		if err := row.Scan(&k.ID, &k.Private, &k.CreatedAt, &retired); err != nil {
 			return cloud.PassKey{}, err
 		}
 		k.CreatedAt, k.RetiredAt = k.CreatedAt.UTC(), timePtr(retired)
-		return k, nil
+		var err error
+		k.Private, err = storedoc.PassKeyPrivate.Open(s.kek, k.Private, t.OrgID, string(t.Mode), k.ID)
+		return k, err
 	})
+}
+
+// PassesUntil implements cloud.Store.
+func (s *Store) PassesUntil(ctx context.Context, t cloud.Tenant) (*time.Time, error) {
+	var until pgtype.Timestamptz
+	err := s.pool.QueryRow(ctx, `SELECT max(edge_until) FROM visits WHERE org_id = $1 AND mode = $2
+		AND status IN ('expected', 'checked_in', 'checked_out')`, t.OrgID, string(t.Mode)).Scan(&until)
 	if err != nil {
-		return nil, fmt.Errorf("list pass keys: %w", err)
+		return nil, fmt.Errorf("passes until: %w", err)
 	}
-	return out, nil
+	return timePtr(until), nil
 }

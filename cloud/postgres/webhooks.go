@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
 // qFanOut queues an event's deliveries: one per enabled endpoint of its
@@ -21,7 +22,8 @@ const qFanOut = `INSERT INTO webhook_deliveries (endpoint_id, event_id, org_id, 
 
 const endpointCols = `id, org_id, mode, url, description, event_types, disabled_reason, secret, prev_secret, prev_until, failing_since, created_at, updated_at`
 
-func scanEndpoint(r scanner) (cloud.WebhookEndpoint, error) {
+// scanEndpoint reads an endpoint, its secrets opened.
+func (s *Store) scanEndpoint(r scanner) (cloud.WebhookEndpoint, error) {
 	var e cloud.WebhookEndpoint
 	var mode string
 	var reason, prev pgtype.Text
@@ -33,35 +35,51 @@ func scanEndpoint(r scanner) (cloud.WebhookEndpoint, error) {
 	e.Tenant.Mode, e.Disabled, e.DisabledReason, e.PrevSecret = cloud.Mode(mode), reason.Valid, reason.String, prev.String
 	e.PrevUntil, e.FailingSince = timePtr(prevUntil), timePtr(failing)
 	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
+	var err error
+	if e.Secret, err = storedoc.WebhookSecret.OpenString(s.kek, e.Secret, e.ID); err != nil {
+		return e, err
+	}
+	if e.PrevSecret != "" {
+		if e.PrevSecret, err = storedoc.WebhookPrevSecret.OpenString(s.kek, e.PrevSecret, e.ID); err != nil {
+			return e, err
+		}
+	}
 	return e, nil
 }
 
-func endpointArgs(e cloud.WebhookEndpoint) []any {
+// endpointArgs are an endpoint's columns in endpointCols's order, its
+// secrets sealed.
+func (s *Store) endpointArgs(e cloud.WebhookEndpoint) []any {
 	var reason any
 	if e.Disabled {
 		reason = e.DisabledReason
 	}
-	return []any{e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.URL, e.Description, e.EventTypes, reason, e.Secret,
-		null(e.PrevSecret), nullTime(e.PrevUntil), nullTime(e.FailingSince), e.CreatedAt, e.UpdatedAt}
+	secret := storedoc.WebhookSecret.SealString(s.kek, e.Secret, e.ID)
+	var prev string
+	if e.PrevSecret != "" {
+		prev = storedoc.WebhookPrevSecret.SealString(s.kek, e.PrevSecret, e.ID)
+	}
+	return []any{e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.URL, e.Description, e.EventTypes, reason, secret,
+		null(prev), nullTime(e.PrevUntil), nullTime(e.FailingSince), e.CreatedAt, e.UpdatedAt}
 }
 
 // CreateWebhookEndpoint implements cloud.Store.
 func (s *Store) CreateWebhookEndpoint(ctx context.Context, e cloud.WebhookEndpoint) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (`+endpointCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-			endpointArgs(e)...); err != nil {
+			s.endpointArgs(e)...); err != nil {
 			return translate("create webhook endpoint", err)
 		}
 		return nil
 	})
 }
 
-func getEndpoint(ctx context.Context, q querier, t cloud.Tenant, id string, lock bool) (cloud.WebhookEndpoint, error) {
+func (s *Store) getEndpoint(ctx context.Context, q querier, t cloud.Tenant, id string, lock bool) (cloud.WebhookEndpoint, error) {
 	sql := `SELECT ` + endpointCols + ` FROM webhook_endpoints WHERE org_id = $1 AND mode = $2 AND id = $3`
 	if lock {
 		sql += ` FOR UPDATE`
 	}
-	e, err := scanEndpoint(q.QueryRow(ctx, sql, t.OrgID, string(t.Mode), id))
+	e, err := s.scanEndpoint(q.QueryRow(ctx, sql, t.OrgID, string(t.Mode), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return e, cloud.ErrNotFound
 	}
@@ -73,11 +91,11 @@ func getEndpoint(ctx context.Context, q querier, t cloud.Tenant, id string, lock
 
 // WebhookEndpoint implements cloud.Store.
 func (s *Store) WebhookEndpoint(ctx context.Context, t cloud.Tenant, id string) (cloud.WebhookEndpoint, error) {
-	return getEndpoint(ctx, s.pool, t, id, false)
+	return s.getEndpoint(ctx, s.pool, t, id, false)
 }
 
-func updateEndpointRow(ctx context.Context, tx pgx.Tx, e cloud.WebhookEndpoint) error {
-	a := endpointArgs(e)
+func (s *Store) updateEndpointRow(ctx context.Context, tx pgx.Tx, e cloud.WebhookEndpoint) error {
+	a := s.endpointArgs(e)
 	if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET url = $4, description = $5, event_types = $6, disabled_reason = $7,
 			secret = $8, prev_secret = $9, prev_until = $10, failing_since = $11, updated_at = $13
 		WHERE id = $1 AND org_id = $2 AND mode = $3 AND created_at = $12`, a...); err != nil {
@@ -90,7 +108,7 @@ func updateEndpointRow(ctx context.Context, tx pgx.Tx, e cloud.WebhookEndpoint) 
 func (s *Store) UpdateWebhookEndpoint(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.WebhookEndpoint) error) (cloud.WebhookEndpoint, error) {
 	var out cloud.WebhookEndpoint
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		e, err := getEndpoint(ctx, tx, t, id, true)
+		e, err := s.getEndpoint(ctx, tx, t, id, true)
 		if err != nil {
 			return err
 		}
@@ -98,7 +116,7 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, t cloud.Tenant, id st
 			return err
 		}
 		out = e
-		return updateEndpointRow(ctx, tx, e)
+		return s.updateEndpointRow(ctx, tx, e)
 	})
 	return out, err
 }
@@ -123,7 +141,7 @@ func (s *Store) ListWebhookEndpoints(ctx context.Context, t cloud.Tenant, p clou
 	l := newList(endpointCols, "webhook_endpoints", t)
 	l.page(p)
 	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.WebhookEndpoint, error) {
-		return scanEndpoint(row)
+		return s.scanEndpoint(row)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list webhook endpoints: %w", err)
@@ -172,7 +190,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now, until time.Time
 		for _, d := range ds {
 			e, ok := endpoints[d.EndpointID]
 			if !ok {
-				if e, err = getEndpoint(ctx, tx, d.Tenant, d.EndpointID, false); err != nil {
+				if e, err = s.getEndpoint(ctx, tx, d.Tenant, d.EndpointID, false); err != nil {
 					return fmt.Errorf("read claimed webhook deliveries: %w", err)
 				}
 				endpoints[d.EndpointID] = e
@@ -209,7 +227,7 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 			// changed it (a failure, a first success after failures): the
 			// common success neither waits for other completions of the
 			// endpoint nor holds up the events that queue deliveries to it.
-			e, err := getEndpoint(ctx, tx, d.Tenant, d.EndpointID, false)
+			e, err := s.getEndpoint(ctx, tx, d.Tenant, d.EndpointID, false)
 			if err != nil {
 				return err
 			}
@@ -224,7 +242,7 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 				return translate("complete webhook delivery", err)
 			}
 			if endpointChanged(before, e) {
-				if err := updateEndpointRow(ctx, tx, e); err != nil {
+				if err := s.updateEndpointRow(ctx, tx, e); err != nil {
 					return err
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
 // CreateOrganisation implements cloud.Store.
@@ -131,11 +132,16 @@ func (s *Store) RevokeKey(ctx context.Context, orgID, keyID string, at time.Time
 func (s *Store) Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error) {
 	var v []byte
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, generate()); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v); !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v)
+		v = storedoc.ServerSecret.Seal(s.kek, generate(), name)
+		_, err := tx.ExecContext(ctx, `INSERT INTO secrets (name, value) VALUES (?, ?)`, name, v)
+		return err
 	})
+	if err == nil {
+		v, err = storedoc.ServerSecret.Open(s.kek, v, name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("secret %s: %w", name, err)
 	}

@@ -3,7 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
@@ -115,16 +118,17 @@ func scanEdgeFact(r scanner) (cloud.EdgeFact, error) {
 	return ef, err
 }
 
-const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software`
+const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
 func scanEdge(r scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var created, seq int64
-	var stateAt, seen sql.NullInt64
+	var stateAt, seen, revoked sql.NullInt64
 	err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &created, &e.State,
-		&stateAt, &seen, &seq, &e.Outbox, &e.Software)
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked)
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), fromMicros(created), fromNullMicros(stateAt), fromNullMicros(seen)
+	e.RevokedAt = fromNullMicros(revoked)
 	e.Seq = uint64(seq)
 	return e, err
 }
@@ -135,21 +139,80 @@ func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
 	if state == "" {
 		state = cloud.EdgeOffline
 	}
-	res, err := s.w.ExecContext(ctx, `INSERT INTO edges (`+edgeCols+`)
-		SELECT ?, ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
-		e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Name, e.Username, e.SecretHash, micros(e.CreatedAt), state,
-		nullMicros(e.StateSince), nullMicros(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software,
-		e.SiteID, e.Tenant.OrgID, string(e.Tenant.Mode))
-	if isUniqueViolation(err) {
-		return fmt.Errorf("insert edge: %w: %w", cloud.ErrConflict, err)
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var active int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM edges WHERE org_id = ? AND mode = ? AND site_id = ? AND revoked_at IS NULL`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active); err != nil {
+			return fmt.Errorf("insert edge: %w", err)
+		}
+		if active > 0 {
+			return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrSiteHasEdge)
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO edges (`+edgeCols+`)
+			SELECT ?, ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
+			e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Name, e.Username, e.SecretHash, micros(e.CreatedAt), state,
+			nullMicros(e.StateSince), nullMicros(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software, nullMicros(e.RevokedAt),
+			e.SiteID, e.Tenant.OrgID, string(e.Tenant.Mode))
+		if isUniqueViolation(err) {
+			return fmt.Errorf("insert edge: %w: %w", cloud.ErrConflict, err)
+		}
+		if err != nil {
+			return fmt.Errorf("insert edge: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// RevokeEdge implements cloud.Store.
+func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time) (cloud.Edge, error) {
+	var e cloud.Edge
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE edges SET revoked_at = ? WHERE id = ? AND org_id = ? AND mode = ? AND revoked_at IS NULL`,
+			micros(at), id, t.OrgID, string(t.Mode)); err != nil {
+			return fmt.Errorf("revoke edge: %w", err)
+		}
+		var err error
+		e, err = scanEdge(tx.QueryRowContext(ctx, `SELECT `+edgeCols+` FROM edges WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		return err
+	})
+	return e, err
+}
+
+// RevokedEdges implements cloud.Store.
+func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error) {
+	out := []string{}
+	for chunk := range slices.Chunk(ids, 500) {
+		q := `SELECT id FROM edges WHERE revoked_at IS NOT NULL AND id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("revoked edges: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("revoked edges: %w", err)
+			}
+			out = append(out, id)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("revoked edges: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("revoked edges: %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("insert edge: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
-	}
-	return nil
+	return out, nil
 }
 
 // Edge implements cloud.Store.

@@ -140,26 +140,20 @@ func (s *Store) writeTx(ctx context.Context, t cloud.Tenant, fn func(*sql.Tx, *f
 
 // keyChanges adds the tenant's keys that are not retired to a new site's
 // feed, so the feed from its first change holds everything its edge needs.
-func keyChanges(ctx context.Context, tx *sql.Tx, f *feed, site cloud.Site) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, private, created_at FROM pass_keys
-		WHERE org_id = ? AND mode = ? AND retired_at IS NULL ORDER BY created_at, id`, site.Tenant.OrgID, string(site.Tenant.Mode))
+func (s *Store) keyChanges(ctx context.Context, tx *sql.Tx, f *feed, site cloud.Site) error {
+	keys, err := s.passKeys(ctx, tx, site.Tenant, ` AND (retired_at IS NULL OR retired_at > ?) ORDER BY created_at, id`,
+		micros(site.CreatedAt))
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		k := cloud.PassKey{Tenant: site.Tenant}
-		var created int64
-		if err := rows.Scan(&k.ID, &k.Private, &created); err != nil {
-			return err
-		}
+	for _, k := range keys {
 		pk, err := cloud.EdgeKey(k)
 		if err != nil {
 			return err
 		}
 		f.add(site.ID, protocol.Change{At: site.CreatedAt, Key: &pk})
 	}
-	return rows.Err()
+	return nil
 }
 
 // all runs a query and returns every row.
@@ -287,26 +281,16 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 		for _, g := range gates {
 			snap.Gates = append(snap.Gates, cloud.EdgeGate(g))
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, private, retired_at FROM pass_keys
-			WHERE org_id = ? AND mode = ? AND retired_at IS NULL ORDER BY created_at, id`, t.OrgID, string(t.Mode))
+		keys, err := s.passKeys(ctx, tx, t, ` AND (retired_at IS NULL OR retired_at > ?) ORDER BY created_at, id`, micros(now))
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			k := cloud.PassKey{Tenant: t}
-			var retired sql.NullInt64
-			if err := rows.Scan(&k.ID, &k.Private, &retired); err != nil {
-				return err
-			}
+		for _, k := range keys {
 			pk, err := cloud.EdgeKey(k)
 			if err != nil {
 				return err
 			}
 			snap.Keys = append(snap.Keys, pk)
-		}
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		visits, err := all(ctx, tx, scanVisit, `SELECT `+visitCols+visitFrom+`
 			WHERE v.org_id = ? AND v.mode = ? AND v.site_id = ? AND (v.edge_until IS NULL OR v.edge_until >= ?)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
 )
@@ -21,7 +22,7 @@ import (
 func TestMigration6_FillsEdgeUntil(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.db")
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path)
+	s, err := sqlite.Open(ctx, path, kektest.Ring())
 	require.NoError(t, err)
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
@@ -59,7 +60,7 @@ func TestMigration6_FillsEdgeUntil(t *testing.T) {
 	}
 	require.NoError(t, db.Close())
 
-	s, err = sqlite.Open(ctx, path)
+	s, err = sqlite.Open(ctx, path, kektest.Ring())
 	require.NoError(t, err)
 	defer s.Close()
 	snap, err := s.SiteSnapshot(ctx, tn, site.ID, now)
@@ -92,7 +93,7 @@ func TestMigration6_FillsEdgeUntil(t *testing.T) {
 func TestMigration10_PassIssuedAt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.db")
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path)
+	s, err := sqlite.Open(ctx, path, kektest.Ring())
 	require.NoError(t, err)
 	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
 	created := time.Date(2026, 5, 1, 12, 0, 7, 987654000, time.UTC)
@@ -113,7 +114,7 @@ func TestMigration10_PassIssuedAt(t *testing.T) {
 	}
 	require.NoError(t, db.Close())
 
-	s, err = sqlite.Open(ctx, path)
+	s, err = sqlite.Open(ctx, path, kektest.Ring())
 	require.NoError(t, err)
 	defer s.Close()
 	for _, p := range people {

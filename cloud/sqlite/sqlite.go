@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -42,6 +43,9 @@ type Store struct {
 	counts   map[countKey]int64
 
 	publishMu sync.Mutex // one PublishFeeds at a time
+
+	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
+	resealed int       // values Open sealed or re-sealed
 }
 
 type countKey struct {
@@ -50,9 +54,19 @@ type countKey struct {
 }
 
 // Open opens (creating if need be) the database file at path and brings its
-// schema up to date.
-func Open(ctx context.Context, path string) (*Store, error) {
+// schema up to date. keys seals the secrets the store keeps; Open seals
+// with its current KEK every secret that is not yet (plain values from
+// before sealing, or values sealed under an older KEK of the ring), in one
+// transaction. A new file is made readable by its owner only (mode 0600),
+// and SQLite gives its -wal and -shm files the same mode.
+func Open(ctx context.Context, path string, keys *kek.Ring) (*Store, error) {
+	if keys == nil {
+		return nil, fmt.Errorf("open sqlite %s: no key-encryption key", path)
+	}
 	if err := ensureDir(path); err != nil {
+		return nil, err
+	}
+	if err := ensureFile(path); err != nil {
 		return nil, err
 	}
 	q := url.Values{}
@@ -67,10 +81,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, counts: map[countKey]int64{}}
+	s := &Store{w: w, counts: map[countKey]int64{}, kek: keys}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		s.resealed, err = reseal(ctx, tx, keys)
+		return err
+	}); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	if s.ws, err = prepareWrites(ctx, w); err != nil {
 		w.Close()
@@ -99,11 +120,29 @@ func ensureDir(path string) error {
 	if dir == "" || dir == "." {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("open sqlite: create %s: %w", dir, err)
 	}
 	return nil
 }
+
+// ensureFile creates the database file, mode 0600, when it does not exist:
+// SQLite would make it 0644 (less the umask), and its -wal and -shm files
+// take the database file's mode.
+func ensureFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open sqlite: create %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// Resealed is how many secrets Open sealed or re-sealed under the current
+// KEK: plain values from before sealing, or values under an older KEK.
+func (s *Store) Resealed() int { return s.resealed }
 
 // Close closes both pools.
 func (s *Store) Close() error {

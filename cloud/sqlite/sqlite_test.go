@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/storetest"
 	"github.com/svc-vms/svc/shared/ids"
@@ -16,7 +19,7 @@ import (
 
 func newStore(t *testing.T) cloud.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +34,7 @@ func TestContract(t *testing.T) { storetest.Run(t, newStore) }
 func TestReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.db")
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path)
+	s, err := sqlite.Open(ctx, path, kektest.Ring())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = sqlite.Open(ctx, path)
+	s, err = sqlite.Open(ctx, path, kektest.Ring())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func TestReopen(t *testing.T) {
 func TestAuditEvents_StoredAsWritten(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cloud.db")
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path)
+	s, err := sqlite.Open(ctx, path, kektest.Ring())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,5 +102,56 @@ func TestAuditEvents_StoredAsWritten(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d events have NULL actor_id and request_id, want 2", n)
+	}
+}
+
+// TestSealing runs the sealing checks on a file, read raw.
+func TestSealing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cloud.db")
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	storetest.RunSealing(t, storetest.SealingDB{
+		Open: func(t testing.TB, keys *kek.Ring) (storetest.Resealer, error) {
+			return sqlite.Open(context.Background(), path, keys)
+		},
+		Value: func(t testing.TB, query string, args ...any) []byte {
+			var v []byte
+			if err := raw.QueryRow(query, args...).Scan(&v); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+			return v
+		},
+		Exec: func(t testing.TB, query string, args ...any) {
+			if _, err := raw.Exec(query, args...); err != nil {
+				t.Fatalf("%s: %v", query, err)
+			}
+		},
+	})
+}
+
+// TestOpen_FileIsPrivate: a new database file, and the -wal and -shm
+// files SQLite makes beside it, are readable by their owner only.
+func TestOpen_FileIsPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "cloud.db")
+	s, err := sqlite.Open(context.Background(), path, kektest.Ring())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateOrganisation(context.Background(), cloud.Organisation{ID: ids.New(ids.Organisation), Name: "Acme", Plan: cloud.PlanPro}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %04o, want %04o", name, got, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/storedoc"
@@ -372,30 +373,8 @@ func (s *Store) ListAuditEvents(ctx context.Context, t cloud.Tenant, f cloud.Aud
 
 // CreatePassKey implements cloud.Store.
 func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
-	private := k.Private
-	if private == nil {
-		private = []byte{}
-	}
 	err := s.writeTx(ctx, k.Tenant, func(tx *sql.Tx, f *feed) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			k.Tenant.OrgID, string(k.Tenant.Mode), k.ID, private, micros(k.CreatedAt), nullMicros(k.RetiredAt)); err != nil {
-			return err
-		}
-		sites, err := all(ctx, tx, func(r scanner) (string, error) {
-			var id string
-			return id, r.Scan(&id)
-		}, `SELECT id FROM sites WHERE org_id = ? AND mode = ?`, k.Tenant.OrgID, string(k.Tenant.Mode))
-		if err != nil || len(sites) == 0 {
-			return err
-		}
-		pk, err := cloud.EdgeKey(k)
-		if err != nil {
-			return err
-		}
-		for _, site := range sites {
-			f.add(site, protocol.Change{At: k.CreatedAt, Key: &pk})
-		}
-		return nil
+		return s.insertPassKey(ctx, tx, f, k, nil)
 	})
 	if err != nil {
 		return fmt.Errorf("insert pass key: %w", err)
@@ -403,27 +382,101 @@ func (s *Store) CreatePassKey(ctx context.Context, k cloud.PassKey) error {
 	return nil
 }
 
+// RotatePassKey implements cloud.Store.
+func (s *Store) RotatePassKey(ctx context.Context, k cloud.PassKey, retireAt time.Time) ([]cloud.PassKey, error) {
+	var retiring []cloud.PassKey
+	err := s.writeTx(ctx, k.Tenant, func(tx *sql.Tx, f *feed) (err error) {
+		t := k.Tenant
+		retiring, err = s.passKeys(ctx, tx, t, ` AND retired_at IS NULL`)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE pass_keys SET retired_at = ? WHERE org_id = ? AND mode = ? AND retired_at IS NULL`,
+			micros(retireAt), t.OrgID, string(t.Mode)); err != nil {
+			return err
+		}
+		for i := range retiring {
+			retiring[i].RetiredAt = &retireAt
+		}
+		return s.insertPassKey(ctx, tx, f, k, retiring)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rotate pass key: %w", err)
+	}
+	return retiring, nil
+}
+
+// insertPassKey stores k, its private key sealed, and puts it on every
+// site's feed of its tenant, after the keys in before (which changed in
+// the same transaction).
+func (s *Store) insertPassKey(ctx context.Context, tx *sql.Tx, f *feed, k cloud.PassKey, before []cloud.PassKey) error {
+	t := k.Tenant
+	private := storedoc.PassKeyPrivate.Seal(s.kek, k.Private, t.OrgID, string(t.Mode), k.ID)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pass_keys (org_id, mode, id, private, created_at, retired_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.OrgID, string(t.Mode), k.ID, private, micros(k.CreatedAt), nullMicros(k.RetiredAt)); err != nil {
+		return err
+	}
+	sites, err := all(ctx, tx, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	}, `SELECT id FROM sites WHERE org_id = ? AND mode = ?`, t.OrgID, string(t.Mode))
+	if err != nil || len(sites) == 0 {
+		return err
+	}
+	var changes []protocol.Change
+	for _, b := range append(slices.Clone(before), k) {
+		pk, err := cloud.EdgeKey(b)
+		if err != nil {
+			return err
+		}
+		changes = append(changes, protocol.Change{At: k.CreatedAt, Key: &pk})
+	}
+	for _, site := range sites {
+		for _, ch := range changes {
+			f.add(site, ch)
+		}
+	}
+	return nil
+}
+
 // PassKeys implements cloud.Store.
 func (s *Store) PassKeys(ctx context.Context, t cloud.Tenant) ([]cloud.PassKey, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, private, created_at, retired_at FROM pass_keys WHERE org_id = ? AND mode = ?
-		ORDER BY created_at DESC, id DESC`, t.OrgID, string(t.Mode))
+	keys, err := s.passKeys(ctx, s.r, t, ` ORDER BY created_at DESC, id DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list pass keys: %w", err)
 	}
-	defer rows.Close()
-	out := []cloud.PassKey{}
-	for rows.Next() {
+	return keys, nil
+}
+
+// passKeys reads the tenant's pass keys, their private keys opened; rest
+// adds conditions and the order to the query.
+func (s *Store) passKeys(ctx context.Context, q querier, t cloud.Tenant, rest string, args ...any) ([]cloud.PassKey, error) {
+	keys, err := all(ctx, q, func(r scanner) (cloud.PassKey, error) {
 		k := cloud.PassKey{Tenant: t}
 		var created int64
 		var retired sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.Private, &created, &retired); err != nil {
-			return nil, fmt.Errorf("list pass keys: %w", err)
+		if err := r.Scan(&k.ID, &k.Private, &created, &retired); err != nil {
+			return k, err
 		}
 		k.CreatedAt, k.RetiredAt = fromMicros(created), fromNullMicros(retired)
-		out = append(out, k)
+		var err error
+		k.Private, err = storedoc.PassKeyPrivate.Open(s.kek, k.Private, t.OrgID, string(t.Mode), k.ID)
+		return k, err
+	}, `SELECT id, private, created_at, retired_at FROM pass_keys WHERE org_id = ? AND mode = ?`+rest,
+		append([]any{t.OrgID, string(t.Mode)}, args...)...)
+	if keys == nil {
+		keys = []cloud.PassKey{}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list pass keys: %w", err)
+	return keys, err
+}
+
+// PassesUntil implements cloud.Store.
+func (s *Store) PassesUntil(ctx context.Context, t cloud.Tenant) (*time.Time, error) {
+	var until sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT max(edge_until) FROM visits WHERE org_id = ? AND mode = ?
+		AND status IN ('expected', 'checked_in', 'checked_out')`, t.OrgID, string(t.Mode)).Scan(&until)
+	if err != nil {
+		return nil, fmt.Errorf("passes until: %w", err)
 	}
-	return out, nil
+	return fromNullMicros(until), nil
 }

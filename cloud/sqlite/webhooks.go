@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
 // qFanOut queues an event's deliveries: one per enabled endpoint of its
@@ -21,7 +22,8 @@ const qFanOut = `INSERT INTO webhook_deliveries (endpoint_id, event_id, org_id, 
 
 const endpointCols = `id, org_id, mode, url, description, event_types, disabled_reason, secret, prev_secret, prev_until, failing_since, created_at, updated_at`
 
-func scanEndpoint(r scanner) (cloud.WebhookEndpoint, error) {
+// scanEndpoint reads an endpoint, its secrets opened.
+func (s *Store) scanEndpoint(r scanner) (cloud.WebhookEndpoint, error) {
 	var e cloud.WebhookEndpoint
 	var mode, types string
 	var reason, prev sql.NullString
@@ -37,32 +39,48 @@ func scanEndpoint(r scanner) (cloud.WebhookEndpoint, error) {
 	e.Tenant.Mode, e.Disabled, e.DisabledReason, e.PrevSecret = cloud.Mode(mode), reason.Valid, reason.String, prev.String
 	e.PrevUntil, e.FailingSince = fromNullMicros(prevUntil), fromNullMicros(failing)
 	e.CreatedAt, e.UpdatedAt = fromMicros(created), fromMicros(updated)
+	var err error
+	if e.Secret, err = storedoc.WebhookSecret.OpenString(s.kek, e.Secret, e.ID); err != nil {
+		return e, err
+	}
+	if e.PrevSecret != "" {
+		if e.PrevSecret, err = storedoc.WebhookPrevSecret.OpenString(s.kek, e.PrevSecret, e.ID); err != nil {
+			return e, err
+		}
+	}
 	return e, nil
 }
 
-func endpointArgs(e cloud.WebhookEndpoint) []any {
+// endpointArgs are an endpoint's columns in endpointCols's order, its
+// secrets sealed.
+func (s *Store) endpointArgs(e cloud.WebhookEndpoint) []any {
 	types, _ := json.Marshal(e.EventTypes)
 	var reason any
 	if e.Disabled {
 		reason = e.DisabledReason
 	}
-	return []any{e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.URL, e.Description, string(types), reason, e.Secret,
-		null(e.PrevSecret), nullMicros(e.PrevUntil), nullMicros(e.FailingSince), micros(e.CreatedAt), micros(e.UpdatedAt)}
+	secret := storedoc.WebhookSecret.SealString(s.kek, e.Secret, e.ID)
+	var prev string
+	if e.PrevSecret != "" {
+		prev = storedoc.WebhookPrevSecret.SealString(s.kek, e.PrevSecret, e.ID)
+	}
+	return []any{e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.URL, e.Description, string(types), reason, secret,
+		null(prev), nullMicros(e.PrevUntil), nullMicros(e.FailingSince), micros(e.CreatedAt), micros(e.UpdatedAt)}
 }
 
 // CreateWebhookEndpoint implements cloud.Store.
 func (s *Store) CreateWebhookEndpoint(ctx context.Context, e cloud.WebhookEndpoint) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_endpoints (`+endpointCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			endpointArgs(e)...); err != nil {
+			s.endpointArgs(e)...); err != nil {
 			return fmt.Errorf("insert webhook endpoint: %w", err)
 		}
 		return nil
 	})
 }
 
-func getEndpoint(ctx context.Context, q rowQuerier, t cloud.Tenant, id string) (cloud.WebhookEndpoint, error) {
-	e, err := scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointCols+` FROM webhook_endpoints WHERE id = ? AND org_id = ? AND mode = ?`,
+func (s *Store) getEndpoint(ctx context.Context, q rowQuerier, t cloud.Tenant, id string) (cloud.WebhookEndpoint, error) {
+	e, err := s.scanEndpoint(q.QueryRowContext(ctx, `SELECT `+endpointCols+` FROM webhook_endpoints WHERE id = ? AND org_id = ? AND mode = ?`,
 		id, t.OrgID, string(t.Mode)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, cloud.ErrNotFound
@@ -80,11 +98,11 @@ type rowQuerier interface {
 
 // WebhookEndpoint implements cloud.Store.
 func (s *Store) WebhookEndpoint(ctx context.Context, t cloud.Tenant, id string) (cloud.WebhookEndpoint, error) {
-	return getEndpoint(ctx, s.r, t, id)
+	return s.getEndpoint(ctx, s.r, t, id)
 }
 
-func updateEndpointRow(ctx context.Context, tx *sql.Tx, e cloud.WebhookEndpoint) error {
-	a := endpointArgs(e)
+func (s *Store) updateEndpointRow(ctx context.Context, tx *sql.Tx, e cloud.WebhookEndpoint) error {
+	a := s.endpointArgs(e)
 	_, err := tx.ExecContext(ctx, `UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, disabled_reason = ?,
 			secret = ?, prev_secret = ?, prev_until = ?, failing_since = ?, updated_at = ?
 		WHERE id = ? AND org_id = ? AND mode = ?`, append(a[3:11], a[12], a[0], a[1], a[2])...)
@@ -96,8 +114,8 @@ func updateEndpointRow(ctx context.Context, tx *sql.Tx, e cloud.WebhookEndpoint)
 
 // UpdateWebhookEndpoint implements cloud.Store.
 func (s *Store) UpdateWebhookEndpoint(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.WebhookEndpoint) error) (cloud.WebhookEndpoint, error) {
-	return update(ctx, s, func(tx *sql.Tx) (cloud.WebhookEndpoint, error) { return getEndpoint(ctx, tx, t, id) }, fn,
-		func(tx *sql.Tx, e cloud.WebhookEndpoint) error { return updateEndpointRow(ctx, tx, e) })
+	return update(ctx, s, func(tx *sql.Tx) (cloud.WebhookEndpoint, error) { return s.getEndpoint(ctx, tx, t, id) }, fn,
+		func(tx *sql.Tx, e cloud.WebhookEndpoint) error { return s.updateEndpointRow(ctx, tx, e) })
 }
 
 // DeleteWebhookEndpoint implements cloud.Store.
@@ -125,7 +143,7 @@ func (s *Store) ListWebhookEndpoints(ctx context.Context, t cloud.Tenant, p clou
 	var q strings.Builder
 	q.WriteString(`SELECT ` + endpointCols + ` FROM webhook_endpoints WHERE org_id = ? AND mode = ?`)
 	args := keyset(&q, []any{t.OrgID, string(t.Mode)}, p, "")
-	out, more, err := list(ctx, s.r, scanEndpoint, p.Limit, q.String(), args...)
+	out, more, err := list(ctx, s.r, s.scanEndpoint, p.Limit, q.String(), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list webhook endpoints: %w", err)
 	}
@@ -173,7 +191,7 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now, until time.Time
 		for _, d := range ds {
 			e, ok := endpoints[d.EndpointID]
 			if !ok {
-				if e, err = getEndpoint(ctx, tx, d.Tenant, d.EndpointID); err != nil {
+				if e, err = s.getEndpoint(ctx, tx, d.Tenant, d.EndpointID); err != nil {
 					return fmt.Errorf("read claimed webhook deliveries: %w", err)
 				}
 				endpoints[d.EndpointID] = e
@@ -202,7 +220,7 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 			return fmt.Errorf("complete webhook delivery: %w", err)
 		}
 		if held.String == claim && d.Status == cloud.DeliveryPending {
-			e, err := getEndpoint(ctx, tx, d.Tenant, d.EndpointID)
+			e, err := s.getEndpoint(ctx, tx, d.Tenant, d.EndpointID)
 			if err != nil {
 				return err
 			}
@@ -215,7 +233,7 @@ func (s *Store) CompleteWebhookDelivery(ctx context.Context, claim string, a *cl
 				nullMicros(d.LastAttemptAt), nullInt(d.LastStatusCode), micros(d.UpdatedAt), d.EndpointID, d.EventID); err != nil {
 				return fmt.Errorf("complete webhook delivery: %w", err)
 			}
-			if err := updateEndpointRow(ctx, tx, e); err != nil {
+			if err := s.updateEndpointRow(ctx, tx, e); err != nil {
 				return err
 			}
 		}

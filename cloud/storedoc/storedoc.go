@@ -9,10 +9,12 @@
 // fields with omitempty; never rename or retype a json tag.
 //
 // It also holds the body of a site feed row (EncodeChange), the wire form
-// of one change.
+// of one change, and the columns both stores keep sealed with the
+// key-encryption key (SealedColumns), with the row identity each sealed
+// value is bound to.
 //
-// It may import cloud, shared/passrule, sync/protocol and the standard
-// library.
+// It may import cloud, cloud/kek, shared/passrule, sync/protocol and the
+// standard library.
 package storedoc
 
 import (

@@ -22,6 +22,7 @@ func feedTests() []test {
 		{"VisitWrites", testFeedVisitWrites},
 		{"SitesAndGates", testFeedSitesAndGates},
 		{"PassKeysReachEverySite", testFeedPassKeys},
+		{"RotatePassKey", testFeedRotatePassKey},
 		{"BadPassKeyWritesNothing", testFeedBadPassKey},
 		{"BookingWrites", testFeedBookingWrites},
 		{"ErasureLeavesNoName", testFeedErasure},
@@ -220,9 +221,62 @@ func testFeedPassKeys(t *testing.T, e *env) {
 	require.NotNil(t, cs[0].Settings)
 	require.Equal(t, &want, cs[1].Key)
 	cs, _ = e.changes(t, e.a, s1.ID, 2)
-	require.Len(t, cs, 1, "a retired key goes out retired")
+	require.Len(t, cs, 1, "a retired key goes out with its retire time")
 	require.Equal(t, retired.ID, cs[0].Key.ID)
-	require.True(t, cs[0].Key.Retired)
+	require.Equal(t, retired.RetiredAt.Unix(), cs[0].Key.RetireAt)
+	require.False(t, cs[0].Key.Verifies(*retired.RetiredAt))
+}
+
+// A rotation sets every key still signing to retire, and sends each
+// with its retire time, then the new key, on every site of the tenant;
+// until then the old key is in snapshots, after it is not.
+func testFeedRotatePassKey(t *testing.T, e *env) {
+	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
+	theirs := e.newSite(t, e.c)
+	oldest := e.newEdKey(t, e.a, func(k *cloud.PassKey) { k.RetiredAt = ptr(e.now.Add(time.Hour)) }) // set to retire before
+	old := e.newEdKey(t, e.a)
+	e.newEdKey(t, e.c)
+	_, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	retireAt := e.now.Add(48 * time.Hour).Truncate(time.Second)
+	k := cloud.PassKey{ID: passKeyID(int(passKeySeq.Add(1))), Tenant: e.a, Private: priv, CreatedAt: e.tick()}
+	retiring, err := e.s.RotatePassKey(t.Context(), k, retireAt)
+	require.NoError(t, err)
+	require.Len(t, retiring, 1, "only the key still signing is set to retire")
+	require.Equal(t, old.ID, retiring[0].ID)
+	require.Equal(t, retireAt, retiring[0].RetiredAt.UTC())
+
+	keys, err := e.s.PassKeys(t.Context(), e.a)
+	require.NoError(t, err)
+	require.Len(t, keys, 3)
+	require.Equal(t, normPassKey(k), normPassKey(keys[0]), "the new key is the newest and signs")
+	require.Equal(t, retireAt, keys[1].RetiredAt.UTC())
+	require.Equal(t, old.Private, keys[1].Private)
+	require.Equal(t, oldest.RetiredAt.UTC(), keys[2].RetiredAt.UTC(), "a key already retiring keeps its time")
+
+	for _, s := range []cloud.Site{s1, s2} {
+		cs, _ := e.changes(t, e.a, s.ID, 3) // settings, then the two keys made before
+		requireRun(t, 4, cs)
+		require.Len(t, cs, 2, "site %s", s.ID)
+		require.Equal(t, old.ID, cs[0].Key.ID)
+		require.Equal(t, retireAt.Unix(), cs[0].Key.RetireAt, "the old key goes out again with its retire time")
+		require.Equal(t, k.ID, cs[1].Key.ID)
+		require.Zero(t, cs[1].Key.RetireAt)
+	}
+	cs, _ := e.changes(t, e.c, theirs.ID, 0)
+	require.Len(t, cs, 2, "another tenant's site gets its own key only")
+
+	snapKeys := func(now time.Time) []string {
+		snap, err := e.s.SiteSnapshot(t.Context(), e.a, s1.ID, now)
+		require.NoError(t, err)
+		var out []string
+		for _, k := range snap.Keys {
+			out = append(out, k.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{old.ID, k.ID}, snapKeys(e.now.Add(2*time.Hour)), "oldest has retired, old has not")
+	require.Equal(t, []string{k.ID}, snapKeys(retireAt), "old retires at its time")
 }
 
 // A key that is no Ed25519 key cannot go out: with sites to send it to,
@@ -887,6 +941,8 @@ func edgeTests() []test {
 		{"UsernameUnique", testEdgeUsernameUnique},
 		{"List", testEdgeList},
 		{"Status", testEdgeStatus},
+		{"OnePerSite", testEdgeOnePerSite},
+		{"Revoke", testEdgeRevoke},
 	}
 }
 
@@ -901,7 +957,7 @@ func (e *env) newEdge(t testing.TB, tn cloud.Tenant, siteID string) cloud.Edge {
 
 func normEdge(ed cloud.Edge) cloud.Edge {
 	ed.CreatedAt = ed.CreatedAt.UTC()
-	ed.StateSince, ed.LastSeenAt = utcPtr(ed.StateSince), utcPtr(ed.LastSeenAt)
+	ed.StateSince, ed.LastSeenAt, ed.RevokedAt = utcPtr(ed.StateSince), utcPtr(ed.LastSeenAt), utcPtr(ed.RevokedAt)
 	return ed
 }
 
@@ -925,11 +981,75 @@ func testEdgeNeedsSite(t *testing.T, e *env) {
 	}
 }
 
-func testEdgeUsernameUnique(t *testing.T, e *env) {
+// A site has one edge that is not revoked; a revoked one can be replaced.
+// Two made at once for one site: one of them is made.
+func testEdgeOnePerSite(t *testing.T, e *env) {
 	s := e.newSite(t, e.a)
 	first := e.newEdge(t, e.a, s.ID)
+	second := func() error {
+		id := ids.New(ids.Edge)
+		return e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: s.ID, Name: "x", Username: id,
+			SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
+	}
+	require.ErrorIs(t, second(), cloud.ErrSiteHasEdge)
+	_, err := e.s.RevokeEdge(t.Context(), e.a, first.ID, e.tick())
+	require.NoError(t, err)
+	require.NoError(t, second(), "the revoked edge's site takes a new one")
+	require.ErrorIs(t, second(), cloud.ErrSiteHasEdge)
+
+	race := e.newSite(t, e.a)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			id := ids.New(ids.Edge)
+			errs <- e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: race.ID, Name: "x", Username: id,
+				SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	made := 0
+	for err := range errs {
+		if err == nil {
+			made++
+		} else {
+			require.ErrorIs(t, err, cloud.ErrSiteHasEdge)
+		}
+	}
+	require.Equal(t, 1, made, "one edge for the site, however many are made at once")
+}
+
+// RevokeEdge marks the tenant's edge revoked once; another tenant's edge
+// is not found; RevokedEdges lists the revoked among the IDs asked.
+func testEdgeRevoke(t *testing.T, e *env) {
+	s, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
+	ed, kept := e.newEdge(t, e.a, s.ID), e.newEdge(t, e.a, s2.ID)
+	at := e.tick()
+	got, err := e.s.RevokeEdge(t.Context(), e.a, ed.ID, at)
+	require.NoError(t, err)
+	require.NotNil(t, got.RevokedAt)
+	require.True(t, at.Equal(*got.RevokedAt))
+	again, err := e.s.RevokeEdge(t.Context(), e.a, ed.ID, e.tick())
+	require.NoError(t, err)
+	require.True(t, at.Equal(*again.RevokedAt), "revoking twice keeps the first time")
+	stored, err := e.s.Edge(t.Context(), ed.ID)
+	require.NoError(t, err)
+	require.True(t, at.Equal(*stored.RevokedAt))
+	_, err = e.s.RevokeEdge(t.Context(), e.b, kept.ID, e.tick())
+	requireNotFound(t, err)
+	_, err = e.s.RevokeEdge(t.Context(), e.a, ids.New(ids.Edge), e.tick())
+	requireNotFound(t, err)
+	revoked, err := e.s.RevokedEdges(t.Context(), []string{ed.ID, kept.ID, ids.New(ids.Edge)})
+	require.NoError(t, err)
+	require.Equal(t, []string{ed.ID}, revoked)
+}
+
+func testEdgeUsernameUnique(t *testing.T, e *env) {
+	s, other := e.newSite(t, e.a), e.newSite(t, e.a)
+	first := e.newEdge(t, e.a, s.ID)
 	id := ids.New(ids.Edge)
-	err := e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: s.ID, Name: "x", Username: first.Username,
+	err := e.s.CreateEdge(t.Context(), cloud.Edge{ID: id, Tenant: e.a, SiteID: other.ID, Name: "x", Username: first.Username,
 		SecretHash: []byte{1}, CreatedAt: e.tick(), State: cloud.EdgeOffline})
 	require.ErrorIs(t, err, cloud.ErrConflict)
 }
@@ -938,6 +1058,8 @@ func testEdgeList(t *testing.T, e *env) {
 	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
 	a := e.newEdge(t, e.a, s1.ID)
 	b := e.newEdge(t, e.a, s2.ID)
+	_, err := e.s.RevokeEdge(t.Context(), e.a, a.ID, e.tick())
+	require.NoError(t, err)
 	c := e.newEdge(t, e.a, s1.ID)
 	theirs := e.newSite(t, e.c)
 	e.newEdge(t, e.c, theirs.ID)
@@ -950,7 +1072,7 @@ func testEdgeList(t *testing.T, e *env) {
 	}
 	got, err := e.s.ListEdges(t.Context(), e.a, s1.ID)
 	require.NoError(t, err)
-	require.Equal(t, []string{a.ID, c.ID}, ids(got), "oldest first")
+	require.Equal(t, []string{a.ID, c.ID}, ids(got), "oldest first, revoked included")
 	got, err = e.s.ListEdges(t.Context(), e.a, "")
 	require.NoError(t, err)
 	require.Equal(t, []string{a.ID, b.ID, c.ID}, ids(got))

@@ -187,6 +187,7 @@ func groups() []group {
 		{"PassKeys", []test{
 			{"CreateAndList", testPassKeyCreateAndList},
 			{"TenantIsolation", testPassKeyTenantIsolation},
+			{"PassesUntil", testPassesUntil},
 		}},
 		{"Feed", feedTests()},
 		{"Facts", factTests()},

@@ -1163,3 +1163,31 @@ func testPassKeyTenantIsolation(t *testing.T, e *env) {
 		}
 	}
 }
+
+// PassesUntil is the latest EdgeUntil of the visits whose pass works, the
+// bound a rotated key retires by.
+func testPassesUntil(t *testing.T, e *env) {
+	until, err := e.s.PassesUntil(t.Context(), e.a)
+	require.NoError(t, err)
+	require.Nil(t, until, "no visits")
+	site := e.newSite(t, e.a)
+	at := func(d time.Duration) *time.Time { return ptr(e.now.Add(d).Truncate(time.Millisecond)) }
+	expected := func(end *time.Time, st cloud.VisitStatus) func(*cloud.Visit, *cloud.VisitWrites) {
+		return func(v *cloud.Visit, _ *cloud.VisitWrites) { v.ExpectedAt, v.ExpectedUntil, v.Status = at(0), end, st }
+	}
+	e.newVisit(t, e.a, site.ID, expected(at(48*time.Hour), cloud.VisitExpected))
+	e.newVisit(t, e.a, site.ID, expected(at(72*time.Hour), cloud.VisitCheckedOut))
+	e.newVisit(t, e.a, site.ID, expected(at(900*time.Hour), cloud.VisitCancelled))
+	e.newVisit(t, e.a, site.ID, expected(at(800*time.Hour), cloud.VisitAwaitingApproval))
+	e.newVisit(t, e.c, e.newSite(t, e.c).ID, expected(at(1000*time.Hour), cloud.VisitExpected))
+	until, err = e.s.PassesUntil(t.Context(), e.a)
+	require.NoError(t, err)
+	require.NotNil(t, until)
+	require.Equal(t, *at(72 * time.Hour), until.UTC(), "cancelled and unapproved visits have no pass; other tenants do not count")
+	e.newVisit(t, e.a, site.ID, func(v *cloud.Visit, _ *cloud.VisitWrites) {
+		v.Status, v.CheckedInAt = cloud.VisitCheckedIn, at(100*time.Hour)
+	})
+	until, err = e.s.PassesUntil(t.Context(), e.a)
+	require.NoError(t, err)
+	require.Equal(t, *at(124 * time.Hour), until.UTC(), "a walk-in's pass lasts its day: EdgeUntil")
+}

@@ -1,8 +1,11 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -34,8 +37,16 @@ type Options struct {
 // writes are serialised.
 type Cache struct {
 	db     *bolt.DB
+	file   *os.File // bbolt's, for Close after a fault; nil where not opened by Open
+	path   string
 	edgeID string
 	view   atomic.Pointer[View]
+	// failing is the last commit that failed, nil after one succeeds.
+	failing atomic.Pointer[error]
+
+	damaged     atomic.Pointer[DamagedError] // set once reading the file failed
+	damagedOnce sync.Once
+	damagedCh   chan struct{} // closed when damaged is set
 
 	// mu serialises writers, so Views are swapped in the order their
 	// transactions committed, and guards the fields below.
@@ -43,6 +54,12 @@ type Cache struct {
 	counter uint64      // last fact counter assigned
 	pending map[uid]int // visit → facts in the outbox that changed it
 	in      *interner
+
+	// group guards the records waiting for a commit (Record): leading
+	// is true while one call commits the queue for everyone in it.
+	group   sync.Mutex
+	queue   []*record
+	leading bool
 }
 
 // LocalChange is the state a gate's action leaves behind, stored in the
@@ -53,62 +70,120 @@ type LocalChange struct {
 	// pass's visit naming it; the visit checked out. None for a refused
 	// scan.
 	Visits []protocol.Visit
+	// RestorePunch, for a refusal that voids a punch, puts the person's
+	// last punch back as it was before it; nil leaves last punches alone.
+	RestorePunch *PunchRestore
 }
 
-// Open opens or creates the cache file at path and builds the View from
-// it. It returns an error wrapping ErrEdgeMismatch when the file belongs to
-// another edge, a *CorruptError naming the bucket and key of a value that
-// does not decode or validate, and bbolt's errors (ErrTimeout while another
-// process holds the file).
+// PunchRestore is a person's last punch to put back: Last is nil when
+// they had none.
+type PunchRestore struct {
+	PersonID string
+	Last     *protocol.Fact
+}
+
+// Open opens the cache file at path, or creates it when there is no file
+// there, and builds the View from it. Only a missing file is a new cache:
+// an empty, short or damaged one is refused with a *DamagedError (matching
+// ErrDamaged) naming the file and what is wrong, and is left as it was:
+// Open checks every page (checkFile) and every value before it writes
+// anything, so it never crashes on the file and never changes a damaged
+// one. A value that does not decode or validate is also a *CorruptError
+// naming its bucket and key. It also returns an error wrapping
+// ErrEdgeMismatch when the file belongs to another edge, and bbolt's errors
+// (ErrTimeout while another process holds the file).
 func Open(path string, opts Options) (*Cache, error) {
 	if opts.EdgeID != "" && !ids.Valid(ids.Edge, opts.EdgeID) {
 		return nil, fmt.Errorf("open cache: %q is not an edge ID", opts.EdgeID)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:         lockTimeout,
-		NoFreelistSync:  true, // as etcd runs it: shorter commits; the freelist is rebuilt at open
-		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: 256 << 20, // address space, not memory: a big write never remaps mid-transaction, which copies every node
-	})
+	if err := create(path, opts.EdgeID); err != nil {
+		return nil, fmt.Errorf("open cache %s: %w", path, err)
+	}
+	db, file, err := openDB(path, false)
 	if err != nil {
-		return nil, fmt.Errorf("open cache %s: %w", path, err)
+		return nil, openError(path, err)
 	}
-	c := &Cache{db: db, pending: map[uid]int{}, in: newInterner()}
-	if err := c.init(opts.EdgeID); err != nil {
+	c := &Cache{db: db, file: file, path: path, pending: map[uid]int{}, in: newInterner()}
+	if err := c.open(opts.EdgeID); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open cache %s: %w", path, err)
-	}
-	if err := c.load(); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("open cache %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	c.dropMapped()
 	return c, nil
 }
 
-// init creates the buckets, checks the schema and the edge, and migrates
-// a schema 1 file, all in one transaction: a file is migrated whole or
-// not at all.
-func (c *Cache) init(edgeID string) error {
-	return c.db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud,
-			bucketPeople, bucketPunches} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
+// openError names the file in an error of Open, and makes a value that
+// does not decode a *DamagedError, like damage bbolt reports.
+func openError(path string, err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && !errors.Is(err, ErrDamaged) {
+		err = &DamagedError{Path: path, Err: err}
+	}
+	if errors.Is(err, ErrDamaged) {
+		return fmt.Errorf("open cache: %w", err) // the error names the file
+	}
+	return fmt.Errorf("open cache %s: %w", path, err)
+}
+
+// open checks the file and reads it (prepare, then load, both read-only),
+// and only then writes what init must: the buckets and edge of a file
+// from an older build, or the migration of a schema 1 file.
+func (c *Cache) open(edgeID string) error {
+	st, err := c.prepare(edgeID)
+	if err != nil {
+		return err
+	}
+	if err := c.load(st.schema); err != nil {
+		return err
+	}
+	if !st.write {
+		return nil
+	}
+	if err := c.init(); err != nil {
+		return err
+	}
+	if st.schema == schemaJSON {
+		return c.load(schemaVersion) // as migrated
+	}
+	return nil
+}
+
+// buckets are the cache's buckets, all at the root of the file.
+var buckets = [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud, bucketPeople, bucketPunches}
+
+// fileState is what prepare found.
+type fileState struct {
+	schema string // "" for a file init has not yet written
+	write  bool   // init has something to write
+}
+
+// prepare checks, without writing, what init would: that the root holds
+// only the cache's buckets, the schema is one this build reads, and the
+// file is this edge's; and it sets the edge. A bucket that is missing is
+// one init creates (a file of an older build), empty until then.
+func (c *Cache) prepare(edgeID string) (st fileState, err error) {
+	err = c.read(func(tx *bolt.Tx) error {
+		cur := tx.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if v != nil || !slices.ContainsFunc(buckets, func(b []byte) bool { return bytes.Equal(b, k) }) {
+				return corrupt(k, nil, errors.New("the root of the file holds what is not one of the cache's buckets"))
+			}
+		}
+		for _, name := range buckets {
+			if tx.Bucket(name) == nil {
+				st.write = true
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		schema := string(meta.Get(metaSchema))
-		switch schema {
-		case "":
-			if err := meta.Put(metaSchema, []byte(schemaVersion)); err != nil {
-				return err
-			}
-		case schemaVersion, schemaJSON:
+		st.schema = string(get(meta, metaSchema))
+		switch st.schema {
+		case "", schemaJSON:
+			st.write = true
+		case schemaVersion:
 		default:
-			return fmt.Errorf("schema %q; this build reads schemas %s and %s", schema, schemaJSON, schemaVersion)
+			return fmt.Errorf("schema %q; this build reads schemas %s and %s", st.schema, schemaJSON, schemaVersion)
 		}
-		stored := string(meta.Get(metaEdgeID))
+		stored := string(get(meta, metaEdgeID))
 		switch {
 		case stored != "" && !ids.Valid(ids.Edge, stored):
 			return corrupt(bucketMeta, metaEdgeID, fmt.Errorf("%q is not an edge ID", stored))
@@ -116,11 +191,53 @@ func (c *Cache) init(edgeID string) error {
 			c.edgeID = stored
 		case stored == "":
 			c.edgeID = edgeID
-			if err := meta.Put(metaEdgeID, []byte(edgeID)); err != nil {
-				return err
-			}
+			st.write = true
 		default:
 			return fmt.Errorf("%w: the file is %s's, not %s's", ErrEdgeMismatch, stored, edgeID)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// get is b.Get for a bucket that may be missing.
+func get(b *bolt.Bucket, key []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return b.Get(key)
+}
+
+// forEach is the bucket's ForEach for a bucket that may be missing.
+func forEach(tx *bolt.Tx, name []byte, fn func(k, v []byte) error) error {
+	b := tx.Bucket(name)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(fn)
+}
+
+// init writes what prepare found missing, in one transaction: the
+// buckets, the schema and the edge (c.edgeID, as prepare set it), and
+// migrates a schema 1 file, whole or not at all.
+func (c *Cache) init() error {
+	return c.write(func(tx *bolt.Tx) error {
+		for _, name := range buckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		schema := string(meta.Get(metaSchema))
+		if schema == "" {
+			if err := meta.Put(metaSchema, []byte(schemaVersion)); err != nil {
+				return err
+			}
+		}
+		if meta.Get(metaEdgeID) == nil && c.edgeID != "" {
+			if err := meta.Put(metaEdgeID, []byte(c.edgeID)); err != nil {
+				return err
+			}
 		}
 		if schema == schemaJSON {
 			return migrateJSON(tx)
@@ -129,28 +246,110 @@ func (c *Cache) init(edgeID string) error {
 	})
 }
 
-// load reads the whole file, checking every value, and publishes the View.
-func (c *Cache) load() error {
-	return c.db.View(func(tx *bolt.Tx) error {
+// read runs fn in a read transaction, write in a write transaction,
+// both through run.
+func (c *Cache) read(fn func(*bolt.Tx) error) error {
+	return c.run(func() error { return c.db.View(fn) })
+}
+
+func (c *Cache) write(fn func(*bolt.Tx) error) error {
+	return c.run(func() error { return c.db.Update(fn) })
+}
+
+// run runs fn, a bbolt transaction, under protect. When reading the file
+// failed (a fault on its map, a panic in bbolt), the transaction was
+// rolled back as bbolt unwound, but the cache stops there: that call and
+// every later one return the same *DamagedError, and Damaged is closed, so
+// the appliance stops rather than run on a file it cannot trust.
+func (c *Cache) run(fn func() error) error {
+	if d := c.damaged.Load(); d != nil {
+		return d
+	}
+	err := c.checkSize()
+	if err == nil {
+		err = protect(fn)
+	}
+	var fault *faultError
+	if !errors.As(err, &fault) {
+		return err
+	}
+	d := &DamagedError{Path: c.path, Err: err}
+	if c.damaged.CompareAndSwap(nil, d) {
+		close(c.done())
+	}
+	return c.damaged.Load()
+}
+
+// checkSize is a *faultError when the file no longer holds its two meta
+// pages. bbolt reads them through its map as it begins a transaction,
+// holding its locks without a deferred unlock: a fault there would leave
+// them held, so a file that shrank that far is caught here instead. A
+// file that shrank less faults later in the transaction, which bbolt
+// rolls back, releasing its locks, as the panic unwinds.
+func (c *Cache) checkSize() error {
+	if c.file == nil {
+		return nil
+	}
+	st, err := c.file.Stat()
+	if err != nil {
+		return &faultError{v: err}
+	}
+	if min := 2 * int64(c.db.Info().PageSize); st.Size() < min {
+		return &faultError{v: fmt.Sprintf("the file shrank to %d bytes, less than its two meta pages (%d)", st.Size(), min)}
+	}
+	return nil
+}
+
+// Damaged is closed when reading the file failed after Open (see
+// DamagedErr); it is never closed otherwise.
+func (c *Cache) Damaged() <-chan struct{} { return c.done() }
+
+// DamagedErr returns the *DamagedError every method now returns, once
+// Damaged is closed, and nil before.
+func (c *Cache) DamagedErr() error {
+	if d := c.damaged.Load(); d != nil {
+		return d
+	}
+	return nil
+}
+
+func (c *Cache) done() chan struct{} {
+	c.damagedOnce.Do(func() { c.damagedCh = make(chan struct{}) })
+	return c.damagedCh
+}
+
+// load reads the whole file, checking every value, and publishes the
+// View. It reads a file of schema (a schema 1 file's visits are JSON) and
+// takes a missing bucket for an empty one, as init would create it.
+func (c *Cache) load(schema string) error {
+	decode := decodeVisit
+	if schema == schemaJSON {
+		decode = func(raw []byte) (protocol.Visit, error) {
+			v, err := decodeVisitJSON(raw)
+			return normalize(v), err
+		}
+	}
+	return c.read(func(tx *bolt.Tx) error {
+		c.counter, c.pending = 0, map[uid]int{}
 		e := newFullEdit(c.in)
 		meta := tx.Bucket(bucketMeta)
 		var err error
-		if b := meta.Get(metaSeq); b != nil {
+		if b := get(meta, metaSeq); b != nil {
 			if e.v.seq, err = readU64(b); err != nil {
 				return corrupt(bucketMeta, metaSeq, err)
 			}
 		}
-		if b := meta.Get(metaCounter); b != nil {
+		if b := get(meta, metaCounter); b != nil {
 			if c.counter, err = readU64(b); err != nil {
 				return corrupt(bucketMeta, metaCounter, err)
 			}
 		}
-		if b := meta.Get(metaSyncedAt); b != nil {
+		if b := get(meta, metaSyncedAt); b != nil {
 			if e.v.syncedAt, err = time.Parse(time.RFC3339Nano, string(b)); err != nil {
 				return corrupt(bucketMeta, metaSyncedAt, err)
 			}
 		}
-		if b := meta.Get(metaSettings); b != nil {
+		if b := get(meta, metaSettings); b != nil {
 			s, err := decodeSettings(b)
 			if err == nil {
 				err = e.setSettings(s)
@@ -159,7 +358,7 @@ func (c *Cache) load() error {
 				return corrupt(bucketMeta, metaSettings, err)
 			}
 		}
-		err = tx.Bucket(bucketGates).ForEach(func(k, b []byte) error {
+		err = forEach(tx, bucketGates, func(k, b []byte) error {
 			g, err := decodeGate(b)
 			if err == nil && (g.ID != string(k) || g.Removed) {
 				err = fmt.Errorf("holds gate %s (removed %t)", g.ID, g.Removed)
@@ -173,7 +372,7 @@ func (c *Cache) load() error {
 		if err != nil {
 			return err
 		}
-		err = tx.Bucket(bucketKeys).ForEach(func(k, b []byte) error {
+		err = forEach(tx, bucketKeys, func(k, b []byte) error {
 			key, err := decodeKey(b)
 			if err == nil && key.ID != string(k) {
 				err = fmt.Errorf("holds key %s", key.ID)
@@ -187,7 +386,7 @@ func (c *Cache) load() error {
 		if err != nil {
 			return err
 		}
-		err = tx.Bucket(bucketPeople).ForEach(func(k, b []byte) error {
+		err = forEach(tx, bucketPeople, func(k, b []byte) error {
 			p, err := decodePerson(b)
 			if err == nil && p.ID != string(k) {
 				err = fmt.Errorf("holds person %s", p.ID)
@@ -206,13 +405,13 @@ func (c *Cache) load() error {
 		if err := c.loadPunches(tx, e); err != nil {
 			return err
 		}
-		if err := c.loadVisits(tx, e); err != nil {
+		if err := c.loadVisits(tx, e, decode); err != nil {
 			return err
 		}
 		if err := c.loadOutbox(tx, e); err != nil {
 			return err
 		}
-		if err := c.loadCloud(tx, e); err != nil {
+		if err := c.loadCloud(tx, e, decode); err != nil {
 			return err
 		}
 		v, err := e.done()
@@ -233,7 +432,11 @@ const dropEvery = 8192
 // until the transaction ends, which is after every worker has finished.
 // One goroutine packs the decoded visits, since the interner and the edit
 // are not shared.
-func (c *Cache) loadVisits(tx *bolt.Tx, e *edit) error {
+func (c *Cache) loadVisits(tx *bolt.Tx, e *edit, decode func([]byte) (protocol.Visit, error)) error {
+	b := tx.Bucket(bucketVisits)
+	if b == nil {
+		return nil
+	}
 	type item struct {
 		key, raw []byte
 		v        protocol.Visit
@@ -248,7 +451,12 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit) error {
 			for items := range jobs {
 				for i := range items {
 					it := &items[i]
-					it.v, it.err = decodeVisit(it.raw)
+					// it.raw is in bbolt's map: a fault reading it is
+					// this goroutine's (see protect).
+					it.err = protect(func() (err error) {
+						it.v, err = decode(it.raw)
+						return err
+					})
 					if it.err == nil && it.v.ID != string(it.key) {
 						it.err = fmt.Errorf("holds visit %s", it.v.ID)
 					}
@@ -282,7 +490,7 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit) error {
 		packed <- first
 	}()
 
-	cur := tx.Bucket(bucketVisits).Cursor()
+	cur := b.Cursor()
 	items := make([]item, 0, chunk)
 	n := 0
 	for k, v := cur.First(); k != nil && !failed.Load(); k, v = cur.Next() {
@@ -309,7 +517,7 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit) error {
 // loadPunches checks each person's last punch: a punch fact of this edge,
 // filed under its person, with a counter this edge assigned.
 func (c *Cache) loadPunches(tx *bolt.Tx, e *edit) error {
-	return tx.Bucket(bucketPunches).ForEach(func(k, b []byte) error {
+	return forEach(tx, bucketPunches, func(k, b []byte) error {
 		var f protocol.Fact
 		err := protocol.Decode(b, &f)
 		switch {
@@ -336,7 +544,7 @@ func (c *Cache) loadPunches(tx *bolt.Tx, e *edit) error {
 // the visits each one protects.
 func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 	facts := tx.Bucket(bucketFacts)
-	err := tx.Bucket(bucketOutbox).ForEach(func(k, b []byte) error {
+	err := forEach(tx, bucketOutbox, func(k, b []byte) error {
 		row, f, err := decodeRow(b)
 		switch {
 		case err != nil:
@@ -346,7 +554,7 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 			err = fmt.Errorf("counter %d is past the last assigned, %d", f.Counter, c.counter)
 		case f.EdgeID != c.edgeID:
 			err = fmt.Errorf("fact of edge %s in the file of %s", f.EdgeID, c.edgeID)
-		case string(facts.Get([]byte(f.ID))) != string(k):
+		case string(get(facts, []byte(f.ID))) != string(k):
 			err = fmt.Errorf("fact %s is missing from the facts index", f.ID)
 		}
 		var us []uid
@@ -369,7 +577,11 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 	if err != nil {
 		return err
 	}
-	if n := facts.Stats().KeyN; n != e.v.outbox {
+	n := 0
+	if facts != nil {
+		n = facts.Stats().KeyN
+	}
+	if n != e.v.outbox {
 		return corrupt(bucketFacts, nil, fmt.Errorf("indexes %d facts; the outbox holds %d", n, e.v.outbox))
 	}
 	return nil
@@ -378,9 +590,9 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 // loadCloud checks the cloud's versions of pending visits: each decodes
 // strictly, is filed under its own ID, and belongs to a visit that is in
 // the file and that a waiting fact names (Ack deletes it with the last).
-func (c *Cache) loadCloud(tx *bolt.Tx, e *edit) error {
-	return tx.Bucket(bucketCloud).ForEach(func(k, b []byte) error {
-		v, err := decodeVisit(b)
+func (c *Cache) loadCloud(tx *bolt.Tx, e *edit, decode func([]byte) (protocol.Visit, error)) error {
+	return forEach(tx, bucketCloud, func(k, b []byte) error {
+		v, err := decode(b)
 		u, ok := visitUID(string(k))
 		switch {
 		case err != nil:
@@ -405,7 +617,16 @@ func (c *Cache) loadCloud(tx *bolt.Tx, e *edit) error {
 func readCounter(k []byte) uint64 { n, _ := readU64(k); return n }
 
 // Close closes the file. The last View stays readable; writes fail.
+// Once the cache is damaged (Damaged), it closes only the file, and with
+// it the lock: bbolt may still hold its own locks from the fault, so
+// closing it could wait forever; its map goes with the process.
 func (c *Cache) Close() error {
+	if c.damaged.Load() != nil {
+		if c.file != nil {
+			_ = c.file.Close()
+		}
+		return nil
+	}
 	if err := c.db.Close(); err != nil {
 		return fmt.Errorf("close cache: %w", err)
 	}
@@ -450,7 +671,7 @@ func (c *Cache) Apply(changes []protocol.Change) (applied int, err error) {
 	todo := changes[skip:]
 	e := newEdit(cur, c.in)
 	var next *View
-	err = c.db.Update(func(tx *bolt.Tx) error {
+	err = c.update(func(tx *bolt.Tx) error {
 		for i := range todo {
 			if err := c.applyOne(tx, e, &todo[i]); err != nil {
 				return fmt.Errorf("seq %d: %w", todo[i].Seq, err)
@@ -588,7 +809,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	e := newFullEdit(in)
 	e.v.seq, e.v.syncedAt, e.v.outbox, e.v.punches = parts[0].Seq, cur.syncedAt, cur.outbox, cur.punches
 	var next *View
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys, bucketPeople} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("empty bucket %s: %w", name, err)
@@ -750,105 +971,27 @@ func checkParts(parts []protocol.Snapshot) error {
 	return nil
 }
 
-// Record stores what a gate did, in one transaction: the visits of
-// change, and fact appended to the outbox with the next counter of this
-// edge; a punch fact also becomes its person's last punch (LastPunch). It returns the fact as stored (counter, edge and version set); an
-// empty fact.EdgeID is the cache's. Nothing is stored when it fails: with
-// an error wrapping protocol.ErrInvalid for an invalid fact or visit,
-// ErrEdgeMismatch for a fact of another edge, ErrNoEdge when the cache
-// knows no edge, ErrDuplicateFact when the fact's ID is already waiting,
-// or bbolt's error.
-func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case c.edgeID == "":
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", ErrNoEdge)
-	case fact.EdgeID == "":
-		fact.EdgeID = c.edgeID
-	case fact.EdgeID != c.edgeID:
-		return protocol.Fact{}, fmt.Errorf("record fact: the fact is %s's, this is %s: %w", fact.EdgeID, c.edgeID, ErrEdgeMismatch)
+// restorePunch puts back a person's last punch, in the file and the View.
+func (c *Cache) restorePunch(tx *bolt.Tx, e *edit, r *PunchRestore) error {
+	b := tx.Bucket(bucketPunches)
+	if r.Last == nil {
+		if err := b.Delete([]byte(r.PersonID)); err != nil {
+			return err
+		}
+		return e.restorePunch(r.PersonID, nil)
 	}
-	fact.Counter = c.counter + 1
-	fact.At = fact.At.UTC().Truncate(time.Microsecond) // the protocol's precision: what is returned is what is stored
-	raw, err := protocol.Encode(&fact)
+	last := *r.Last
+	if last.Kind != protocol.FactPunch || last.PersonID != r.PersonID {
+		return fmt.Errorf("restore punch: fact %s is not a punch of %s: %w", last.ID, r.PersonID, protocol.ErrInvalid)
+	}
+	raw, err := protocol.Encode(&last)
 	if err != nil {
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+		return fmt.Errorf("restore punch: %w", err)
 	}
-	visits := make([]protocol.Visit, len(change.Visits))
-	row := outboxRow{Fact: raw}
-	var us []uid
-	for i, v := range change.Visits {
-		v = normalize(v)
-		if err := check(protocol.Change{Visit: &v}); err != nil {
-			return protocol.Fact{}, fmt.Errorf("record fact: visits[%d]: %w", i, err)
-		}
-		visits[i] = v
-		u, _ := visitUID(v.ID)
-		if !slices.Contains(us, u) {
-			us = append(us, u)
-			row.Visits = append(row.Visits, v.ID)
-		}
-	}
-	rowJSON, err := json.Marshal(row)
-	if err != nil {
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
-	}
-
-	e := newEdit(c.view.Load(), c.in)
-	var next *View
-	err = c.db.Update(func(tx *bolt.Tx) error {
-		for _, v := range visits {
-			if err := c.putVisit(tx, e, v); err != nil {
-				return err
-			}
-		}
-		// Only a cloud version received while the visit is pending may
-		// replace it at the acknowledgement; while it stays pending, the
-		// one received so far is kept.
-		for _, u := range us {
-			if c.pending[u] == 0 {
-				if err := tx.Bucket(bucketCloud).Delete([]byte(visitID(u))); err != nil {
-					return err
-				}
-			}
-		}
-		facts := tx.Bucket(bucketFacts)
-		if facts.Get([]byte(fact.ID)) != nil {
-			return fmt.Errorf("fact %s: %w", fact.ID, ErrDuplicateFact)
-		}
-		key := u64(fact.Counter)
-		if err := tx.Bucket(bucketOutbox).Put(key, rowJSON); err != nil {
-			return err
-		}
-		if err := facts.Put([]byte(fact.ID), key); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketMeta).Put(metaCounter, key); err != nil {
-			return err
-		}
-		if fact.Kind == protocol.FactPunch {
-			if err := tx.Bucket(bucketPunches).Put([]byte(fact.PersonID), raw); err != nil {
-				return err
-			}
-			if err := e.putPunch(fact); err != nil {
-				return err
-			}
-		}
-		e.v.outbox++
-		var err error
-		next, err = e.done()
+	if err := b.Put([]byte(r.PersonID), raw); err != nil {
 		return err
-	})
-	if err != nil {
-		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
 	}
-	c.counter = fact.Counter
-	for _, u := range us {
-		c.pending[u]++
-	}
-	c.view.Store(next)
-	return fact, nil
+	return e.restorePunch(r.PersonID, &last)
 }
 
 // Outbox returns up to limit facts waiting for acknowledgement, oldest
@@ -856,7 +999,7 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 // and a *CorruptError for a row that no longer decodes.
 func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) {
 	var out []protocol.Fact
-	err := c.db.View(func(tx *bolt.Tx) error {
+	err := c.read(func(tx *bolt.Tx) error {
 		cur := tx.Bucket(bucketOutbox).Cursor()
 		for k, b := cur.First(); k != nil && (limit <= 0 || len(out) < limit); k, b = cur.Next() {
 			_, f, err := decodeRow(b)
@@ -879,7 +1022,7 @@ func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) {
 func (c *Cache) OutboxStats() (depth int, oldest time.Time, err error) {
 	c.mu.Lock() // the depth and the oldest row of one state
 	defer c.mu.Unlock()
-	err = c.db.View(func(tx *bolt.Tx) error {
+	err = c.read(func(tx *bolt.Tx) error {
 		depth = c.view.Load().outbox
 		k, b := tx.Bucket(bucketOutbox).Cursor().First()
 		if k == nil {
@@ -915,7 +1058,7 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 	left := map[uid]int{} // pending counts after the acknowledgement, of the visits it names
 	e := newEdit(c.view.Load(), c.in)
 	var next *View
-	err = c.db.Update(func(tx *bolt.Tx) error {
+	err = c.update(func(tx *bolt.Tx) error {
 		facts, outbox := tx.Bucket(bucketFacts), tx.Bucket(bucketOutbox)
 		for _, id := range ids {
 			key := facts.Get([]byte(id))
@@ -995,7 +1138,7 @@ func (c *Cache) MarkSynced(t time.Time) error {
 	t = t.UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(metaSyncedAt, []byte(t.Format(time.RFC3339Nano)))
 	})
 	if err != nil {

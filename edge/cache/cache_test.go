@@ -4,7 +4,9 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -259,6 +261,28 @@ func TestApply_GatesKeysAndSettingsChange(t *testing.T) {
 		require.False(t, ok, "a removed gate leaves the cache")
 		require.Empty(t, c.View().Keys(), "a retired key verifies no more")
 		require.Equal(t, "America/New_York", c.View().Location().String())
+	}
+}
+
+// TestApply_RotatedKeyRetiresOnTime: a key sent with a retire time (a
+// rotation) verifies until then and not from then, by the time asked, also
+// after a reopen; the new key verifies throughout.
+func TestApply_RotatedKeyRetiresOnTime(t *testing.T) {
+	c, path := newCache(t)
+	old, current := newKey(t, "0000000a"), newKey(t, "0000000b")
+	apply(t, c, 1, old)
+	retire := t0.Add(48 * time.Hour)
+	old.RetireAt = retire.Unix()
+	apply(t, c, 2, old, current)
+	for i := range 2 {
+		if i == 1 {
+			c = reopen(t, c, path)
+		}
+		v := c.View()
+		require.Len(t, v.Keys(), 2)
+		require.Len(t, v.KeysAt(retire.Add(-time.Second)), 2, "the old key verifies until it retires")
+		require.Equal(t, []string{current.ID}, slices.Collect(maps.Keys(v.KeysAt(retire))), "and not from then")
+		require.Len(t, v.Keys(), 2, "KeysAt leaves the shared set alone")
 	}
 }
 

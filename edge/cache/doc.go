@@ -24,6 +24,27 @@
 // value that does not decode, validate or agree with the rest: a damaged
 // file is a reason to stop, not to drop data silently.
 //
+// # A damaged file
+//
+// Only a path with no file is a new cache: Open builds a new file under a
+// temporary name and links it into place, so an empty or short file at
+// the path is damage, not a cache being made. bbolt trusts its file: it
+// faults (SIGBUS) reading a map past the end of a truncated file, fails
+// assertions on a damaged page, and, rebuilding its free list at open,
+// panics in a goroutine no caller can recover. So Open first reads the
+// whole file itself (boltfile.go), with every offset checked, under the
+// file's lock: both meta pages, the file's size against the pages in use,
+// and every page reachable from the root, with what bbolt's Tx.Check
+// checks and what bbolt assumes. Then it reads every value (above) and
+// only then writes, and only what a file of an older build lacks, so a
+// damaged file is never written to. Either failure is a *DamagedError
+// naming the file (ErrDamaged). Each transaction after that runs with
+// faults on the map turned into panics and panics into errors (protect):
+// a file that goes bad under a running cache stops it with the same
+// *DamagedError from then on, and Damaged tells the appliance to stop.
+// Check reads a file as Open would without writing; Reset moves it aside
+// and recovers what it can of its outbox into a new file (salvage.go).
+//
 // A file of schema 1, from builds that stored visits as JSON, is migrated
 // by Open in one transaction (migrate.go) before it is read: whole, or not
 // at all when a value does not decode.

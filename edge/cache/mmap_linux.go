@@ -19,7 +19,7 @@ import (
 // spans. It is advice: if the kernel refuses, the pages stay resident,
 // which is not a reason to fail a write that has committed.
 func (c *Cache) dropMapped() {
-	_ = c.db.View(func(tx *bolt.Tx) error { return dropPages(tx) })
+	_ = c.read(func(tx *bolt.Tx) error { return dropPages(tx) })
 }
 
 // dropPages is dropMapped within tx, for Open, which reads the whole file

@@ -37,7 +37,7 @@ func (c *Cache) Prune(before time.Time) (int, error) {
 	}
 	e := newEdit(cur, c.in)
 	var next *View
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketVisits)
 		for _, u := range gone {
 			if err := b.Delete([]byte(visitID(u))); err != nil {

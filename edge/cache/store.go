@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/svc-vms/svc/sync/protocol"
@@ -116,6 +118,9 @@ func decodeRow(raw []byte) (outboxRow, protocol.Fact, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&row); err != nil {
 		return row, protocol.Fact{}, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return row, protocol.Fact{}, errors.New("data after the row")
 	}
 	var f protocol.Fact
 	if err := protocol.Decode(row.Fact, &f); err != nil {

@@ -30,6 +30,7 @@ type View struct {
 	gates    map[string]protocol.Gate
 	keys     map[string]protocol.Key // retired ones included
 	keySet   passtoken.KeySet        // the keys not retired
+	retireAt int64                   // the earliest RetireAt of keySet's keys; 0 when none has one
 	settings *protocol.Settings
 	loc      *time.Location
 	seq      uint64
@@ -104,10 +105,26 @@ func (v *View) Location() *time.Location {
 	return v.loc
 }
 
-// Keys returns the pass-verification keys not retired, ready for
-// passtoken.Verify. The set is shared by every caller of this View: do not
-// modify it.
+// Keys returns the pass-verification keys the cloud has not retired,
+// whatever their retire time, ready for passtoken.Verify. The set is shared
+// by every caller of this View: do not modify it.
 func (v *View) Keys() passtoken.KeySet { return v.keySet }
+
+// KeysAt returns the keys that verify at the time at: Keys without those
+// whose retire time (protocol.Key.RetireAt, set by a rotation) has come.
+// Until a key retires it is Keys itself, shared: do not modify it.
+func (v *View) KeysAt(at time.Time) passtoken.KeySet {
+	if v.retireAt == 0 || at.Unix() < v.retireAt {
+		return v.keySet
+	}
+	set := make(passtoken.KeySet, len(v.keySet))
+	for id, pub := range v.keySet {
+		if k := v.keys[id]; k.Verifies(at) {
+			set[id] = pub
+		}
+	}
+	return set
+}
 
 // Seq is the last change of the site's feed applied.
 func (v *View) Seq() uint64 { return v.seq }
@@ -368,6 +385,22 @@ func (e *byUIDEdit[V]) put(m *byUID[V], u uid, x V) {
 	m.s[s][u] = x
 }
 
+func (e *byUIDEdit[V]) del(m *byUID[V], u uid) {
+	if _, ok := m.get(u); !ok {
+		return
+	}
+	if !e.own {
+		arr := *m.s
+		m.s, e.own = &arr, true
+	}
+	s := u.shard()
+	if !e.copied[s] {
+		m.s[s], e.copied[s] = maps.Clone(m.s[s]), true
+	}
+	delete(m.s[s], u)
+	m.n--
+}
+
 // edit builds the next View from the current one. Maps reachable from a
 // published View are never written: edit copies a visit shard, the gates
 // or the keys the first time it changes them.
@@ -439,6 +472,20 @@ func (e *edit) putPunch(f protocol.Fact) error {
 	return nil
 }
 
+// restorePunch makes last the person's last punch again, or forgets the
+// person's last punch when last is nil.
+func (e *edit) restorePunch(personID string, last *protocol.Fact) error {
+	if last != nil {
+		return e.putPunch(*last)
+	}
+	u, ok := personUID(personID)
+	if !ok {
+		return fmt.Errorf("person_id %q is not a person ID", personID)
+	}
+	e.punches.del(&e.v.punches, u)
+	return nil
+}
+
 func (e *edit) putGate(g protocol.Gate) {
 	if !e.gatesCopy {
 		e.v.gates = maps.Clone(e.v.gates)
@@ -483,7 +530,12 @@ func (e *edit) done() (*View, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.v.keySet = set
+		e.v.keySet, e.v.retireAt = set, 0
+		for id := range set {
+			if at := e.v.keys[id].RetireAt; at != 0 && (e.v.retireAt == 0 || at < e.v.retireAt) {
+				e.v.retireAt = at
+			}
+		}
 	}
 	v := e.v
 	return &v, nil

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +29,8 @@ const (
 	MaxSize = 1 << 20
 	// maxPasswordFile bounds a password file.
 	maxPasswordFile = 4 << 10
+	// maxCAFile bounds a CA file: a few certificates.
+	maxCAFile = 64 << 10
 )
 
 // Config is the resolved configuration of one appliance: the file, then
@@ -51,6 +56,28 @@ type Broker struct {
 	Password string
 	// PasswordFile is where Password came from, or "".
 	PasswordFile string
+	// CA is the PEM of the CA that verifies an ssl:// or wss:// broker:
+	// the file's broker.ca, or the content of broker.ca_file. Without one
+	// the system's roots verify it.
+	CA []byte
+	// CAFile is where CA came from, or "" when the file holds it inline.
+	CAFile string
+}
+
+// TLS is the TLS configuration to reach the broker: verified with CA, or
+// with the system's roots when there is none; nil for plain MQTT (tcp://,
+// ws://, which Parse allows only to a broker on this machine).
+func (b Broker) TLS() *tls.Config {
+	u, err := url.Parse(b.URL)
+	if err != nil || (u.Scheme != "ssl" && u.Scheme != "wss") {
+		return nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if len(b.CA) > 0 {
+		c.RootCAs = x509.NewCertPool()
+		c.RootCAs.AppendCertsFromPEM(b.CA) // Parse checked it holds a certificate
+	}
+	return c
 }
 
 // Gate is one gate at the site.
@@ -147,6 +174,7 @@ func (d *decoder) resolve(c *Config, opts Options) {
 		return filepath.Join(opts.Dir, p)
 	}
 	c.DataDir, c.CachePath, c.Broker.PasswordFile = abs(c.DataDir), abs(c.CachePath), abs(c.Broker.PasswordFile)
+	c.Broker.CAFile = abs(c.Broker.CAFile)
 
 	d.env = map[string]string{}
 	lookup := func(name, path string, dst *string) bool {
@@ -175,6 +203,7 @@ func (d *decoder) resolve(c *Config, opts Options) {
 	case gotFile:
 		c.Broker.Password, c.Broker.PasswordFile = "", pwFile
 	}
+	lookup("SVC_EDGE_BROKER_CA_FILE", "broker.ca_file", &c.Broker.CAFile)
 	lookup("SVC_EDGE_DATA_DIR", "data_dir", &c.DataDir)
 	lookup("SVC_EDGE_CACHE_PATH", "cache_path", &c.CachePath)
 	lookup("SVC_EDGE_LISTEN", "listen", &c.Listen)
@@ -206,6 +235,15 @@ func (d *decoder) resolve(c *Config, opts Options) {
 		}
 	}
 
+	if c.Broker.CAFile != "" {
+		if len(c.Broker.CA) > 0 {
+			d.add("broker.ca_file", "set ca or ca_file, not both")
+		} else if data, err := readFile(c.Broker.CAFile, maxCAFile); err != nil {
+			d.add("broker.ca_file", "%v", err)
+		} else {
+			c.Broker.CA = data
+		}
+	}
 	if c.Broker.PasswordFile != "" {
 		if c.Broker.Password != "" {
 			d.add("broker.password_file", "set password or password_file, not both")

@@ -83,6 +83,13 @@ func at(doc any, keys ...any) map[string]any {
 	return doc.(map[string]any)
 }
 
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
 func TestParse_Example(t *testing.T) {
 	data, err := os.ReadFile(example)
 	require.NoError(t, err)
@@ -97,6 +104,8 @@ func TestParse_Example(t *testing.T) {
 		Username:     "edge_01m7ym407qfqnvr6tca7k4z2y5",
 		Password:     "example-broker-secret",
 		PasswordFile: filepath.Join("testdata", "broker-password"),
+		CA:           mustRead(t, "testdata/broker-ca.pem"),
+		CAFile:       filepath.Join("testdata", "broker-ca.pem"),
 	}, cfg.Broker)
 	require.Equal(t, "/var/lib/svc-edge", cfg.DataDir)
 	require.Equal(t, "/var/lib/svc-edge/cache.db", cfg.CachePath)
@@ -214,6 +223,23 @@ func TestParse_Problems(t *testing.T) {
 		{"broker no host", "broker.url", "must name a host", func(d map[string]any) { at(d, "broker")["url"] = "wss:///mqtt" }},
 		{"broker userinfo", "broker.url", "must not hold credentials", func(d map[string]any) { at(d, "broker")["url"] = "tcp://u:p@broker:1883" }},
 		{"broker url missing", "broker.url", "must be a tcp://", func(d map[string]any) { delete(at(d, "broker"), "url") }},
+		{"plain broker on the LAN", "broker.url", "only to a broker on this appliance", func(d map[string]any) {
+			at(d, "broker")["url"] = "tcp://192.0.2.10:1884"
+			delete(at(d, "broker"), "ca_file")
+		}},
+		{"plain websocket broker elsewhere", "broker.url", "only to a broker on this appliance", func(d map[string]any) {
+			at(d, "broker")["url"] = "ws://broker.example.com/mqtt"
+			delete(at(d, "broker"), "ca_file")
+		}},
+		{"ca for a plain broker", "broker.ca_file", "only for an ssl:// or wss:// broker", func(d map[string]any) { at(d, "broker")["url"] = "tcp://127.0.0.1:1884" }},
+		{"ca and ca_file", "broker.ca_file", "not both", func(d map[string]any) { at(d, "broker")["ca"] = "x" }},
+		{"ca not PEM", "broker.ca", "holds no PEM certificate", func(d map[string]any) {
+			delete(at(d, "broker"), "ca_file")
+			at(d, "broker")["ca"] = "not a certificate"
+		}},
+		{"ca type", "broker.ca", "must be a string", func(d map[string]any) { at(d, "broker")["ca"] = 7 }},
+		{"ca file missing", "broker.ca_file", "no such file", func(d map[string]any) { at(d, "broker")["ca_file"] = "nope.pem" }},
+		{"ca file not PEM", "broker.ca_file", "holds no PEM certificate", func(d map[string]any) { at(d, "broker")["ca_file"] = "broker-password" }},
 		{"username", "broker.username", "must not be empty", func(d map[string]any) { at(d, "broker")["username"] = " " }},
 		{"no password", "broker.password", "must not be empty", func(d map[string]any) { delete(at(d, "broker"), "password_file") }},
 		{"both passwords", "broker.password_file", "not both", func(d map[string]any) { at(d, "broker")["password"] = "x" }},
@@ -432,4 +458,49 @@ func TestError_Format(t *testing.T) {
 	two := &config.Error{Problems: []config.Problem{{Msg: "a"}, {Path: "b", Msg: "c"}}}
 	require.Equal(t, "config: 2 problems:\n  a\n  b: c", two.Error())
 	require.False(t, errors.Is(two, os.ErrNotExist))
+}
+
+// A "//" key holds a comment for the reader of the file, in any object;
+// anything but a string there is a mistake.
+func TestParse_Comments(t *testing.T) {
+	doc := exampleDoc(t)
+	doc["//"] = "made by svc-cloud edges create"
+	at(doc, "gates", 0, "readers", 1)["//"] = "loopback only"
+	_, err := parseDoc(t, doc, env(nil))
+	require.NoError(t, err)
+	at(doc, "gates", 0, "readers", 1)["//"] = 7.0
+	_, err = parseDoc(t, doc, env(nil))
+	requireProblem(t, err, "gates[0].readers[1].//", "a comment must be a string, not a number")
+}
+
+// TestBroker_TLS: an ssl:// broker is verified with the file's CA, given
+// inline or as a file, or with the system's roots without one; a plain
+// broker on this appliance gets no TLS.
+func TestBroker_TLS(t *testing.T) {
+	ca := mustRead(t, "testdata/broker-ca.pem")
+	doc := exampleDoc(t)
+	cfg, err := parseDoc(t, doc, noEnv)
+	require.NoError(t, err)
+	require.NotNil(t, cfg.Broker.TLS().RootCAs, "ca_file")
+
+	delete(at(doc, "broker"), "ca_file")
+	at(doc, "broker")["ca"] = string(ca)
+	cfg, err = parseDoc(t, doc, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, ca, cfg.Broker.CA)
+	require.NotNil(t, cfg.Broker.TLS().RootCAs, "inline ca")
+	out, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"ca":"-----BEGIN CERTIFICATE-----`, "config check shows the CA")
+
+	delete(at(doc, "broker"), "ca")
+	cfg, err = parseDoc(t, doc, noEnv)
+	require.NoError(t, err)
+	require.NotNil(t, cfg.Broker.TLS())
+	require.Nil(t, cfg.Broker.TLS().RootCAs, "the system's roots")
+
+	at(doc, "broker")["url"] = "tcp://localhost:1884"
+	cfg, err = parseDoc(t, doc, noEnv)
+	require.NoError(t, err)
+	require.Nil(t, cfg.Broker.TLS(), "plain MQTT on this appliance")
 }

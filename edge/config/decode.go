@@ -66,6 +66,12 @@ func (d *decoder) document(data []byte) *Config {
 				"username":      d.str(&c.Broker.Username),
 				"password":      d.str(&c.Broker.Password),
 				"password_file": d.str(&c.Broker.PasswordFile),
+				"ca": func(p string, v any) {
+					var s string
+					d.str(&s)(p, v)
+					c.Broker.CA = []byte(s)
+				},
+				"ca_file": d.str(&c.Broker.CAFile),
 			})
 		},
 		"data_dir":   d.str(&c.DataDir),
@@ -147,14 +153,24 @@ func (d *decoder) object(path string, v any, fields map[string]field) bool {
 			p = path + "." + k
 		}
 		f, ok := fields[k]
-		if !ok {
+		switch {
+		case k == CommentKey:
+			if _, ok := m[k].(string); !ok {
+				d.add(p, "a comment must be a string, not %s", kind(m[k]))
+			}
+		case !ok:
 			d.add(p, "unknown field")
-			continue
+		default:
+			f(p, m[k])
 		}
-		f(p, m[k])
 	}
 	return true
 }
+
+// CommentKey is a key any object of the file may hold, with a string for
+// the reader of the file: JSON has no comments, and a generated file
+// explains itself this way. It is ignored.
+const CommentKey = "//"
 
 // array decodes v as an array, calling each for every element.
 func (d *decoder) array(path string, v any, each func(string, any)) {

@@ -11,9 +11,12 @@
 // wrong type, trailing data or a failed check is an error. [Load] reports
 // every problem it finds at once, each with its JSON path
 // ("gates[1].readers[0].listen"), in an [*Error], so an installer fixes a
-// file in one pass. This is testdata/example.json, the template (its
-// password_file is taken from the file's directory, as /etc/svc-edge/broker-password
-// for /etc/svc-edge/config.json):
+// file in one pass. Any object may hold a "//" key whose value is a
+// string: a comment for whoever edits the file (svc-cloud edges create
+// writes one beside each reader, saying how to open it to the LAN).
+// This is testdata/example.json, the template (its
+// password_file and ca_file are taken from the file's directory, as
+// /etc/svc-edge/broker-password for /etc/svc-edge/config.json):
 //
 //	{
 //	  "site": {
@@ -25,7 +28,8 @@
 //	  "broker": {
 //	    "url": "ssl://broker.example.com:8883",
 //	    "username": "edge_01m7ym407qfqnvr6tca7k4z2y5",
-//	    "password_file": "broker-password"
+//	    "password_file": "broker-password",
+//	    "ca_file": "broker-ca.pem"
 //	  },
 //	  "data_dir": "/var/lib/svc-edge",
 //	  "cache_path": "/var/lib/svc-edge/cache.db",
@@ -60,7 +64,14 @@
 //   - edge_id: the edge's own edge_... ID.
 //   - broker.url: tcp://, ssl://, ws:// or wss://, with a host; tcp and ssl
 //     need a port. Credentials go in username and password, never in the
-//     URL.
+//     URL. Plain tcp:// and ws:// carry the password in clear, so they may
+//     name only a broker on the appliance itself (localhost, 127.0.0.1,
+//     ::1); a broker elsewhere is reached over TLS (ssl://, wss://).
+//   - broker.ca (PEM text) or broker.ca_file (a PEM file of at most 64 KiB),
+//     one of the two, for ssl:// and wss:// only: the CA the broker's
+//     certificate must chain to (svc-cloud edges create puts the embedded
+//     broker's CA in broker.ca). Without either the system's roots verify
+//     it. The broker's host name or address must be in its certificate.
 //   - broker.username, and either broker.password or broker.password_file
 //     (a regular file of at most 4 KiB whose content, less trailing line
 //     breaks, is the password). One of the two, not both.
@@ -84,7 +95,7 @@
 //     site's offline limit: "fail_secure" (refuse every scan; the default)
 //     or "fail_open" (decide from the stale cache).
 //
-// Relative paths in the file (data_dir, cache_path, password_file) are
+// Relative paths in the file (data_dir, cache_path, password_file, ca_file) are
 // taken from the file's directory, so the appliance's working directory
 // does not matter.
 //
@@ -99,6 +110,7 @@
 //	SVC_EDGE_BROKER_USERNAME       broker.username
 //	SVC_EDGE_BROKER_PASSWORD       broker.password (and drops password_file)
 //	SVC_EDGE_BROKER_PASSWORD_FILE  broker.password_file (and drops password)
+//	SVC_EDGE_BROKER_CA_FILE        broker.ca_file
 //	SVC_EDGE_DATA_DIR              data_dir
 //	SVC_EDGE_CACHE_PATH            cache_path
 //	SVC_EDGE_LISTEN                listen

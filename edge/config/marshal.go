@@ -27,6 +27,8 @@ type (
 		Username     string `json:"username"`
 		Password     string `json:"password,omitempty"`
 		PasswordFile string `json:"password_file,omitempty"`
+		CA           string `json:"ca,omitempty"`
+		CAFile       string `json:"ca_file,omitempty"`
 	}
 	fileGate struct {
 		ID        string       `json:"gate_id"`
@@ -60,12 +62,15 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	f := fileConfig{
 		Site:    fileSite{Mode: c.Site.Mode, OrgID: c.Site.OrgID, SiteID: c.Site.SiteID},
 		EdgeID:  c.EdgeID,
-		Broker:  fileBroker{URL: c.Broker.URL, Username: c.Broker.Username, PasswordFile: c.Broker.PasswordFile},
+		Broker:  fileBroker{URL: c.Broker.URL, Username: c.Broker.Username, PasswordFile: c.Broker.PasswordFile, CAFile: c.Broker.CAFile},
 		DataDir: c.DataDir, CachePath: c.CachePath, Listen: c.Listen,
 		Gates: make([]fileGate, 0, len(c.Gates)),
 	}
 	if c.Broker.Password != "" {
 		f.Broker.Password = Redacted
+	}
+	if c.Broker.CAFile == "" {
+		f.Broker.CA = string(c.Broker.CA)
 	}
 	for _, g := range c.Gates {
 		fg := fileGate{

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/svc-vms/svc/gate/relay"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // bauds are the rates a serial reader may use.
@@ -27,6 +29,7 @@ func (d *decoder) validate(c *Config) {
 	}
 	d.id("edge_id", ids.Edge, c.EdgeID)
 	d.brokerURL(c.Broker.URL)
+	d.brokerCA(c.Broker)
 	if strings.TrimSpace(c.Broker.Username) == "" {
 		d.add("broker.username", "must not be empty")
 	}
@@ -193,6 +196,31 @@ func (d *decoder) brokerURL(s string) {
 		d.add(path, "must name a host")
 	} else if (u.Scheme == "tcp" || u.Scheme == "ssl") && u.Port() == "" {
 		d.add(path, "must name a port (1883 for tcp, 8883 for ssl)")
+	} else if (u.Scheme == "tcp" || u.Scheme == "ws") && !protocol.Loopback(u.Hostname()) {
+		d.add(path, "plain %s:// sends the password and every message in clear: only to a broker on this appliance "+
+			"(localhost, 127.0.0.1, ::1); use ssl:// (MQTT over TLS) with broker.ca or broker.ca_file", u.Scheme)
+	}
+}
+
+// brokerCA checks the CA: PEM certificates, and only for a broker reached
+// over TLS.
+func (d *decoder) brokerCA(b Broker) {
+	path := "broker.ca"
+	if b.CAFile != "" {
+		path = "broker.ca_file"
+	}
+	if len(b.CA) == 0 {
+		if b.CAFile != "" && !d.has("broker.ca_file") {
+			d.add(path, "%s is empty", b.CAFile)
+		}
+		return
+	}
+	if u, err := url.Parse(b.URL); err == nil && u.Scheme != "ssl" && u.Scheme != "wss" {
+		d.add(path, "only for an ssl:// or wss:// broker")
+		return
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b.CA) {
+		d.add(path, "holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
 	}
 }
 

@@ -38,6 +38,9 @@ type EdgeOptions struct {
 	// AckTimeout is how long a published fact waits for its
 	// acknowledgement before it is published again; default 1s.
 	AckTimeout time.Duration
+	// FailOpen makes the gates decide from a stale cache (when_stale
+	// fail_open), for tests that move the edge's clock days ahead.
+	FailOpen bool
 }
 
 // syncConfig is an edge half's configuration for cfg with the test
@@ -46,7 +49,7 @@ type EdgeOptions struct {
 // 200 ms.
 func syncConfig(cfg *config.Config, store mqttsync.EdgeStore, o EdgeOptions, log *slog.Logger) mqttsync.EdgeConfig {
 	ec := mqttsync.EdgeConfig{
-		BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password,
+		BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
 		Site: cfg.Site, EdgeID: cfg.EdgeID, Store: store, Logger: log, Software: "sitetest",
 		ResyncEvery: time.Second, ResyncTimeout: time.Second, AckTimeout: time.Second,
 		StatusEvery: 2 * time.Second, SyncedEvery: 100 * time.Millisecond,
@@ -119,7 +122,8 @@ type edgeRun struct {
 
 // NewEdge enrols an edge at Site and writes its configuration: a TCP
 // reader at each gate, simulated relays with a 1 ms pulse, gates that
-// fail secure, the broker through a new Proxy. It does not start it.
+// fail secure (unless opts.FailOpen), the broker through a new Proxy. It
+// does not start it.
 func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	t.Helper()
 	ce, secret, err := w.Svc().CreateEdge(context.Background(), w.Tenant, w.Site.SiteID, "Sitetest edge")
@@ -128,12 +132,16 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	e := &Edge{ID: ce.ID, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
 		Proxy: mqtttest.NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts, username: ce.Username, password: secret}
 	ports := freePorts(t, 3)
+	whenStale := "fail_secure"
+	if opts.FailOpen {
+		whenStale = "fail_open"
+	}
 	gate := func(id string, port int, pin string) map[string]any {
 		return map[string]any{
 			"gate_id":    id,
 			"readers":    []any{map[string]any{"kind": "tcp", "listen": fmt.Sprintf("127.0.0.1:%d", port)}},
 			"relay":      map[string]any{"pin": pin, "pulse": "1ms"},
-			"when_stale": "fail_secure",
+			"when_stale": whenStale,
 		}
 	}
 	file := map[string]any{

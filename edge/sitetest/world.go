@@ -15,6 +15,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
@@ -26,6 +27,10 @@ import (
 
 // wait bounds the harness's own waits: a half connecting or stopping.
 const wait = 20 * time.Second
+
+// RecheckEvery is how often the harness's embedded broker looks for
+// revoked edges to disconnect: short, so a test sees it happen.
+const RecheckEvery = 100 * time.Millisecond
 
 // closer is a cloud store a process opens and closes.
 type closer interface {
@@ -75,7 +80,7 @@ func Start(t testing.TB, opts Options) *World {
 	switch opts.Store {
 	case SQLite:
 		path := filepath.Join(t.TempDir(), "cloud.db")
-		w.open = func() (closer, error) { return sqlite.Open(context.Background(), path) }
+		w.open = func() (closer, error) { return sqlite.Open(context.Background(), path, kektest.Ring()) }
 		w.facts = newSQLiteFacts(t, path)
 	case Postgres:
 		url := postgrestest.URL(t)
@@ -101,7 +106,9 @@ func Start(t testing.TB, opts Options) *World {
 			return edgesync.Authenticator(w.Svc(), pass).Authenticate(ctx, user, password)
 		})
 		w.startBroker = func(addr string) string {
-			b, err := broker.New(broker.Config{Listen: addr, Auth: auth, Logger: Logger(t, "broker")})
+			revoked := func(ctx context.Context, ids []string) ([]string, error) { return w.Svc().RevokedEdges(ctx, ids) }
+			b, err := broker.New(broker.Config{Listen: addr, Auth: auth, Revoked: revoked, RecheckEvery: RecheckEvery,
+				Logger: Logger(t, "broker")})
 			must(t, err)
 			w.stopBroker = runPart(t, "broker", b.Run)
 			return b.Addr()

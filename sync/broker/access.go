@@ -61,7 +61,7 @@ func (a Access) MaySubscribe(filter string) bool {
 	if a.Cloud {
 		if rest, ok := strings.CutPrefix(filter, "$share/"); ok {
 			group, f, ok := strings.Cut(rest, "/")
-			if !ok || group == "" {
+			if !ok || group == "" || strings.ContainsAny(group, "+#") { // MQTT 5 §4.8.2: a share name has no wildcard
 				return false
 			}
 			filter = f

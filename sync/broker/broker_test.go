@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -84,14 +85,23 @@ func TestConfig_Validate(t *testing.T) {
 		{"no address", broker.Config{Auth: auth}},
 		{"no authenticator", broker.Config{Listen: "127.0.0.1:0"}},
 		{"negative timeout", broker.Config{Listen: "127.0.0.1:0", Auth: auth, AuthTimeout: -1}},
+		{"plain on every interface", broker.Config{Listen: "0.0.0.0:0", Auth: auth}},
+		{"plain on every interface, no host", broker.Config{Listen: ":0", Auth: auth}},
+		{"plain on every IPv6 interface", broker.Config{Listen: "[::]:0", Auth: auth}},
+		{"plain on a LAN address", broker.Config{Listen: "192.0.2.10:1884", Auth: auth}},
+		{"plain on a name", broker.Config{Listen: "broker.example.com:1884", Auth: auth}},
+		{"TLS without a certificate", broker.Config{TLSListen: "127.0.0.1:0", Auth: auth}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := broker.New(tt.cfg)
 			require.ErrorIs(t, err, broker.ErrConfig)
 		})
 	}
-	_, err := broker.New(broker.Config{Listen: "256.0.0.1:1", Auth: auth})
+	_, err := broker.New(broker.Config{Listen: "127.0.0.1:1", TLSListen: "256.0.0.1:1", TLS: &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return nil, nil }}, Auth: auth})
 	require.Error(t, err, "an address that cannot be bound")
+	require.NotErrorIs(t, err, broker.ErrConfig)
+	_, err = broker.New(broker.Config{Listen: "0.0.0.0:0", Auth: auth})
+	require.ErrorContains(t, err, "loopback", "the error says why")
 }
 
 // users is a test Authenticator.

@@ -26,6 +26,14 @@
 // behaviour for a refused publish without MQTT 5 reason codes). The same
 // rules for Mosquitto are in docs/decisions.md.
 //
+// # Listeners
+//
+// A plain TCP listener (Config.Listen) may bind only to a loopback address:
+// plain MQTT carries passwords in clear. Edges elsewhere connect to the TLS
+// listener (Config.TLSListen), whose certificate is an operator's or one
+// EnsureCerts makes under a private CA kept beside it; edges trust that CA
+// alone (edge/config's broker.ca).
+//
 // # State
 //
 // Sessions, queued messages and retained messages live in memory: a restart

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"bytes"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -70,27 +72,7 @@ max_queued_messages 100000
 log_dest stderr
 log_type all
 `, port, pwFile, aclFile, protocol.MaxMessage+4<<10), 0o600))
-	var log bytes.Buffer
-	cmd := exec.Command(bin, "-c", conf)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("mosquitto's log:\n%s", log.String())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "mosquitto did not start: %v", err)
-		time.Sleep(20 * time.Millisecond) // polling for the listener
-	}
+	runMosquitto(t, bin, conf, addr)
 
 	_, err = dialAddr(t, addr, connOpts{clientID: edge, user: edge, wrongPassword: true})
 	require.Error(t, err, "a wrong password is refused")
@@ -160,4 +142,76 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runMosquitto starts mosquitto with conf until the test ends and waits
+// until it accepts connections at addr.
+func runMosquitto(t *testing.T, bin, conf, addr string) {
+	t.Helper()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "-c", conf)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("mosquitto's log:\n%s", log.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "mosquitto did not start: %v", err)
+		time.Sleep(20 * time.Millisecond) // polling for the listener
+	}
+}
+
+// TestMosquittoTLS starts a Mosquitto with the TLS lines docs/decisions.md
+// gives for production ("Secrets, pass-key rotation and broker TLS"), on a
+// CA and certificate made as svc-cloud makes them: a client holding the CA
+// connects over TLS and authenticates; one without it fails the handshake.
+func TestMosquittoTLS(t *testing.T) {
+	bin, err := exec.LookPath("mosquitto")
+	if err != nil {
+		t.Skip("mosquitto is not installed")
+	}
+	passwd, err := exec.LookPath("mosquitto_passwd")
+	if err != nil {
+		t.Skip("mosquitto_passwd is not installed")
+	}
+	dir := t.TempDir()
+	certs, err := broker.EnsureCerts(filepath.Join(dir, "certs"), nil, time.Now())
+	require.NoError(t, err)
+	pwFile, conf := filepath.Join(dir, "passwd"), filepath.Join(dir, "mosquitto.conf")
+	out, err := exec.Command(passwd, "-c", "-b", pwFile, "svc-cloud-1", "secret-svc-cloud-1").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	plain, secure := freePort(t), freePort(t)
+	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `user root
+per_listener_settings false
+listener %d 127.0.0.1
+listener %d 127.0.0.1
+cafile %s
+certfile %s
+keyfile %s
+tls_version tlsv1.2
+require_certificate false
+allow_anonymous false
+password_file %s
+persistence false
+log_dest stderr
+`, plain, secure, filepath.Join(dir, "certs", broker.CAFile), certs.CertFile, certs.KeyFile, pwFile), 0o600))
+	addr := fmt.Sprintf("127.0.0.1:%d", secure)
+	runMosquitto(t, bin, conf, addr)
+
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(certs.CA))
+	require.NoError(t, dialTLS(t, addr, pool, "svc-cloud-1"), "with the CA")
+	var unknown x509.UnknownAuthorityError
+	require.ErrorAs(t, dialTLS(t, addr, nil, "svc-cloud-1"), &unknown, "with the system's roots")
+	_ = mustDialAddr(t, fmt.Sprintf("127.0.0.1:%d", plain), connOpts{clientID: "svc-cloud-1", user: "svc-cloud-1"})
 }

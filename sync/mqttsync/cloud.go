@@ -35,6 +35,12 @@ type CloudStore interface {
 	// are applied all the same. err is a transient error that failed the
 	// whole batch: nothing of it is applied, and errs is nil.
 	ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) (errs []error, err error)
+	// SiteEdge returns nil when edgeID is an edge of site that may sync,
+	// an error wrapping ErrRejected when it is not (unknown, another
+	// site's, revoked), and the store's errors. The cloud half asks before
+	// it answers a resync, so that a site's feed goes to its own edges
+	// whatever the broker lets through.
+	SiteEdge(ctx context.Context, site protocol.Site, edgeID string) error
 	// EdgeStatus records an edge's status (a retained last will saying
 	// offline included). It returns the store's errors.
 	EdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error
@@ -561,6 +567,15 @@ func (c *Cloud) answerResync(ctx context.Context, m message) {
 	}
 	log := c.log.With("site_id", site.SiteID, "edge_id", edgeID, "request_id", req.RequestID, "after", req.After)
 	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	switch err := c.cfg.Store.SiteEdge(sctx, site, edgeID); {
+	case errors.Is(err, ErrRejected):
+		c.drop(m, "resync from an edge that may not read the site: "+err.Error())
+		return
+	case err != nil:
+		log.Error("check the edge of a resync; the edge will ask again", "error", err)
+		return
+	}
 	changes, head, err := c.cfg.Store.Changes(sctx, site, req.After, protocol.MaxChanges)
 	cancel()
 	if err != nil {

@@ -36,6 +36,27 @@ func replies(t *testing.T, msgs []message) []protocol.Reply {
 	return out
 }
 
+// A resync from an edge that is not one of the site's (another site's,
+// unknown, revoked) is not answered: the broker's rules are not the only
+// check on who reads a site's feed.
+func TestCloud_ResyncFromAStrangerNotAnswered(t *testing.T) {
+	store := newFakeCloud()
+	site, other := newSite(), newSite()
+	mine, theirs := ids.New(ids.Edge), ids.New(ids.Edge)
+	store.addEdge(site, mine)
+	store.addEdge(other, theirs)
+	store.addVisits(site, 5)
+	c, rec := newTestCloud(t, store)
+	req := encode(t, &protocol.ResyncRequest{RequestID: "r1", After: 0})
+	for _, edge := range []string{theirs, ids.New(ids.Edge)} {
+		c.answerResync(context.Background(), message{site.Resync(edge), req})
+		require.Empty(t, rec.take(), "edge %s", edge)
+	}
+	require.Equal(t, uint64(2), c.State().Dropped)
+	c.answerResync(context.Background(), message{site.Resync(mine), req})
+	require.NotEmpty(t, rec.take(), "the site's own edge is answered")
+}
+
 func TestCloud_AnswerResync(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -59,6 +80,7 @@ func TestCloud_AnswerResync(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newFakeCloud()
 			site, edge := newSite(), ids.New(ids.Edge)
+			store.addEdge(site, edge)
 			store.addVisits(site, tt.head)
 			store.prune(site, tt.pruned)
 			c, rec := newTestCloud(t, store)

@@ -359,6 +359,15 @@ func (s *fakeCloud) batchSizes() []int {
 	return slices.Clone(s.batches)
 }
 
+func (s *fakeCloud) SiteEdge(_ context.Context, site protocol.Site, edgeID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if es, ok := s.edges[edgeID]; !ok || es != site {
+		return fmt.Errorf("fake cloud: edge %s of %s: %w", edgeID, site.SiteID, ErrRejected)
+	}
+	return nil
+}
+
 func (s *fakeCloud) EdgeStatus(_ context.Context, site protocol.Site, st protocol.Status) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

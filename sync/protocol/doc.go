@@ -41,4 +41,14 @@
 // snapshot in chunks. Facts carry a TypeID and a per-edge counter; the edge
 // deletes one from its outbox only when a Reply acknowledges it, and the
 // cloud applies each fact ID once.
+//
+// A pass-verification Key may carry retire_at: from that Unix second the
+// edge stops accepting the key by its own clock (a rotated key keeps
+// verifying until the passes it signed have expired).
+//
+// # Transport
+//
+// Plain MQTT (tcp://, ws://) carries passwords and messages in clear: it is
+// allowed only within one machine (Loopback). Between machines, edges and
+// cloud processes use MQTT over TLS and verify the broker's certificate.
 package protocol

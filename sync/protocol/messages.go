@@ -171,6 +171,17 @@ type Key struct {
 	ID      string `json:"id"`     // 8 lower-case hex digits, as shared/passtoken names keys
 	Public  []byte `json:"public"` // Ed25519 public key, base64 in JSON
 	Retired bool   `json:"retired,omitempty"`
+	// RetireAt is the Unix second from which the key no longer verifies,
+	// by the edge's own clock (so an edge cut off from the cloud drops it
+	// on time); 0 when no end is set. A rotated key keeps verifying until
+	// the passes it signed have expired. Edges older than this field do not
+	// decode a key that carries it: upgrade edges before rotating keys.
+	RetireAt int64 `json:"retire_at,omitempty"`
+}
+
+// Verifies reports whether the key verifies passes at now.
+func (k *Key) Verifies(now time.Time) bool {
+	return !k.Retired && (k.RetireAt == 0 || now.Unix() < k.RetireAt)
 }
 
 func (k *Key) validate(where string) error {
@@ -179,6 +190,9 @@ func (k *Key) validate(where string) error {
 	}
 	if len(k.Public) != ed25519.PublicKeySize {
 		return invalid("%s.public is not a %d-byte Ed25519 key", where, ed25519.PublicKeySize)
+	}
+	if k.RetireAt < 0 {
+		return invalid("%s.retire_at is negative", where)
 	}
 	return nil
 }
@@ -296,6 +310,10 @@ const (
 	FactReEntry  FactKind = "re_entry"  // a new visit admitted on a checked-out visit's pass
 	FactRefused  FactKind = "refused"   // a scan refused, with its reason
 	FactPunch    FactKind = "punch"     // a person clocked in or out with their personal pass
+	// FactPassage is a gate opened again for a person's last punch: their
+	// personal pass held to the reader a second time within the repeat
+	// window. It is a recorded opening of the door, never a new punch.
+	FactPassage FactKind = "passage"
 )
 
 // Directions of a punch.
@@ -314,7 +332,8 @@ const (
 	// limit and the gate is set to fail secure.
 	ReasonStale = "stale_cache"
 	// ReasonRelayFailed: the pass admitted but the gate's relay could not
-	// be pulsed, so nobody was let through.
+	// be pulsed, so nobody was let through. A refusal for this reason may
+	// void the admit recorded before the pulse (Fact.Voids).
 	ReasonRelayFailed = "relay_failed"
 	// ReasonAlreadyIn: the pass's visit is checked in and was scanned at
 	// an entry gate (anti-passback: the pass cannot let a second person in).
@@ -328,6 +347,11 @@ const (
 	// person's current pass's: it was replaced by a reissue.
 	ReasonPassReplaced = "pass_replaced"
 )
+
+// ReasonRecordFailed: the pass admitted but the edge could not make the
+// admit durable, so the relay was not pulsed. It is a gate's answer, never
+// a recorded fact's reason: the store that would record it has failed.
+const ReasonRecordFailed = "record_failed"
 
 // GateReasons lists the refusal reasons of a gate that are not pass-rule
 // reasons, for documentation and tests.
@@ -350,7 +374,10 @@ type Fact struct {
 	PassVisitID string    `json:"pass_visit_id,omitempty"` // the visit holding the pass
 	Reason      string    `json:"reason,omitempty"`        // a refusal's passrule.Reason or one of GateReasons
 	PersonID    string    `json:"person_id,omitempty"`     // the person of a punch, or of a refused personal pass
-	Direction   string    `json:"direction,omitempty"`     // a punch's: DirectionIn or DirectionOut
+	Direction   string    `json:"direction,omitempty"`     // a punch's or a passage's: DirectionIn or DirectionOut
+	// Voids names the admit this relay_failed refusal undoes: the gate
+	// recorded the admit, then its relay did not free the passage.
+	Voids string `json:"voids,omitempty"`
 }
 
 func (f *Fact) validate() error {
@@ -371,15 +398,19 @@ func (f *Fact) validate() error {
 		return invalid("pass_visit_id is not a visit ID")
 	case f.PersonID != "" && !ids.Valid(ids.Person, f.PersonID):
 		return invalid("person_id is not a person ID")
-	case f.Kind != FactPunch && f.Direction != "":
+	case f.Kind != FactPunch && f.Kind != FactPassage && f.Direction != "":
 		return invalid("a %s has no direction", f.Kind)
-	case f.Kind != FactPunch && f.Kind != FactRefused && f.PersonID != "":
+	case f.Kind != FactPunch && f.Kind != FactPassage && f.Kind != FactRefused && f.PersonID != "":
 		return invalid("a %s names no person", f.Kind)
+	case f.Voids != "" && (f.Kind != FactRefused || f.Reason != ReasonRelayFailed):
+		return invalid("only a relay_failed refusal voids a fact")
+	case f.Voids != "" && (!ids.Valid(ids.Fact, f.Voids) || f.Voids == f.ID):
+		return invalid("voids is not another fact's ID")
 	}
 	switch f.Kind {
-	case FactPunch:
+	case FactPunch, FactPassage:
 		if f.PersonID == "" || f.VisitID != "" || f.PassVisitID != "" || f.Reason != "" {
-			return invalid("a punch names its person, and no visit, pass visit or reason")
+			return invalid("a %s names its person, and no visit, pass visit or reason", f.Kind)
 		}
 		if f.Direction != DirectionIn && f.Direction != DirectionOut {
 			return invalid("direction %q is not in or out", f.Direction)

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -148,13 +149,15 @@ func TestDecode_RefusesWhatIsNotAValidMessage(t *testing.T) {
 
 	v := visit()
 	for name, m := range map[string]*protocol.Batch{
-		"no changes":       {},
-		"a gap":            {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v}, {Seq: 3, At: at, Visit: &v}}},
-		"two objects":      {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v, Gate: &protocol.Gate{ID: gateID, Direction: "entry"}}}},
-		"no object":        {Changes: []protocol.Change{{Seq: 1, At: at}}},
-		"sequence 0":       {Changes: []protocol.Change{{Seq: 0, At: at, Visit: &v}}},
-		"bad zone":         {Changes: []protocol.Change{{Seq: 1, At: at, Settings: &protocol.Settings{Timezone: "Mars/Olympus"}}}},
-		"short key":        {Changes: []protocol.Change{{Seq: 1, At: at, Key: &protocol.Key{ID: "5eed0001", Public: []byte("short")}}}},
+		"no changes":  {},
+		"a gap":       {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v}, {Seq: 3, At: at, Visit: &v}}},
+		"two objects": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &v, Gate: &protocol.Gate{ID: gateID, Direction: "entry"}}}},
+		"no object":   {Changes: []protocol.Change{{Seq: 1, At: at}}},
+		"sequence 0":  {Changes: []protocol.Change{{Seq: 0, At: at, Visit: &v}}},
+		"bad zone":    {Changes: []protocol.Change{{Seq: 1, At: at, Settings: &protocol.Settings{Timezone: "Mars/Olympus"}}}},
+		"short key":   {Changes: []protocol.Change{{Seq: 1, At: at, Key: &protocol.Key{ID: "5eed0001", Public: []byte("short")}}}},
+		"negative retire_at": {Changes: []protocol.Change{{Seq: 1, At: at, Key: &protocol.Key{ID: "5eed0001", Public: make([]byte, 32),
+			RetireAt: -1}}}},
 		"bad visit status": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &protocol.Visit{ID: v.ID, ForVisitID: v.ID, Status: "lost"}}}},
 		"bad rules": {Changes: []protocol.Change{{Seq: 1, At: at, Visit: &protocol.Visit{ID: v.ID, ForVisitID: v.ID, Status: "expected",
 			Rules: protocol.Rules{Window: protocol.Window{Before: -5}}}}}},
@@ -346,4 +349,32 @@ func TestDecodeObject_StrictLikeAMessage(t *testing.T) {
 	}
 	require.ErrorIs(t, protocol.Validate(&protocol.Gate{ID: gateID, Direction: "sideways"}), protocol.ErrInvalid)
 	require.NoError(t, protocol.Validate(&protocol.Gate{ID: gateID, Direction: "exit"}))
+}
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:1884": true, "127.1.2.3:1": true, "[::1]:1884": true, "localhost:1884": true, "LocalHost:1": true,
+		"[::ffff:127.0.0.1]:1884": true,
+		"0.0.0.0:1884":            false, ":1884": false, "[::]:1884": false, "192.168.1.10:1884": false, "10.0.0.1:1": false,
+		"example.com:1884": false, "localhost.example.com:1": false, "127.0.0.1": false, "": false,
+	} {
+		if got := protocol.LoopbackAddr(addr); got != want {
+			t.Errorf("LoopbackAddr(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestKey_RetireAt(t *testing.T) {
+	k := key()
+	k.RetireAt = at.Add(time.Hour).Unix()
+	raw, err := protocol.Encode(&protocol.Batch{Changes: []protocol.Change{{Seq: 1, At: at, Key: &k}}})
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"retire_at":`+strconv.FormatInt(k.RetireAt, 10))
+	var b protocol.Batch
+	require.NoError(t, protocol.Decode(raw, &b))
+	got := b.Changes[0].Key
+	require.Equal(t, k.RetireAt, got.RetireAt)
+	require.True(t, got.Verifies(at.Add(time.Hour-time.Second)))
+	require.False(t, got.Verifies(at.Add(time.Hour)), "retired at its second")
+	require.True(t, (&protocol.Key{ID: k.ID, Public: k.Public}).Verifies(at.Add(100*365*24*time.Hour)), "no retire time: no end")
 }

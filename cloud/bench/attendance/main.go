@@ -81,6 +81,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/bench/benchutil"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/shared/ids"
@@ -244,7 +245,7 @@ func open(ctx context.Context, o options) (_ *env, err error) {
 			}
 			os.RemoveAll(dir)
 		})
-		s, err := sqlite.Open(ctx, path)
+		s, err := sqlite.Open(ctx, path, kektest.Ring())
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +281,7 @@ func open(ctx context.Context, o options) (_ *env, err error) {
 		}
 		e.tracer = &swapTracer{}
 		cfg.ConnConfig.Tracer = e.tracer
-		s, err := postgres.OpenConfig(ctx, cfg)
+		s, err := postgres.OpenConfig(ctx, cfg, kektest.Ring())
 		if err != nil {
 			return nil, err
 		}

@@ -77,6 +77,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/bench/benchutil"
 	cloudsync "github.com/svc-vms/svc/cloud/edgesync"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/edge/cache"
@@ -254,7 +255,7 @@ func (b *bench) openStore(ctx context.Context, wrap func(cloud.Store) cloud.Stor
 	var s cloud.Store
 	if b.o.store == "sqlite" {
 		b.sqlPath = filepath.Join(b.dir, "cloud.db")
-		st, err := sqlite.Open(ctx, b.sqlPath)
+		st, err := sqlite.Open(ctx, b.sqlPath, kektest.Ring())
 		if err != nil {
 			return err
 		}
@@ -283,7 +284,7 @@ func (b *bench) openStore(ctx context.Context, wrap func(cloud.Store) cloud.Stor
 			b.tracer = &benchutil.SQLTracer{}
 			cfg.ConnConfig.Tracer = b.tracer
 		}
-		st, err := postgres.OpenConfig(ctx, cfg)
+		st, err := postgres.OpenConfig(ctx, cfg, kektest.Ring())
 		if err != nil {
 			return err
 		}

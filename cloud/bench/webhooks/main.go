@@ -65,6 +65,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/bench/benchutil"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/webhook"
@@ -278,7 +279,7 @@ func (b *bench) open(ctx context.Context, kind string) (_ *env, err error) {
 		f.Close()
 		os.Remove(f.Name())
 		e.sqlPath = f.Name()
-		s, err := sqlite.Open(ctx, e.sqlPath)
+		s, err := sqlite.Open(ctx, e.sqlPath, kektest.Ring())
 		if err != nil {
 			return nil, err
 		}
@@ -363,7 +364,7 @@ func (b *bench) openPG(ctx context.Context, schema string, tracer *benchutil.SQL
 	if tracer != nil {
 		cfg.ConnConfig.Tracer = tracer
 	}
-	return postgres.OpenConfig(ctx, cfg)
+	return postgres.OpenConfig(ctx, cfg, kektest.Ring())
 }
 
 func pgExec(ctx context.Context, url, q string) error { return pgExecIn(ctx, url, "", q) }

@@ -25,12 +25,15 @@ import (
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR] [--webhooks-allow-loopback]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
-  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--json]
+  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--broker-ca FILE|system] [--json]
   svc-cloud edges list --org ID --mode live|test [--site ID] [--json]
+  svc-cloud edges revoke --org ID --mode live|test --edge-id ID
+  svc-cloud passkeys rotate --org ID --mode live|test [--grace 720h] [--json]
+  svc-cloud kek rotate [--data DIR | --kek-file FILE] [--database-url URL]
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
@@ -56,6 +59,17 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 		if len(args) > 1 && args[1] == "list" {
 			return edgesList(ctx, args[2:], stdout, stderr)
 		}
+		if len(args) > 1 && args[1] == "revoke" {
+			return edgesRevoke(ctx, args[2:], stdout, stderr)
+		}
+	case "passkeys":
+		if len(args) > 1 && args[1] == "rotate" {
+			return passkeysRotate(ctx, args[2:], stdout, stderr)
+		}
+	case "kek":
+		if len(args) > 1 && args[1] == "rotate" {
+			return kekRotate(ctx, args[2:], stdout, stderr)
+		}
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -79,14 +93,36 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 }
 
 // openStore opens PostgreSQL when a URL is given, else SQLite under the
-// data directory.
-func openStore(ctx context.Context, cfg *Config) (cloud.Store, string, error) {
-	if cfg.DatabaseURL != "" {
-		s, err := postgres.Open(ctx, cfg.DatabaseURL)
-		return s, "postgres", err
+// data directory, with the key-encryption key that seals its secrets. The
+// data directory, when it is used, is made private first (secureDataDir).
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (cloud.Store, string, error) {
+	if cfg.DatabaseURL == "" || (cfg.KEK == "" && cfg.KEKFile == "") {
+		if err := secureDataDir(cfg.DataDir, log); err != nil {
+			return nil, "", err
+		}
 	}
-	s, err := sqlite.Open(ctx, cfg.sqlitePath())
-	return s, "sqlite " + cfg.sqlitePath(), err
+	keys, err := cfg.keys(log)
+	if err != nil {
+		return nil, "", err
+	}
+	var store interface {
+		cloud.Store
+		Resealed() int
+	}
+	kind := "sqlite " + cfg.sqlitePath()
+	if cfg.DatabaseURL != "" {
+		store, err = postgres.Open(ctx, cfg.DatabaseURL, keys)
+		kind = "postgres"
+	} else {
+		store, err = sqlite.Open(ctx, cfg.sqlitePath(), keys)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if n := store.Resealed(); n > 0 {
+		log.Info("sealed secrets with the current key-encryption key", "count", n, "kek_id", keys.ID())
+	}
+	return store, kind, nil
 }
 
 // withService validates cfg, opens its store and runs fn on a service
@@ -95,7 +131,7 @@ func withService(ctx context.Context, cfg *Config, fn func(*cloud.Service) error
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	store, _, err := openStore(ctx, cfg)
+	store, _, err := openStore(ctx, cfg, cfg.logger(os.Stderr))
 	if err != nil {
 		return err
 	}
@@ -117,7 +153,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	log := cfg.logger(stderr)
 	limits, _ := cfg.limits()
-	store, kind, err := openStore(ctx, &cfg)
+	store, kind, err := openStore(ctx, &cfg, log)
 	if err != nil {
 		return err
 	}
@@ -134,19 +170,19 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	syncs, brokerURL, err := syncParts(ctx, &cfg, svc, log)
+	syncs, eb, err := syncParts(ctx, &cfg, svc, log)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	base := "http://" + ln.Addr().String() + "/v1"
 	if cfg.Demo {
-		if err := demo(ctx, svc, &cfg, base, brokerURL, stdout); err != nil {
+		if err := demo(ctx, svc, &cfg, base, eb, stdout); err != nil {
 			ln.Close()
 			return err
 		}
 	}
-	log.Info("serving", "url", base, "store", kind, "broker", brokerURL)
+	log.Info("serving", "url", base, "store", kind, "broker", eb.URL)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, part := range syncs {
 		g.Go(func() error { return part(gctx) })
@@ -173,7 +209,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 
 // demo seeds a demo organisation on the first start with --demo and keeps
 // its keys in DIR/demo.json (mode 0600), so later starts print them again.
-func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker string, stdout io.Writer) error {
+func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, broker edgeBroker, stdout io.Writer) error {
 	dir := cfg.DataDir
 	if dir == "" {
 		dir = "."
@@ -193,7 +229,7 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker str
 		}
 		keys = res.Keys
 		raw, _ = json.MarshalIndent(keys, "", "  ")
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
@@ -203,7 +239,7 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base, broker str
 		return fmt.Errorf("demo: %w", err)
 	}
 	edgePath := filepath.Join(dir, "edge.json")
-	if broker != "" {
+	if broker.URL != "" {
 		if err := demoEdge(ctx, svc, keys.SecretTest, edgePath, broker); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // usageError is a mistake on the command line; main exits 2 for it.
@@ -25,20 +26,36 @@ type Config struct {
 	Addr        string
 	DataDir     string
 	DatabaseURL string
-	DocsURL     string
-	LogLevel    string
-	RateLimits  string // "free=120,pro=3000"
-	Demo        bool
+	// KEK is the key-encryption key ring (SVC_KEK, base64 keys separated
+	// by commas, the current one first) and KEKFile a file holding one;
+	// with neither, DataDir/kek, made on first use.
+	KEK, KEKFile string
+	DocsURL      string
+	LogLevel     string
+	RateLimits   string // "free=120,pro=3000"
+	Demo         bool
 	// WebhooksAllowLoopback lets test-mode webhook endpoints be on this
 	// machine (localhost), for development.
 	WebhooksAllowLoopback bool
 
 	// MQTTURL is an external broker; empty runs the embedded one on
-	// MQTTListen, and "off" runs no sync with edges at all.
-	MQTTURL      string
-	MQTTListen   string
+	// MQTTListen (plain, loopback only) and MQTTTLSListen (TLS), and "off"
+	// runs no sync with edges at all.
+	MQTTURL       string
+	MQTTListen    string
+	MQTTTLSListen string
+	// MQTTTLSCert and MQTTTLSKey are the embedded broker's certificate and
+	// key; empty, a CA and a certificate are made under DATA/tls for
+	// localhost, this machine's names and addresses and MQTTTLSHosts.
+	MQTTTLSCert, MQTTTLSKey string
+	MQTTTLSHosts            string // comma-separated names and addresses
+	// MQTTCA is the PEM file of the CA an external ssl:// broker's
+	// certificate is verified with (the system's roots when empty).
+	MQTTCA       string
 	MQTTUsername string
 	MQTTPassword string
+
+	serve bool // the serve flags are registered: check them
 }
 
 // env returns the SVC_ variable name or def.
@@ -53,12 +70,15 @@ func env(name, def string) string {
 func (c *Config) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data", env("SVC_DATA", "./data"), "directory of the SQLite database (env SVC_DATA)")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("SVC_DATABASE_URL", ""), "PostgreSQL URL; SQLite under --data when empty (env SVC_DATABASE_URL)")
+	fs.StringVar(&c.KEKFile, "kek-file", env("SVC_KEK_FILE", ""), "file of the key-encryption key that seals the secrets in the database; DIR/kek under --data (made on first start) when neither it nor SVC_KEK is set (env SVC_KEK_FILE)")
+	c.KEK = env("SVC_KEK", "")
 	fs.StringVar(&c.LogLevel, "log-level", env("SVC_LOG_LEVEL", "info"), "debug, info, warn or error (env SVC_LOG_LEVEL)")
 }
 
 // serveFlags registers the flags of serve.
 func (c *Config) serveFlags(fs *flag.FlagSet) {
 	c.storeFlags(fs)
+	c.serve = true
 	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", "127.0.0.1:8080"), "address to listen on (env SVC_ADDR)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
@@ -67,7 +87,12 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
 	fs.BoolVar(&c.WebhooksAllowLoopback, "webhooks-allow-loopback", loopback, "let test-mode webhook endpoints use loopback addresses such as localhost, for development; live mode never may (env SVC_WEBHOOKS_ALLOW_LOOPBACK)")
 	fs.StringVar(&c.MQTTURL, "mqtt-url", env("SVC_MQTT_URL", ""), "external MQTT broker for the edges, e.g. tcp://127.0.0.1:1883; empty runs the embedded broker, off runs no edge sync (env SVC_MQTT_URL)")
-	fs.StringVar(&c.MQTTListen, "mqtt-listen", env("SVC_MQTT_LISTEN", DefaultMQTTListen), "address of the embedded broker (env SVC_MQTT_LISTEN)")
+	fs.StringVar(&c.MQTTListen, "mqtt-listen", env("SVC_MQTT_LISTEN", DefaultMQTTListen), "plain MQTT address of the embedded broker, loopback only; empty for none (env SVC_MQTT_LISTEN)")
+	fs.StringVar(&c.MQTTTLSListen, "mqtt-tls-listen", env("SVC_MQTT_TLS_LISTEN", DefaultMQTTTLSListen), "MQTT-over-TLS address of the embedded broker, e.g. 0.0.0.0:8884 for edges on the LAN; empty for none (env SVC_MQTT_TLS_LISTEN)")
+	fs.StringVar(&c.MQTTTLSCert, "mqtt-tls-cert", env("SVC_MQTT_TLS_CERT", ""), "PEM certificate of the embedded broker; a CA and certificate made under DATA/tls when empty (env SVC_MQTT_TLS_CERT)")
+	fs.StringVar(&c.MQTTTLSKey, "mqtt-tls-key", env("SVC_MQTT_TLS_KEY", ""), "PEM key of --mqtt-tls-cert (env SVC_MQTT_TLS_KEY)")
+	fs.StringVar(&c.MQTTTLSHosts, "mqtt-tls-hosts", env("SVC_MQTT_TLS_HOSTS", ""), "more names and addresses, comma-separated, the made certificate covers (env SVC_MQTT_TLS_HOSTS)")
+	fs.StringVar(&c.MQTTCA, "mqtt-ca", env("SVC_MQTT_CA", ""), "PEM CA of an external ssl:// broker; the system's roots when empty (env SVC_MQTT_CA)")
 	fs.StringVar(&c.MQTTUsername, "mqtt-username", env("SVC_MQTT_USERNAME", ""), "username at the external broker (env SVC_MQTT_USERNAME)")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", env("SVC_MQTT_PASSWORD", ""), "password at the external broker (env SVC_MQTT_PASSWORD)")
 }
@@ -77,6 +102,11 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 // machine.
 const DefaultMQTTListen = "127.0.0.1:1884"
 
+// DefaultMQTTTLSListen is where the embedded broker serves MQTT over TLS:
+// 8884, beside an external broker's 8883. Loopback by default, like the
+// API; edges on the LAN need it opened (0.0.0.0:8884).
+const DefaultMQTTTLSListen = "127.0.0.1:8884"
+
 // Validate names the first bad field.
 func (c *Config) Validate() error {
 	if c.DatabaseURL == "" && c.DataDir == "" {
@@ -84,6 +114,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") {
 		return usageError{"--database-url must be a postgres:// URL"}
+	}
+	if c.KEK != "" && c.KEKFile != "" {
+		return usageError{"set SVC_KEK or --kek-file (SVC_KEK_FILE), not both"}
 	}
 	if _, err := c.level(); err != nil {
 		return err
@@ -99,10 +132,30 @@ func (c *Config) Validate() error {
 		if u.User != nil {
 			return usageError{"--mqtt-url: put credentials in --mqtt-username and --mqtt-password, not in the URL"}
 		}
+		if (u.Scheme == "tcp" || u.Scheme == "ws") && !protocol.Loopback(u.Hostname()) {
+			return usageError{fmt.Sprintf("--mqtt-url %q: plain MQTT sends the password in clear, so it may reach a broker on this machine only (localhost, 127.0.0.1, ::1); use ssl:// or wss:// (and --mqtt-ca)", c.MQTTURL)}
+		}
 	}
-	if c.MQTTURL == "" && c.MQTTListen != "" {
-		if _, _, err := net.SplitHostPort(c.MQTTListen); err != nil {
-			return usageError{fmt.Sprintf("--mqtt-listen %q: want host:port", c.MQTTListen)}
+	if c.serve && c.MQTTURL == "" {
+		if c.MQTTListen == "" && c.MQTTTLSListen == "" {
+			return usageError{"--mqtt-listen and --mqtt-tls-listen are both empty: the embedded broker needs one (or --mqtt-url off)"}
+		}
+		if c.MQTTListen != "" {
+			if _, _, err := net.SplitHostPort(c.MQTTListen); err != nil {
+				return usageError{fmt.Sprintf("--mqtt-listen %q: want host:port", c.MQTTListen)}
+			}
+			if !protocol.LoopbackAddr(c.MQTTListen) {
+				return usageError{fmt.Sprintf("--mqtt-listen %q: plain MQTT may listen on a loopback address only (127.0.0.1, ::1, localhost), "+
+					"since it carries passwords in clear; edges on the LAN connect over TLS: set --mqtt-tls-listen (e.g. 0.0.0.0:8884)", c.MQTTListen)}
+			}
+		}
+		if c.MQTTTLSListen != "" {
+			if _, _, err := net.SplitHostPort(c.MQTTTLSListen); err != nil {
+				return usageError{fmt.Sprintf("--mqtt-tls-listen %q: want host:port", c.MQTTTLSListen)}
+			}
+		}
+		if (c.MQTTTLSCert == "") != (c.MQTTTLSKey == "") {
+			return usageError{"--mqtt-tls-cert and --mqtt-tls-key go together"}
 		}
 	}
 	return nil
@@ -133,6 +186,12 @@ func (c *Config) limits() (map[cloud.Plan]int, error) {
 }
 
 func (c *Config) sqlitePath() string { return filepath.Join(c.DataDir, "cloud.db") }
+
+// tlsDir is where the embedded broker's CA and certificate are made.
+func (c *Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
+
+// kekPath is where the embedded default keeps its key-encryption key.
+func (c *Config) kekPath() string { return filepath.Join(c.DataDir, "kek") }
 
 func (c *Config) logger(w *os.File) *slog.Logger {
 	l, _ := c.level()

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"slices"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/broker"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // edgeFile is the appliance's configuration file as edge/config reads it
@@ -31,6 +34,7 @@ type edgeFile struct {
 		URL      string `json:"url"`
 		Username string `json:"username"`
 		Password string `json:"password"`
+		CA       string `json:"ca,omitempty"` // PEM: the CA that verifies an ssl:// broker
 	} `json:"broker"`
 	DataDir string         `json:"data_dir,omitempty"`
 	Gates   []edgeFileGate `json:"gates"`
@@ -48,9 +52,17 @@ type edgeFileGate struct {
 }
 
 type edgeFileReader struct {
-	Kind   string `json:"kind"`
-	Listen string `json:"listen"`
+	Comment string `json:"//,omitempty"`
+	Kind    string `json:"kind"`
+	Listen  string `json:"listen"`
 }
+
+// readerComment says, in the generated file, how to open a reader to the
+// LAN: readers listen on loopback unless the installer says otherwise,
+// since anyone who can reach the port can present a pass to the gate.
+const readerComment = "Loopback only: a reader on this machine. To take passes from a reader on the LAN, " +
+	"set listen to this appliance's LAN address (or 0.0.0.0) and port, and let only the reader reach it " +
+	"(a firewall rule or a VLAN): whoever can connect can present a pass to this gate."
 
 // Where the generated file starts numbering: a TCP reader per gate on
 // port 9001 and up, a simulated relay pin per gate from SIM17 (make run
@@ -62,16 +74,16 @@ const (
 
 // edgeConfig is the configuration of an appliance for the edge at the
 // gates, in the order they were made.
-func edgeConfig(e cloud.Edge, password, broker string, gates []cloud.Gate) edgeFile {
+func edgeConfig(e cloud.Edge, password string, broker edgeBroker, gates []cloud.Gate) edgeFile {
 	var f edgeFile
 	f.Site.Mode, f.Site.OrgID, f.Site.SiteID = string(e.Tenant.Mode), e.Tenant.OrgID, e.SiteID
 	f.EdgeID = e.ID
-	f.Broker.URL, f.Broker.Username, f.Broker.Password = broker, e.Username, password
+	f.Broker.URL, f.Broker.Username, f.Broker.Password, f.Broker.CA = broker.URL, e.Username, password, string(broker.CA)
 	f.Gates = []edgeFileGate{}
 	for i, g := range gates {
 		var fg edgeFileGate
 		fg.GateID = g.ID
-		fg.Readers = []edgeFileReader{{Kind: "tcp", Listen: fmt.Sprintf("0.0.0.0:%d", firstReaderPort+i)}}
+		fg.Readers = []edgeFileReader{{Comment: readerComment, Kind: "tcp", Listen: fmt.Sprintf("127.0.0.1:%d", firstReaderPort+i)}}
 		fg.Relay.Pin, fg.Relay.Pulse = fmt.Sprintf("SIM%d", firstRelayPin+i), "500ms"
 		fg.WhenStale = "fail_secure"
 		f.Gates = append(f.Gates, fg)
@@ -107,8 +119,10 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	mode := fs.String("mode", "", "live or test")
 	site := fs.String("site", "", "ID of the site the edge serves")
 	name := fs.String("name", cloud.DefaultEdgeName, "name of the edge")
-	broker := fs.String("broker", env("SVC_EDGE_BROKER_URL", "tcp://"+DefaultMQTTListen),
-		"URL of the MQTT broker the edge connects to (env SVC_EDGE_BROKER_URL)")
+	brokerURL := fs.String("broker", env("SVC_EDGE_BROKER_URL", "ssl://"+DefaultMQTTTLSListen),
+		"URL of the MQTT broker the edge connects to: ssl:// (TLS), or tcp:// to a broker on the appliance itself (env SVC_EDGE_BROKER_URL)")
+	brokerCA := fs.String("broker-ca", env("SVC_EDGE_BROKER_CA", ""),
+		"PEM file of the CA that verifies an ssl:// broker, put in the configuration; empty: the embedded broker's CA under --data (made if missing); system: the appliance's own roots (env SVC_EDGE_BROKER_CA)")
 	asJSON := fs.Bool("json", false, "print {\"id\", \"username\", \"password\", \"config\"}")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
@@ -121,13 +135,35 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	case !ids.Valid(ids.Site, *site):
 		return usageError{fmt.Sprintf("edges create: --site %q: want a site ID (site_...)", *site)}
 	}
-	if u, err := url.Parse(*broker); err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "ssl", "ws", "wss"}, u.Scheme) || u.User != nil {
-		return usageError{fmt.Sprintf("edges create: --broker %q: want tcp://, ssl://, ws:// or wss:// and a host, without credentials", *broker)}
+	u, err := url.Parse(*brokerURL)
+	if err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "ssl", "ws", "wss"}, u.Scheme) || u.User != nil {
+		return usageError{fmt.Sprintf("edges create: --broker %q: want tcp://, ssl://, ws:// or wss:// and a host, without credentials", *brokerURL)}
 	}
+	tlsURL := u.Scheme == "ssl" || u.Scheme == "wss"
+	switch {
+	case !tlsURL && !protocol.Loopback(u.Hostname()):
+		return usageError{fmt.Sprintf("edges create: --broker %q: plain MQTT sends the password in clear, so only to a broker on the appliance itself; use ssl://", *brokerURL)}
+	case !tlsURL && *brokerCA != "":
+		return usageError{"edges create: --broker-ca is for an ssl:// or wss:// broker"}
+	}
+	eb := edgeBroker{URL: *brokerURL}
 	t := cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}
 	var file edgeFile
 	var e cloud.Edge
-	err := withService(ctx, &cfg, func(svc *cloud.Service) error {
+	switch {
+	case !tlsURL || *brokerCA == "system":
+	case *brokerCA != "":
+		if eb.CA, err = readCA(*brokerCA); err != nil {
+			return fmt.Errorf("edges create: --broker-ca: %w", err)
+		}
+	default:
+		certs, err := broker.EnsureCerts(cfg.tlsDir(), nil, time.Now())
+		if err != nil {
+			return fmt.Errorf("edges create: the embedded broker's CA: %w (or give --broker-ca)", err)
+		}
+		eb.CA = certs.CA
+	}
+	err = withService(ctx, &cfg, func(svc *cloud.Service) error {
 		if _, err := svc.Store().Site(ctx, t, *site); errors.Is(err, cloud.ErrNotFound) {
 			return fmt.Errorf("edges create: organisation %s has no %s-mode site %s", *org, *mode, *site)
 		} else if err != nil {
@@ -141,10 +177,20 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 			return fmt.Errorf("edges create: site %s has no gates; an appliance serves at least one, so create them first", *site)
 		}
 		var secret string
-		if e, secret, err = svc.CreateEdge(ctx, t, *site, *name); err != nil {
+		e, secret, err = svc.CreateEdge(ctx, t, *site, *name)
+		if errors.Is(err, cloud.ErrSiteHasEdge) {
+			active, lerr := activeEdges(ctx, svc, t, *site)
+			if lerr != nil {
+				return lerr
+			}
+			return fmt.Errorf("edges create: site %s already has edge %s: a site has one appliance, so that a single-use pass "+
+				"works once at the site; to replace it, revoke it first (svc-cloud edges revoke --org %s --mode %s --edge-id %s)",
+				*site, strings.Join(active, ", "), *org, *mode, active[0])
+		}
+		if err != nil {
 			return err
 		}
-		file = edgeConfig(e, secret, *broker, gates)
+		file = edgeConfig(e, secret, eb, gates)
 		return nil
 	})
 	if err != nil {
@@ -180,6 +226,59 @@ type edgeRow struct {
 	Outbox     int        `json:"outbox"`
 	Software   string     `json:"software"`
 	CreatedAt  time.Time  `json:"created_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// activeEdges returns the IDs of the site's edges that are not revoked.
+func activeEdges(ctx context.Context, svc *cloud.Service, t cloud.Tenant, siteID string) ([]string, error) {
+	edges, err := svc.Edges(ctx, t, siteID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range edges {
+		if e.RevokedAt == nil {
+			out = append(out, e.ID)
+		}
+	}
+	return out, nil
+}
+
+// edgesRevoke revokes an edge: the appliance can no longer connect, sync
+// or send facts, and its site may have a new one.
+func edgesRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("edges revoke", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	org := fs.String("org", "", "organisation ID")
+	mode := fs.String("mode", "", "live or test")
+	id := fs.String("edge-id", "", "ID of the edge to revoke")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	switch {
+	case *org == "":
+		return usageError{"edges revoke: --org is required"}
+	case !cloud.Mode(*mode).Valid():
+		return usageError{fmt.Sprintf("edges revoke: --mode %q: want live or test", *mode)}
+	case !ids.Valid(ids.Edge, *id):
+		return usageError{fmt.Sprintf("edges revoke: --edge-id %q: want an edge ID (edge_...)", *id)}
+	}
+	var e cloud.Edge
+	err := withService(ctx, &cfg, func(svc *cloud.Service) (err error) {
+		e, err = svc.RevokeEdge(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, *id)
+		return err
+	})
+	if errors.Is(err, cloud.ErrNotFound) {
+		return fmt.Errorf("edges revoke: organisation %s has no %s-mode edge %s", *org, *mode, *id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked %s (%s) at %s: the embedded broker disconnects it within seconds and the cloud refuses "+
+		"its facts and resyncs; on Mosquitto, also remove it from the password and ACL files (docs/decisions.md)\n",
+		e.ID, e.Name, e.RevokedAt.UTC().Format(time.RFC3339))
+	return nil
 }
 
 // edgesList prints the organisation's edges and what the cloud knows of
@@ -215,27 +314,44 @@ func edgesList(ctx context.Context, args []string, stdout io.Writer, stderr *os.
 	if *asJSON {
 		rows := make([]edgeRow, 0, len(edges))
 		for _, e := range edges {
-			rows = append(rows, edgeRow{e.ID, e.SiteID, e.Name, e.State, e.StateSince, e.LastSeenAt, e.Seq, e.Outbox, e.Software, e.CreatedAt})
+			rows = append(rows, edgeRow{e.ID, e.SiteID, e.Name, e.State, e.StateSince, e.LastSeenAt, e.Seq, e.Outbox, e.Software, e.CreatedAt,
+				e.RevokedAt})
 		}
 		return json.NewEncoder(stdout).Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EDGE\tSITE\tNAME\tSTATE\tLAST SEEN\tSEQ\tOUTBOX")
+	active := map[string]int{} // site → edges not revoked
 	for _, e := range edges {
 		seen := "never"
 		if e.LastSeenAt != nil {
 			seen = e.LastSeenAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.ID, e.SiteID, e.Name, e.State, seen, e.Seq, e.Outbox)
+		state := e.State
+		if e.RevokedAt != nil {
+			state = "revoked"
+		} else {
+			active[e.SiteID]++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\n", e.ID, e.SiteID, e.Name, state, seen, e.Seq, e.Outbox)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, site := range slices.Sorted(maps.Keys(active)) {
+		if active[site] > 1 { // made before one appliance per site was the rule
+			fmt.Fprintf(stdout, "warning: site %s has %d edges that are not revoked: a single-use pass may be used once at each; "+
+				"revoke all but one (docs/decisions.md, \"One appliance per site\")\n", site, active[site])
+		}
+	}
+	return nil
 }
 
 // demoEdge enrols an edge for the demo organisation's first test-mode site
 // and writes its appliance's configuration to path (mode 0600), unless the
 // file exists: make run starts svc-edge with it. The edge keeps its state
 // in the directory "edge" beside the file.
-func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path, broker string) error {
+func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path string, broker edgeBroker) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -259,16 +375,25 @@ func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path, broker s
 		return fmt.Errorf("demo edge: %w", err)
 	}
 	e, secret, err := svc.CreateEdge(ctx, t, site.ID, "Demo edge")
+	if errors.Is(err, cloud.ErrSiteHasEdge) {
+		// The demo edge's file is gone but its edge is not: a site has one
+		// appliance, so the old demo edge is revoked for the new one.
+		active, lerr := activeEdges(ctx, svc, t, site.ID)
+		if lerr != nil {
+			return fmt.Errorf("demo edge: %w", lerr)
+		}
+		for _, id := range active {
+			if _, err := svc.RevokeEdge(ctx, t, id); err != nil {
+				return fmt.Errorf("demo edge: %w", err)
+			}
+		}
+		e, secret, err = svc.CreateEdge(ctx, t, site.ID, "Demo edge")
+	}
 	if err != nil {
 		return fmt.Errorf("demo edge: %w", err)
 	}
 	file := edgeConfig(e, secret, broker, gates)
 	file.DataDir = "edge"
-	for i := range file.Gates { // the demo's readers take lines from this machine only
-		for j := range file.Gates[i].Readers {
-			file.Gates[i].Readers[j].Listen = strings.Replace(file.Gates[i].Readers[j].Listen, "0.0.0.0:", "127.0.0.1:", 1)
-		}
-	}
 	raw, _ := json.MarshalIndent(file, "", "  ")
 	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
 		return fmt.Errorf("demo edge: %w", err)

@@ -1,6 +1,6 @@
 // Command svc-cloud runs the cloud API and its administrative commands:
-// serve, seed, keys create, keys revoke, edges create and edges list. It holds flags
-// and wiring only.
+// serve, seed, keys create, keys revoke, edges create, edges list, passkeys
+// rotate and kek rotate. It holds flags and wiring only.
 package main
 
 import (

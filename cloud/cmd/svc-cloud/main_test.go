@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/shared/ids"
@@ -43,6 +44,15 @@ type seedOutput struct {
 	Test           cloud.SeedMode `json:"test"`
 }
 
+// openData opens the SQLite store svc-cloud keeps in dir, with the
+// key-encryption key it made there.
+func openData(t testing.TB, dir string) (*sqlite.Store, error) {
+	t.Helper()
+	keys, err := kek.LoadFile(filepath.Join(dir, "kek"))
+	require.NoError(t, err)
+	return sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"), keys)
+}
+
 func runCLI(t *testing.T, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
@@ -64,7 +74,7 @@ func TestSeed_JSONShape(t *testing.T) {
 	require.True(t, strings.HasPrefix(first.Keys.PublishableLive, "svc_pk_live_"))
 	require.True(t, strings.HasPrefix(first.Keys.PublishableTest, "svc_pk_test_"))
 
-	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err := openData(t, dir)
 	require.NoError(t, err)
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
@@ -135,7 +145,7 @@ func TestKeys_CreateAndRevoke(t *testing.T) {
 		"--mode", "test", "--kind", "secret", "--scopes", "people:read,sites:read", "--json")), &created))
 	require.True(t, ids.Valid(ids.Key, created.ID))
 
-	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err := openData(t, dir)
 	require.NoError(t, err)
 	svc := cloud.NewService(store, time.Now)
 	p, err := svc.Authenticate(context.Background(), created.Key)
@@ -144,7 +154,7 @@ func TestKeys_CreateAndRevoke(t *testing.T) {
 	store.Close()
 
 	runCLI(t, "keys", "revoke", "--data", dir, "--org", seed.OrganisationID, "--key-id", created.ID)
-	store, err = sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err = openData(t, dir)
 	require.NoError(t, err)
 	defer store.Close()
 	_, err = cloud.NewService(store, time.Now).Authenticate(context.Background(), created.Key)
@@ -167,6 +177,12 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--rate-limits", "pro=fast"},
 		{"serve", "--data", dir, "--log-level", "loud"},
 		{"serve", "--database-url", "mysql://x"},
+		{"serve", "--data", dir, "--mqtt-listen", "0.0.0.0:1884"},
+		{"serve", "--data", dir, "--mqtt-listen", ":1884"},
+		{"serve", "--data", dir, "--mqtt-listen", "192.0.2.10:1884"},
+		{"serve", "--data", dir, "--mqtt-listen", "", "--mqtt-tls-listen", ""},
+		{"serve", "--data", dir, "--mqtt-tls-cert", "broker.crt"},
+		{"serve", "--data", dir, "--mqtt-url", "tcp://mqtt.example.com:1883"},
 		{"seed", "extra"},
 	}
 	for _, args := range cases {
@@ -181,7 +197,7 @@ func TestCLI_UsageErrors(t *testing.T) {
 // process, waits for it to answer, sends SIGTERM and expects exit code 0.
 func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--demo")
+	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0", "--demo")
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -218,8 +234,11 @@ func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "test", edgeCfg.Site.Mode)
 	require.Equal(t, filepath.Join(dir, "edge"), edgeCfg.DataDir)
-	require.Regexp(t, `^tcp://127\.0\.0\.1:[1-9][0-9]*$`, edgeCfg.Broker.URL)
-	require.NotEqual(t, "tcp://127.0.0.1:0", edgeCfg.Broker.URL, "the broker's real port")
+	require.Regexp(t, `^ssl://127\.0\.0\.1:[1-9][0-9]*$`, edgeCfg.Broker.URL, "the demo edge connects over TLS")
+	require.NotEqual(t, "ssl://127.0.0.1:0", edgeCfg.Broker.URL, "the broker's real port")
+	ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
+	require.NoError(t, err)
+	require.Equal(t, ca, edgeCfg.Broker.CA, "with the CA made under the data directory")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, cmd.Wait(), "exit status after SIGTERM")
@@ -247,16 +266,20 @@ func TestEdges_Create(t *testing.T) {
 	require.NoError(t, err, "the appliance loads the configuration:\n%s", created.Config)
 	require.Equal(t, protocol.Site{Mode: "test", OrgID: seed.OrganisationID, SiteID: site.ID}, cfg.Site)
 	require.Equal(t, created.ID, cfg.EdgeID)
-	require.Equal(t, config.Broker{URL: "ssl://mqtt.example.com:8883", Username: created.Username, Password: created.Password}, cfg.Broker)
+	ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
+	require.NoError(t, err, "the embedded broker's CA, made for the configuration")
+	require.Equal(t, config.Broker{URL: "ssl://mqtt.example.com:8883", Username: created.Username, Password: created.Password, CA: ca}, cfg.Broker)
 	require.Len(t, cfg.Gates, len(site.Gates))
 	for i, g := range cfg.Gates {
 		require.Equal(t, site.Gates[i], g.ID, "the site's gates, oldest first")
-		require.Equal(t, []config.Reader{{Kind: config.TCP, Listen: fmt.Sprintf("0.0.0.0:%d", 9001+i)}}, g.Readers)
+		require.Equal(t, []config.Reader{{Kind: config.TCP, Listen: fmt.Sprintf("127.0.0.1:%d", 9001+i)}}, g.Readers,
+			"readers listen on loopback unless the installer opens them")
 		require.Equal(t, fmt.Sprintf("SIM%d", 17+i), g.Relay.Pin)
 		require.Equal(t, config.FailSecure, g.WhenStale)
 	}
+	require.Contains(t, string(created.Config), "To take passes from a reader on the LAN", "the file says how to open a reader to the LAN")
 
-	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "cloud.db"))
+	store, err := openData(t, dir)
 	require.NoError(t, err)
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
@@ -281,7 +304,8 @@ func TestEdges_CreateHumanOutput(t *testing.T) {
 	require.Positive(t, start)
 	cfg, err := config.Parse([]byte(out[start:]), config.Options{})
 	require.NoError(t, err)
-	require.Equal(t, "tcp://"+DefaultMQTTListen, cfg.Broker.URL, "the default broker")
+	require.Equal(t, "ssl://"+DefaultMQTTTLSListen, cfg.Broker.URL, "the default broker: the embedded one over TLS")
+	require.NotEmpty(t, cfg.Broker.CA, "with its CA")
 	require.Equal(t, strings.TrimPrefix(lines[1], "broker username: "), cfg.Broker.Username)
 }
 
@@ -309,6 +333,8 @@ func TestEdges_CreateErrors(t *testing.T) {
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live"},
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "http://x"},
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://u:p@x:1883"},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://192.0.2.10:1884"},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://127.0.0.1:1884", "--broker-ca", "system"},
 		{"edges"},
 	} {
 		var out bytes.Buffer
@@ -354,4 +380,53 @@ func TestEdges_List(t *testing.T) {
 		var ue usageError
 		require.ErrorAs(t, run(context.Background(), args, io.Discard, os.Stderr), &ue, "svc-cloud %v", args)
 	}
+}
+
+// A site has one appliance: a second edges create is refused and says how
+// to replace the first; edges revoke frees the site, and edges list shows
+// the revoked edge as such.
+func TestEdges_OnePerSiteAndRevoke(t *testing.T) {
+	dir := t.TempDir()
+	var seed seedOutput
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "seed", "--data", dir, "--json")), &seed))
+	site := seed.Test.Sites[0]
+	create := func() (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "test",
+			"--site", site.ID, "--json"}, &out, os.Stderr)
+		var created struct {
+			ID string `json:"id"`
+		}
+		if err == nil {
+			require.NoError(t, json.Unmarshal(out.Bytes(), &created))
+		}
+		return created.ID, err
+	}
+	first, err := create()
+	require.NoError(t, err)
+	_, err = create()
+	require.ErrorContains(t, err, "already has edge "+first)
+	require.ErrorContains(t, err, "svc-cloud edges revoke --org "+seed.OrganisationID+" --mode test --edge-id "+first)
+
+	out := runCLI(t, "edges", "revoke", "--data", dir, "--org", seed.OrganisationID, "--mode", "test", "--edge-id", first)
+	require.Contains(t, out, "revoked "+first)
+	second, err := create()
+	require.NoError(t, err, "the site takes a new appliance once the old one is revoked")
+
+	var rows []struct {
+		ID        string     `json:"id"`
+		RevokedAt *time.Time `json:"revoked_at"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test",
+		"--site", site.ID, "--json")), &rows))
+	require.Len(t, rows, 2)
+	require.Equal(t, first, rows[0].ID)
+	require.NotNil(t, rows[0].RevokedAt)
+	require.Equal(t, second, rows[1].ID)
+	require.Nil(t, rows[1].RevokedAt)
+	require.Contains(t, runCLI(t, "edges", "list", "--data", dir, "--org", seed.OrganisationID, "--mode", "test"), "revoked")
+
+	err = run(context.Background(), []string{"edges", "revoke", "--data", dir, "--org", seed.OrganisationID, "--mode", "live",
+		"--edge-id", second}, &bytes.Buffer{}, os.Stderr)
+	require.ErrorContains(t, err, "has no live-mode edge")
 }

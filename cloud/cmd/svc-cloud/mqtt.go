@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
@@ -13,39 +18,158 @@ import (
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
+// edgeBroker is how an edge reaches the broker svc-cloud uses: what an
+// edge's configuration file names (its URL, and the CA that verifies it,
+// PEM, or none for plain MQTT or the system's roots).
+type edgeBroker struct {
+	URL string
+	CA  []byte
+}
+
 // syncParts returns the parts that connect svc-cloud to its edges: the
 // embedded broker unless an external one is configured, and the cloud half
 // of the sync. Each is a Run(ctx) error.
-func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.Logger) ([]func(context.Context) error, string, error) {
+func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.Logger) ([]func(context.Context) error, edgeBroker, error) {
 	if cfg.MQTTURL == "off" {
-		return nil, "", nil
+		return nil, edgeBroker{}, nil
 	}
 	var parts []func(context.Context) error
 	url, user, pass := cfg.MQTTURL, cfg.MQTTUsername, cfg.MQTTPassword
+	var ca []byte
+	if cfg.MQTTCA != "" {
+		var err error
+		if ca, err = readCA(cfg.MQTTCA); err != nil {
+			return nil, edgeBroker{}, fmt.Errorf("--mqtt-ca: %w", err)
+		}
+	}
+	eb := edgeBroker{URL: url, CA: ca}
 	if url == "" {
 		p, err := edgesync.CloudPassword(ctx, svc)
 		if err != nil {
-			return nil, "", err
+			return nil, edgeBroker{}, err
 		}
-		b, err := broker.New(broker.Config{Listen: cfg.MQTTListen, Auth: edgesync.Authenticator(svc, p), Logger: log.With("part", "broker")})
+		bc := broker.Config{Listen: cfg.MQTTListen, TLSListen: cfg.MQTTTLSListen, Auth: edgesync.Authenticator(svc, p),
+			Revoked: svc.RevokedEdges, Logger: log.With("part", "broker")}
+		if cfg.MQTTTLSListen != "" {
+			if bc.TLS, ca, err = brokerTLS(cfg, log); err != nil {
+				return nil, edgeBroker{}, err
+			}
+		}
+		b, err := broker.New(bc)
 		if err != nil {
-			return nil, "", fmt.Errorf("embedded broker on %s: %w (set --mqtt-listen, or --mqtt-url for an external broker)", cfg.MQTTListen, err)
+			return nil, edgeBroker{}, fmt.Errorf("embedded broker: %w (set --mqtt-listen and --mqtt-tls-listen, or --mqtt-url for an external broker)", err)
 		}
 		parts = append(parts, b.Run)
-		url, user, pass = "tcp://"+b.Addr(), edgesync.CloudUsername, p
+		user, pass = edgesync.CloudUsername, p
+		// The cloud's own half takes the plain listener on loopback when
+		// there is one; edges take TLS when there is one.
+		if b.Addr() != "" {
+			url = "tcp://" + b.Addr()
+		} else {
+			url = "ssl://" + local(b.TLSAddr())
+		}
+		eb = edgeBroker{URL: url}
+		if b.TLSAddr() != "" {
+			eb = edgeBroker{URL: "ssl://" + local(b.TLSAddr()), CA: ca}
+		}
+	}
+	var tc *tls.Config
+	if strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "wss://") {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		if len(ca) > 0 {
+			tc.RootCAs = x509.NewCertPool()
+			tc.RootCAs.AppendCertsFromPEM(ca)
+		}
 	}
 	host, _ := os.Hostname()
 	id := make([]byte, 6)
 	rand.Read(id)
 	half, err := mqttsync.NewCloud(mqttsync.CloudConfig{
-		BrokerURL: url, Username: user, Password: pass,
+		BrokerURL: url, Username: user, Password: pass, TLS: tc,
 		ClientID: fmt.Sprintf("svc-cloud-%s-%x", host, id),
 		Store:    edgesync.Store{Service: svc}, Logger: log.With("part", "sync"),
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, edgeBroker{}, err
 	}
 	svc.OnChange(half.Notify)
 	parts = append(parts, half.Run)
-	return parts, url, nil
+	return parts, eb, nil
+}
+
+// brokerTLS is the embedded broker's TLS configuration and the CA that
+// verifies it: the configured certificate (its file's certificates stand
+// for the CA: the cloud's own half trusts them), or the CA and certificate
+// kept under DATA/tls, made or renewed as broker.EnsureCerts says.
+func brokerTLS(cfg *Config, log *slog.Logger) (*tls.Config, []byte, error) {
+	if cfg.MQTTTLSCert != "" {
+		tc, err := broker.ServerTLS(cfg.MQTTTLSCert, cfg.MQTTTLSKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		ca, err := readCA(cfg.MQTTTLSCert)
+		return tc, ca, err
+	}
+	if err := secureDataDir(cfg.DataDir, log); err != nil {
+		return nil, nil, err
+	}
+	certs, err := broker.EnsureCerts(cfg.tlsDir(), certHosts(cfg), time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range certs.Made {
+		log.Info("made a broker TLS file", "path", f)
+	}
+	tc, err := broker.ServerTLS(certs.CertFile, certs.KeyFile)
+	return tc, certs.CA, err
+}
+
+// certHosts are the names and addresses the made certificate covers
+// beside localhost: --mqtt-tls-hosts, the TLS listener's host, and when it
+// listens on every interface this machine's name and addresses.
+func certHosts(cfg *Config) []string {
+	var hosts []string
+	for _, h := range strings.Split(cfg.MQTTTLSHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	host, _, _ := net.SplitHostPort(cfg.MQTTTLSListen)
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return append(hosts, host)
+	}
+	if name, err := os.Hostname(); err == nil {
+		hosts = append(hosts, name)
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && !n.IP.IsLinkLocalUnicast() {
+				hosts = append(hosts, n.IP.String())
+			}
+		}
+	}
+	return hosts
+}
+
+// local is a listener's address as a client on this machine dials it:
+// a listener on every interface (0.0.0.0, ::) is reached at 127.0.0.1,
+// which the made certificate names.
+func local(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// readCA reads a PEM file of certificates.
+func readCA(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return b, nil
 }

@@ -1,7 +1,7 @@
 // Package postgrestest opens PostgreSQL stores for tests, each on a fresh
 // schema of its own that is dropped when the test ends.
 //
-// It may import cloud/postgres, pgx and the standard library.
+// It may import cloud/postgres, cloud/kek, pgx and the standard library.
 package postgrestest
 
 import (
@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/svc-vms/svc/cloud/kek"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 )
 
@@ -64,15 +66,22 @@ func NewSchema(t testing.TB, url string) string {
 	return schema
 }
 
-// OpenIn opens a Store whose connections use schema.
+// OpenIn opens a Store whose connections use schema, with the test KEK
+// (kektest).
 func OpenIn(t testing.TB, url, schema string) (*postgres.Store, error) {
+	t.Helper()
+	return OpenInWith(t, url, schema, kektest.Ring())
+}
+
+// OpenInWith is OpenIn with a KEK ring of the test's.
+func OpenInWith(t testing.TB, url, schema string, keys *kek.Ring) (*postgres.Store, error) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatalf("parse %s: %v", url, err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	return postgres.OpenConfig(context.Background(), cfg)
+	return postgres.OpenConfig(context.Background(), cfg, keys)
 }
 
 // New opens a Store on a fresh schema, closed before the schema is dropped.

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate/qrdecode"
@@ -26,6 +27,10 @@ const usage = `usage:
   svc-edge qr decode FILE...        print the text of the QR code in each image (PNG or JPEG), one line each
   svc-edge config check [--config FILE]
                                     load and validate a config file, print it resolved with secrets hidden
+  svc-edge cache check [--config FILE]
+                                    read the cache file without changing it; exit 1 when it is damaged
+  svc-edge cache reset [--config FILE] [--force]
+                                    move a damaged cache file aside and start a new one with the facts it still holds
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 // defaultConfig is where the appliance's image puts the config file.
@@ -84,6 +89,13 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case "config":
 		if len(args) > 1 && args[1] == "check" {
 			return configCheck(args[2:], stdout, stderr)
+		}
+	case "cache":
+		if len(args) > 1 && args[1] == "check" {
+			return cacheCheck(args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "reset" {
+			return cacheReset(args[2:], stdout, stderr, time.Now())
 		}
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)

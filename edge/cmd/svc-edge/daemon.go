@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,7 +48,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	var half atomic.Pointer[mqttsync.Edge]
 	deps.NewSyncer = func(c *cache.Cache) (edge.Syncer, error) {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
-			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password,
+			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
 			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software,
 		})
 		if err != nil {
@@ -67,7 +68,12 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return app.Run(ctx)
+	if err := app.Run(ctx); errors.Is(err, cache.ErrDamaged) {
+		return fmt.Errorf("%w\n%s", err, damagedHelp(*path))
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // defaultGCPercent is the daemon's GOGC unless the environment sets one.

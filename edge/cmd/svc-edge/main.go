@@ -2,7 +2,8 @@
 // edge package's App with the sync/mqttsync edge half), status and scan
 // (clients of the running daemon's local HTTP API), and the installer's
 // checks, qr decode (is a camera in focus?) and config check (will this
-// file do?). It holds flags and wiring only.
+// file do?), and cache check and cache reset for a damaged cache file. It
+// holds flags and wiring only.
 package main
 
 import (

@@ -117,6 +117,7 @@ func TestConfigCheck_Problems(t *testing.T) {
 	bad = strings.Replace(bad, `"GPIO22"`, `"GPIO17"`, 1)
 	bad = strings.Replace(bad, `"when_stale": "fail_open"`, `"when_stale": "open", "colour": "red"`, 1)
 	bad = strings.Replace(bad, `"password_file": "broker-password"`, `"password": "hunter2"`, 1)
+	bad = strings.Replace(bad, ",\n    \"ca_file\": \"broker-ca.pem\"", "", 1) // not beside the copy
 	require.NoError(t, os.WriteFile(path, []byte(bad), 0o600))
 
 	code, out, errOut := runCLI(t, "config", "check", "--config", path)

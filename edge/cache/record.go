@@ -1,0 +1,238 @@
+package cache
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// record is one call of Record waiting for its commit.
+type record struct {
+	change LocalChange
+	fact   protocol.Fact
+	visits []protocol.Visit // normalized and checked
+	us     []uid            // the visits' uids, each once
+	row    outboxRow        // but Fact, encoded at commit with the counter
+
+	stored protocol.Fact
+	err    error
+	done   chan struct{} // closed when committed or failed
+	lead   chan struct{} // closed when this call is to commit the queue
+}
+
+// Record stores what a gate did, in one transaction: the visits of
+// change, and fact appended to the outbox with the next counter of this
+// edge; a punch fact also becomes its person's last punch (LastPunch), and
+// change.RestorePunch puts one back. It returns once the transaction is
+// committed and fsync'd, with the fact as stored (counter, edge and
+// version set); an empty fact.EdgeID is the cache's. Nothing is stored
+// when it fails: with an error wrapping protocol.ErrInvalid for an invalid
+// fact or visit, ErrEdgeMismatch for a fact of another edge, ErrNoEdge
+// when the cache knows no edge, ErrDuplicateFact when the fact's ID is
+// already waiting, or bbolt's error.
+//
+// Records made while another commit is under way wait for it and are then
+// committed together, in one transaction (a group commit): gates scanning
+// at once share an fsync instead of queueing for one each. Each record is
+// still whole or absent: one that cannot be stored fails alone, and when
+// a shared transaction fails its records are committed one by one.
+func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, error) {
+	r, err := c.prepareRecord(change, fact)
+	if err != nil {
+		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+	}
+	c.group.Lock()
+	c.queue = append(c.queue, r)
+	if c.leading {
+		c.group.Unlock()
+		select {
+		case <-r.done:
+			return r.stored, r.err
+		case <-r.lead: // the commit before ended with this record first in the queue
+		}
+	} else {
+		c.leading = true
+		c.group.Unlock()
+	}
+	c.group.Lock()
+	batch := c.queue
+	c.queue = nil
+	c.group.Unlock()
+
+	c.commitRecords(batch)
+
+	c.group.Lock()
+	if len(c.queue) > 0 {
+		close(c.queue[0].lead) // the next commit is theirs
+	} else {
+		c.leading = false
+	}
+	c.group.Unlock()
+	return r.stored, r.err
+}
+
+// prepareRecord checks what can be checked before the commit.
+func (c *Cache) prepareRecord(change LocalChange, fact protocol.Fact) (*record, error) {
+	switch {
+	case c.edgeID == "":
+		return nil, ErrNoEdge
+	case fact.EdgeID == "":
+		fact.EdgeID = c.edgeID
+	case fact.EdgeID != c.edgeID:
+		return nil, fmt.Errorf("the fact is %s's, this is %s: %w", fact.EdgeID, c.edgeID, ErrEdgeMismatch)
+	}
+	fact.At = fact.At.UTC().Truncate(time.Microsecond) // the protocol's precision: what is returned is what is stored
+	fact.Counter = 1                                   // any: checked now, set at the commit
+	if _, err := protocol.Encode(&fact); err != nil {
+		return nil, err
+	}
+	r := &record{change: change, fact: fact, visits: make([]protocol.Visit, len(change.Visits)),
+		done: make(chan struct{}), lead: make(chan struct{})}
+	for i, v := range change.Visits {
+		v = normalize(v)
+		if err := check(protocol.Change{Visit: &v}); err != nil {
+			return nil, fmt.Errorf("visits[%d]: %w", i, err)
+		}
+		r.visits[i] = v
+		u, _ := visitUID(v.ID)
+		if !slices.Contains(r.us, u) {
+			r.us = append(r.us, u)
+			r.row.Visits = append(r.row.Visits, v.ID)
+		}
+	}
+	return r, nil
+}
+
+// commitRecords commits batch in one transaction, or each record alone
+// when that fails and there are several, and tells every record how it
+// went.
+func (c *Cache) commitRecords(batch []*record) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.commitLocked(batch); err != nil && len(batch) > 1 {
+		for _, r := range batch {
+			if !errors.Is(r.err, ErrDuplicateFact) {
+				r.err = nil
+				_ = c.commitLocked([]*record{r})
+			}
+		}
+	}
+	for _, r := range batch {
+		close(r.done)
+	}
+}
+
+// commitLocked stores the records of batch whose facts are new in one
+// transaction. A record whose fact is already in the outbox fails alone
+// with ErrDuplicateFact. When the transaction fails (or cannot begin),
+// every other record fails with its error, which is returned.
+func (c *Cache) commitLocked(batch []*record) error {
+	e := newEdit(c.view.Load(), c.in)
+	counter := c.counter
+	var next *View
+	var ok []*record
+	err := c.update(func(tx *bolt.Tx) error {
+		ok = ok[:0]
+		counter = c.counter
+		facts := tx.Bucket(bucketFacts)
+		for _, r := range batch {
+			if facts.Get([]byte(r.fact.ID)) != nil {
+				r.err = fmt.Errorf("record fact: fact %s: %w", r.fact.ID, ErrDuplicateFact)
+				continue
+			}
+			counter++
+			if err := c.put(tx, e, r, counter); err != nil {
+				return err
+			}
+			ok = append(ok, r)
+		}
+		if len(ok) == 0 {
+			return nil
+		}
+		if err := tx.Bucket(bucketMeta).Put(metaCounter, u64(counter)); err != nil {
+			return err
+		}
+		var err error
+		next, err = e.done()
+		return err
+	})
+	if err != nil {
+		for _, r := range batch {
+			if !errors.Is(r.err, ErrDuplicateFact) {
+				r.stored, r.err = protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+			}
+		}
+		return err
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	c.counter = counter
+	for _, r := range ok {
+		for _, u := range r.us {
+			c.pending[u]++
+		}
+	}
+	c.view.Store(next)
+	return nil
+}
+
+// put writes one record in tx with the counter given, and into e.
+func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
+	fact := r.fact
+	fact.Counter = counter
+	raw, err := protocol.Encode(&fact)
+	if err != nil {
+		return err
+	}
+	row := r.row
+	row.Fact = raw
+	rowJSON, err := json.Marshal(row)
+	if err != nil {
+		return err
+	}
+	for _, v := range r.visits {
+		if err := c.putVisit(tx, e, v); err != nil {
+			return err
+		}
+	}
+	// Only a cloud version received while the visit is pending may
+	// replace it at the acknowledgement; while it stays pending, the one
+	// received so far is kept.
+	for _, u := range r.us {
+		if c.pending[u] == 0 {
+			if err := tx.Bucket(bucketCloud).Delete([]byte(visitID(u))); err != nil {
+				return err
+			}
+		}
+	}
+	key := u64(counter)
+	if err := tx.Bucket(bucketOutbox).Put(key, rowJSON); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketFacts).Put([]byte(fact.ID), key); err != nil {
+		return err
+	}
+	if fact.Kind == protocol.FactPunch {
+		if err := tx.Bucket(bucketPunches).Put([]byte(fact.PersonID), raw); err != nil {
+			return err
+		}
+		if err := e.putPunch(fact); err != nil {
+			return err
+		}
+	}
+	if rp := r.change.RestorePunch; rp != nil {
+		if err := c.restorePunch(tx, e, rp); err != nil {
+			return err
+		}
+	}
+	e.v.outbox++
+	r.stored, r.err = fact, nil
+	return nil
+}
