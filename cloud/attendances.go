@@ -442,10 +442,19 @@ func (s *Service) punch(ctx context.Context, t Tenant, site Site, e AttendanceEv
 	var isNew bool
 	err = s.store.Attendance(ctx, t, func(tx AttendanceTx) error {
 		var err error
-		out, isNew, err = s.punchIn(ctx, tx, e)
-		return err
+		if out, isNew, err = s.punchIn(ctx, tx, e); err != nil {
+			return err
+		}
+		return respond(ctx, RecordedPunch{Event: out, New: isNew})
 	})
 	return out, isNew, s.committed(l, err)
+}
+
+// RecordedPunch is what RecordPunch answers: the punch, and whether it is
+// new or the one a repeat within PunchRepeat found.
+type RecordedPunch struct {
+	Event AttendanceEvent
+	New   bool
 }
 
 // punchIn stores e in tx unless it repeats a punch, or is a fact's punch
@@ -720,7 +729,7 @@ func (s *Service) catchUp(ctx context.Context, t Tenant) error {
 	if next, ok := s.periodsChecked.Load(t); ok && s.Now().Before(next.(time.Time)) {
 		return nil
 	}
-	_, err := s.ClosePeriods(ctx, t)
+	_, err := s.ClosePeriods(apart(ctx), t)
 	return err
 }
 
@@ -797,6 +806,23 @@ func (s *Service) Timesheet(ctx context.Context, t Tenant, id string) (Timesheet
 	return s.timesheetView(ctx, t, ts)
 }
 
+// timesheetViewIn is timesheetView read inside tx, for the response a
+// write stores with it.
+func timesheetViewIn(tx AttendanceTx, ts Timesheet) (TimesheetView, error) {
+	p, err := tx.Period(ts.PeriodID)
+	if err != nil {
+		return TimesheetView{}, fmt.Errorf("timesheet %s: period: %w", ts.ID, err)
+	}
+	if p.Counts, err = tx.PeriodCounts(p.ID); err != nil {
+		return TimesheetView{}, err
+	}
+	punches, err := tx.Punches(ts.PersonID, p.StartsOn.AddDays(-1), p.EndsOn.AddDays(1))
+	if err != nil {
+		return TimesheetView{}, err
+	}
+	return TimesheetView{Timesheet: ts, Period: p, Days: Summarise(ts.PersonID, punches, p.StartsOn, p.EndsOn)}, nil
+}
+
 func (s *Service) timesheetView(ctx context.Context, t Tenant, ts Timesheet) (TimesheetView, error) {
 	p, err := s.store.TimesheetPeriod(ctx, t, ts.PeriodID)
 	if err != nil {
@@ -864,7 +890,17 @@ func (s *Service) moveTimesheet(ctx context.Context, t Tenant, id, action string
 			}
 		}
 		out = ts
-		return s.timesheetEvents(ctx, ts, events)
+		if err := s.timesheetEvents(ctx, ts, events); err != nil {
+			return err
+		}
+		if replyOf(ctx) == nil {
+			return nil
+		}
+		view, err := timesheetViewIn(tx, ts)
+		if err != nil {
+			return err
+		}
+		return respond(ctx, view)
 	})
 	if err = s.committed(l, err); err != nil {
 		return TimesheetView{}, err
@@ -1098,7 +1134,10 @@ func (s *Service) AddEvidence(ctx context.Context, t Tenant, personID string, in
 			v.Add("kind", "this organisation does not record %s evidence (attendance settings)", kind)
 			return &v
 		}
-		return tx.InsertEvidence(e)
+		if err := tx.InsertEvidence(e); err != nil {
+			return err
+		}
+		return respond(ctx, e)
 	})
 	return e, err
 }

@@ -172,10 +172,17 @@ func (s *Service) CreateBookingType(ctx context.Context, a Actor, in BookingType
 	if err != nil {
 		return BookingTypeView{}, err
 	}
+	view, err := s.bookingTypeView(ctx, bt)
+	if err != nil {
+		return BookingTypeView{}, err
+	}
+	if err := respond(ctx, view); err != nil {
+		return BookingTypeView{}, err
+	}
 	if err := s.store.CreateBookingType(ctx, bt); err != nil {
 		return BookingTypeView{}, fmt.Errorf("create booking type: %w", err)
 	}
-	return s.bookingTypeView(ctx, bt)
+	return view, nil
 }
 
 func (s *Service) planBookingType(ctx context.Context, a Actor, in BookingTypeInput) (BookingType, error) {
@@ -496,10 +503,17 @@ func (s *Service) CreateBooking(ctx context.Context, a Actor, in BookingInput) (
 		b.VisitID = vt.ID
 	}
 	w.Capacity = p.bt.Capacity
+	shown, err := s.shownBooking(ctx, a, b)
+	if err != nil {
+		return Booking{}, err
+	}
+	if err := respond(ctx, shown); err != nil {
+		return Booking{}, err
+	}
 	if err := s.store.CreateBooking(ctx, b, w, now); err != nil {
 		return Booking{}, fmt.Errorf("create booking: %w", err)
 	}
-	return s.Booking(ctx, a, b.ID)
+	return shown, nil
 }
 
 // bookingReceivers are who is told of a booking: its host, its team, or
@@ -617,7 +631,14 @@ func (s *Service) updateBooking(ctx context.Context, a Actor, id string, fn func
 			return err
 		}
 		b.UpdatedAt = now
-		return nil
+		if replyOf(ctx) == nil {
+			return nil
+		}
+		shown, err := s.shownBooking(ctx, a, *b)
+		if err != nil {
+			return err
+		}
+		return respond(ctx, shown)
 	})
 	if err != nil {
 		return Booking{}, err

@@ -24,9 +24,21 @@ var (
 	// state does not allow the action.
 	ErrInvalidState = errors.New("invalid state")
 
-	// ErrIdempotencyInFlight is returned when a request with the same
-	// idempotency key is still being processed.
-	ErrIdempotencyInFlight = errors.New("idempotency key in flight")
+	// ErrIdempotencyKeyUsed is returned when a write (or
+	// Store.PutIdempotencyRecord) would store a response under an
+	// Idempotency-Key that a record from the last IdempotencyWindow already
+	// holds: another request with the key got there first. Nothing was
+	// written; the request replays that record.
+	ErrIdempotencyKeyUsed = errors.New("idempotency key used")
+
+	// ErrUnavailable is returned (wrapped, with the driver's error) when
+	// the database could not be reached or did not answer in time: a
+	// connection refused, reset or not made within its timeout, a server
+	// shutting down or starting, a statement or lock timeout, a request's
+	// deadline, a database busy beyond its timeout. The request may
+	// succeed when retried later (docs/decisions.md, "Database outages
+	// (issue 15)").
+	ErrUnavailable = errors.New("database unavailable")
 
 	// ErrEdgeRejected is returned (wrapped, with the reason) for a message
 	// from an edge the cloud will not record: malformed, or not from an

@@ -32,7 +32,7 @@ func (s *Service) signingKey(ctx context.Context, t Tenant) (passtoken.Key, erro
 	if err != nil {
 		return passtoken.Key{}, err
 	}
-	if err := s.store.CreatePassKey(ctx, PassKey{ID: k.ID, Tenant: t, Private: k.Private, CreatedAt: s.Now()}); err != nil {
+	if err := s.store.CreatePassKey(apart(ctx), PassKey{ID: k.ID, Tenant: t, Private: k.Private, CreatedAt: s.Now()}); err != nil {
 		return passtoken.Key{}, fmt.Errorf("create pass key: %w", err)
 	}
 	return k, nil

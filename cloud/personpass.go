@@ -60,12 +60,26 @@ func (s *Service) ReissuePersonPass(ctx context.Context, t Tenant, personID stri
 			issued = p.PassIssuedAt.Truncate(time.Second).Add(time.Second)
 		}
 		p.PassIssuedAt, p.UpdatedAt = issued, now
-		return nil
+		if replyOf(ctx) == nil {
+			return nil
+		}
+		tok, at, err := signPersonPass(k, *p)
+		if err != nil {
+			return err
+		}
+		return respond(ctx, PersonPass{PersonID: p.ID, Token: tok, IssuedAt: at})
 	})
 	if err != nil {
 		return "", time.Time{}, err
 	}
 	return signPersonPass(k, p)
+}
+
+// PersonPass is a person's pass as ReissuePersonPass makes it.
+type PersonPass struct {
+	PersonID string
+	Token    string
+	IssuedAt time.Time
 }
 
 func signPersonPass(k passtoken.Key, p Person) (string, time.Time, error) {

@@ -272,6 +272,9 @@ func (s *Service) CreateSite(ctx context.Context, t Tenant, in SiteInput) (Site,
 	site := Site{ID: ids.New(ids.Site), Tenant: t, Name: in.Name.Value, Timezone: in.Timezone.Value,
 		Address: in.Address.Value, CreatedAt: now, UpdatedAt: now}
 	applyZone(&site, in)
+	if err := respond(ctx, site); err != nil {
+		return Site{}, err
+	}
 	if err := s.store.CreateSite(ctx, site); err != nil {
 		return Site{}, fmt.Errorf("create site: %w", err)
 	}
@@ -335,6 +338,9 @@ func (s *Service) CreateGate(ctx context.Context, t Tenant, in GateInput) (Gate,
 	now := s.Now()
 	g := Gate{ID: ids.New(ids.Gate), Tenant: t, SiteID: in.SiteID.Value, Name: in.Name.Value,
 		Direction: in.Direction.Value, CreatedAt: now, UpdatedAt: now}
+	if err := respond(ctx, g); err != nil {
+		return Gate{}, err
+	}
 	if err := s.store.CreateGate(ctx, g); err != nil {
 		return Gate{}, fmt.Errorf("create gate: %w", err)
 	}
@@ -404,6 +410,9 @@ func (s *Service) CreatePerson(ctx context.Context, t Tenant, in PersonInput) (P
 	p := Person{ID: ids.New(ids.Person), Tenant: t, Name: in.Name.Value, Email: in.Email.Value,
 		Phone: in.Phone.Value, JobTitle: in.JobTitle.Value, SiteID: in.SiteID.Value, Active: true,
 		PassIssuedAt: now.Truncate(time.Second), CreatedAt: now, UpdatedAt: now}
+	if err := respond(ctx, p); err != nil {
+		return Person{}, err
+	}
 	if err := s.store.CreatePerson(ctx, p); err != nil {
 		return Person{}, fmt.Errorf("create person: %w", err)
 	}
@@ -455,7 +464,7 @@ func (s *Service) SetPersonActive(ctx context.Context, t Tenant, id string, acti
 		} else {
 			p.DeactivatedAt = &now
 		}
-		return nil
+		return respond(ctx, *p)
 	})
 }
 
@@ -543,10 +552,28 @@ func (s *Service) CreateTeam(ctx context.Context, t Tenant, in TeamInput) (Team,
 	if err := checkLead(&tm, in); err != nil {
 		return Team{}, err
 	}
+	// The team as a read returns it: its members in the order given.
+	people, err := s.store.People(ctx, t, tm.MemberIDs)
+	if err != nil {
+		return Team{}, fmt.Errorf("create team: %w", err)
+	}
+	byID := make(map[string]Person, len(people))
+	for _, p := range people {
+		byID[p.ID] = p
+	}
+	tm.Members = make([]Member, 0, len(tm.MemberIDs))
+	for _, id := range tm.MemberIDs {
+		if p, ok := byID[id]; ok {
+			tm.Members = append(tm.Members, Member{ID: p.ID, Name: p.Name, JobTitle: p.JobTitle, Active: p.Active})
+		}
+	}
+	if err := respond(ctx, tm); err != nil {
+		return Team{}, err
+	}
 	if err := s.store.CreateTeam(ctx, tm); err != nil {
 		return Team{}, fmt.Errorf("create team: %w", err)
 	}
-	return s.store.Team(ctx, t, tm.ID)
+	return tm, nil
 }
 
 // UpdateTeam changes the fields of in that are set.

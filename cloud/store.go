@@ -199,8 +199,10 @@ type Store interface {
 	// endpoint pending again, due at now, at schedule step step, released
 	// from any claim: with f.EventID the one delivery unless it is
 	// pending, with f.Since every failed one created at or after it. It
-	// returns how many.
-	ResendWebhookDeliveries(ctx context.Context, t Tenant, endpointID string, f ResendFilter, now time.Time, step int) (int64, error)
+	// returns how many. fn, when not nil, is called inside the
+	// transaction with that number before it commits; its error aborts
+	// it and is returned as is.
+	ResendWebhookDeliveries(ctx context.Context, t Tenant, endpointID string, f ResendFilter, now time.Time, step int, fn func(n int64) error) (int64, error)
 
 	// Attendance (docs/decisions.md, "Attendance"). Writes go through
 	// Attendance, whose transaction inserts what TakeEvents and TakeAudit
@@ -351,17 +353,22 @@ type Store interface {
 	// when the site has no edge st.EdgeID.
 	RecordEdgeStatus(ctx context.Context, t Tenant, siteID string, st protocol.Status, at time.Time) error
 
-	// ClaimIdempotencyKey records that rec's request has started. When no
-	// live record holds the key it stores rec (state in flight) and returns
-	// nil: the caller owns the key. Otherwise it returns the record that
-	// holds it. A record created before expiredBefore, or still in flight
-	// since before staleBefore (its process died), is replaced.
-	ClaimIdempotencyKey(ctx context.Context, rec IdempotencyRecord, staleBefore, expiredBefore time.Time) (*IdempotencyRecord, error)
-	// CompleteIdempotencyKey stores the response of an owned key.
-	CompleteIdempotencyKey(ctx context.Context, t Tenant, key, owner string, resp StoredResponse) error
-	// ReleaseIdempotencyKey forgets an owned key, so the request may be
-	// retried with it.
-	ReleaseIdempotencyKey(ctx context.Context, t Tenant, key, owner string) error
+	// Idempotency (docs/decisions.md, "Idempotency"). Every write
+	// transaction inserts the record TakeReply(ctx) returns, if any, before
+	// it commits, and then calls WriteCommitted(ctx, that record): so a
+	// request's action and its stored response commit together. When a
+	// record created less than IdempotencyWindow before the new one's
+	// CreatedAt holds its key, the write fails with an error wrapping
+	// ErrIdempotencyKeyUsed and changes nothing; an older record is
+	// replaced. Two writes racing on one key: exactly one commits.
+
+	// IdempotencyRecord returns the tenant's record of key created at or
+	// after since, or ErrNotFound.
+	IdempotencyRecord(ctx context.Context, t Tenant, key string, since time.Time) (IdempotencyRecord, error)
+	// PutIdempotencyRecord stores rec in a transaction of its own, by the
+	// rule above: for a response that no write carried (an error found
+	// before acting, or one that rolled the action back).
+	PutIdempotencyRecord(ctx context.Context, rec IdempotencyRecord) error
 	// PurgeIdempotencyKeys deletes records created before the time.
 	PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
 
@@ -377,26 +384,6 @@ type Store interface {
 
 	// Close releases the store's connections.
 	Close() error
-}
-
-// IdempotencyRecord is a POST request seen under an Idempotency-Key.
-type IdempotencyRecord struct {
-	Tenant      Tenant
-	Key         string
-	Owner       string // random token of the process and request that claimed it
-	Fingerprint []byte // hash of method, path and body
-	Method      string
-	Path        string
-	CreatedAt   time.Time
-	Done        bool
-	Response    StoredResponse
-}
-
-// StoredResponse is a response kept for replay.
-type StoredResponse struct {
-	Status int
-	Header map[string]string
-	Body   []byte
 }
 
 // PersonDay names one person's day.

@@ -154,7 +154,7 @@ func (s *Service) rescheduleToTime(ctx context.Context, a Actor, cur Visit, in R
 		vt.RescheduledTo = &Rescheduled{VisitID: next.ID, At: now, Note: in.Note.Value}
 		vt.Pass.Revoked = true
 		vt.UpdatedAt = now
-		return nil
+		return s.respondVisit(ctx, a, *vt)
 	})
 	if err != nil {
 		return Visit{}, err
@@ -219,7 +219,7 @@ func (s *Service) rescheduleToBooking(ctx context.Context, a Actor, cur Visit, i
 		vt.RescheduledTo = &Rescheduled{BookingID: bid, At: now, Note: in.Note.Value}
 		vt.Pass.Revoked = true
 		vt.UpdatedAt = now
-		return nil
+		return s.respondVisit(ctx, a, *vt)
 	})
 	if err != nil {
 		return Visit{}, err
@@ -452,7 +452,7 @@ func (s *Service) ReEnter(ctx context.Context, a Actor, id string, in CheckInInp
 		w.Visits = append(w.Visits, next)
 		vt.ReenteredAs = next.ID
 		vt.UpdatedAt = now
-		return nil
+		return s.respondVisit(ctx, a, next)
 	})
 	if err != nil {
 		return Visit{}, err

@@ -502,10 +502,17 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 	if vt.Status != VisitAwaitingApproval && (!in.SendPass.Set || in.SendPass.Value) {
 		s.sendPass(&vt, &w, vis, p.channels, p.site, now)
 	}
+	shown, err := s.shown(ctx, a, vt)
+	if err != nil {
+		return Visit{}, err
+	}
+	if err := respond(ctx, shown); err != nil {
+		return Visit{}, err
+	}
 	if err := s.store.CreateVisit(ctx, vt, w); err != nil {
 		return Visit{}, fmt.Errorf("create visit: %w", err)
 	}
-	return s.Visit(ctx, a, vt.ID)
+	return shown, nil
 }
 
 // visitorFor returns the visitor record a new visit or booking uses, and
@@ -645,6 +652,19 @@ func (s *Service) Visit(ctx context.Context, a Actor, id string) (Visit, error) 
 		return Visit{}, err
 	}
 	return s.shown(ctx, a, v)
+}
+
+// respondVisit hands v, as the API shows it, to the reply of the request
+// ctx goes with (respond): a write calls it with the visit it answers with.
+func (s *Service) respondVisit(ctx context.Context, a Actor, v Visit) error {
+	if replyOf(ctx) == nil {
+		return nil
+	}
+	shown, err := s.shown(ctx, a, v)
+	if err != nil {
+		return err
+	}
+	return respond(ctx, shown)
 }
 
 func (s *Service) shown(ctx context.Context, a Actor, v Visit) (Visit, error) {
@@ -830,7 +850,7 @@ func (s *Service) apply(ctx context.Context, a Actor, id string, fn func(*Visit,
 			return err
 		}
 		v.UpdatedAt = s.Now()
-		return nil
+		return s.respondVisit(ctx, a, *v)
 	})
 	if err != nil {
 		return Visit{}, err

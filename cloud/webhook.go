@@ -478,6 +478,9 @@ func (s *Service) CreateWebhookEndpoint(ctx context.Context, a Actor, in Webhook
 	if in.Description != nil {
 		e.Description = *in.Description
 	}
+	if err := respond(ctx, e); err != nil {
+		return WebhookEndpoint{}, err
+	}
 	if err := s.store.CreateWebhookEndpoint(ctx, e); err != nil {
 		return WebhookEndpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
 	}
@@ -534,7 +537,7 @@ func (s *Service) updateEndpoint(ctx context.Context, t Tenant, id string, fn fu
 			return err
 		}
 		e.UpdatedAt = s.Now()
-		return nil
+		return respond(ctx, *e)
 	})
 	return e, s.committed(l, err)
 }
@@ -637,28 +640,50 @@ func (s *Service) ResendWebhook(ctx context.Context, a Actor, endpointID, eventI
 	if d.Status == DeliveryPending {
 		return WebhookDelivery{}, &StateError{Object: "webhook delivery", State: string(d.Status), Action: "resend"}
 	}
-	if _, err := s.store.ResendWebhookDeliveries(ctx, a.Tenant, endpointID, ResendFilter{EventID: eventID}, s.Now(), len(WebhookSchedule)); err != nil {
+	now, step := s.Now(), len(WebhookSchedule)
+	_, err = s.store.ResendWebhookDeliveries(ctx, a.Tenant, endpointID, ResendFilter{EventID: eventID}, now, step, func(n int64) error {
+		if n == 0 { // made pending meanwhile
+			return &StateError{Object: "webhook delivery", State: string(DeliveryPending), Action: "resend"}
+		}
+		d.Status, d.NextAttemptAt, d.Step, d.UpdatedAt = DeliveryPending, &now, step, now
+		return respond(ctx, d)
+	})
+	if err != nil {
 		return WebhookDelivery{}, err
 	}
 	s.wakeWebhooks()
-	return s.store.WebhookDelivery(ctx, a.Tenant, endpointID, eventID)
+	return d, nil
+}
+
+// WebhookResend is what ResendFailedWebhooks did: how many deliveries
+// created at or after Since it queued again, at QueuedAt.
+type WebhookResend struct {
+	Since    time.Time
+	Resent   int64
+	QueuedAt time.Time
 }
 
 // ResendFailedWebhooks queues one more attempt, at once, of every failed
-// delivery to the endpoint created at or after since, and returns how
-// many.
-func (s *Service) ResendFailedWebhooks(ctx context.Context, a Actor, endpointID string, since time.Time) (int64, error) {
+// delivery to the endpoint created at or after since, and says how many.
+func (s *Service) ResendFailedWebhooks(ctx context.Context, a Actor, endpointID string, since time.Time) (WebhookResend, error) {
 	if err := s.webhooksAllowed(a); err != nil {
-		return 0, err
+		return WebhookResend{}, err
 	}
 	if err := s.resendable(ctx, a.Tenant, endpointID); err != nil {
-		return 0, err
+		return WebhookResend{}, err
 	}
-	n, err := s.store.ResendWebhookDeliveries(ctx, a.Tenant, endpointID, ResendFilter{Since: &since}, s.Now(), len(WebhookSchedule))
+	r := WebhookResend{Since: since, QueuedAt: s.Now()}
+	n, err := s.store.ResendWebhookDeliveries(ctx, a.Tenant, endpointID, ResendFilter{Since: &since}, r.QueuedAt, len(WebhookSchedule), func(n int64) error {
+		r.Resent = n
+		return respond(ctx, r)
+	})
+	if err != nil {
+		return WebhookResend{}, err
+	}
 	if n > 0 {
 		s.wakeWebhooks()
 	}
-	return n, err
+	return r, nil
 }
 
 func (s *Service) resendable(ctx context.Context, t Tenant, endpointID string) error {

@@ -7,6 +7,10 @@
 # Prints one line per measurement; docs/performance.md records them.
 #
 #   DURATION=15s CONNS=32 cloud/bench/bench.sh
+#
+# BENCH_STORES (sqlite,postgres) and BENCH_TARGETS (teams,visits,checkin,
+# onevisitor) narrow a run to the stores and rows named; the bare handler
+# is measured in every run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -14,6 +18,13 @@ DURATION=${DURATION:-15s}
 CONNS=${CONNS:-32}
 THREADS=${THREADS:-2}
 PG_URL=${SVC_BENCH_POSTGRES_URL:-${SVC_TEST_POSTGRES_URL:-}}
+BENCH_STORES=${BENCH_STORES:-sqlite,postgres}
+BENCH_TARGETS=${BENCH_TARGETS:-teams,visits,checkin,onevisitor}
+
+wanted() { # list item: whether the comma-separated list names item
+  case ",$1," in *",$2,"*) return 0 ;; esac
+  return 1
+}
 
 command -v wrk >/dev/null || { echo "bench: wrk is needed (apt-get install wrk)" >&2; exit 1; }
 
@@ -115,16 +126,18 @@ bench_store() { # name port store-flags...
   local people
   people=$(echo "$seed" | sed -n 's/.*"test":{.*"people":\["\([^"]*\)","\([^"]*\)","\([^"]*\)".*/\1 \2 \3/p')
   set -- $people
-  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" --addr "127.0.0.1:$port" --rate-limits enterprise=1000000000 & pids+=($!)
+  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
   wait_port "$port"
   # 30 unarchived teams with three members each, so a page of 25 is full.
-  for i in $(seq 1 30); do
+  wanted "$BENCH_TARGETS" teams && for i in $(seq 1 30); do
     curl -sf -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
       -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" \
       -d "{\"name\":\"Load team $i\",\"member_ids\":[\"$1\",\"$2\",\"$3\"]}" "http://127.0.0.1:$port/v1/teams"
   done
-  KEY=$key BENCH_PATH="/v1/teams?limit=25" measure "$name GET /v1/teams (25 + members)" "http://127.0.0.1:$port" get.lua
-  KEY=$key measure "$name POST /v1/teams" "http://127.0.0.1:$port" post.lua
+  if wanted "$BENCH_TARGETS" teams; then
+    KEY=$key BENCH_PATH="/v1/teams?limit=25" measure "$name GET /v1/teams (25 + members)" "http://127.0.0.1:$port" get.lua
+    KEY=$key measure "$name POST /v1/teams" "http://127.0.0.1:$port" post.lua
+  fi
 
   # Visits: meetings at the first test-mode site, hosted by the first person
   # (the seed's seventh, and every seventh after, is inactive).
@@ -132,16 +145,20 @@ bench_store() { # name port store-flags...
   site=$(echo "$seed" | sed -n 's/.*"test":{"sites":\[{"id":"\([^"]*\)".*/\1/p')
   mkdir -p "$ids"
   export KEY=$key SITE=$site HOST=$1
-  IDS_DIR=$ids measure "$name POST /v1/visits" "http://127.0.0.1:$port" visits.lua
-  measure_checkin "$name POST /v1/visits/{id}/check-in" "http://127.0.0.1:$port" "$ids"
-  EMAIL=fixed measure "$name POST /v1/visits (one visitor)" "http://127.0.0.1:$port" visits.lua
+  wanted "$BENCH_TARGETS" visits && IDS_DIR=$ids measure "$name POST /v1/visits" "http://127.0.0.1:$port" visits.lua
+  wanted "$BENCH_TARGETS" checkin && measure_checkin "$name POST /v1/visits/{id}/check-in" "http://127.0.0.1:$port" "$ids"
+  wanted "$BENCH_TARGETS" onevisitor && EMAIL=fixed measure "$name POST /v1/visits (one visitor)" "http://127.0.0.1:$port" visits.lua
   unset KEY SITE HOST
 }
 
-store_flags=(--data "$tmp/sqlite")
-bench_store sqlite 18100 --data "$tmp/sqlite"
+if wanted "$BENCH_STORES" sqlite; then
+  store_flags=(--data "$tmp/sqlite")
+  bench_store sqlite 18100 --data "$tmp/sqlite"
+fi
 
-if [ -n "$PG_URL" ]; then
+if ! wanted "$BENCH_STORES" postgres; then
+  :
+elif [ -n "$PG_URL" ]; then
   schema="bench_$$"
   psql -q "$PG_URL" -c "CREATE SCHEMA $schema" >/dev/null
   # The servers stop first: requests still in flight would find the schema gone.

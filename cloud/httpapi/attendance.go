@@ -204,16 +204,18 @@ func (s *Server) createPunch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, func(p cloud.RecordedPunch) (int, string, any) {
+		status := http.StatusCreated
+		if !p.New {
+			status = http.StatusOK // the same punch within a minute: the one recorded, not a second
+		}
+		return status, "/v1/attendance-events/" + p.Event.ID, renderPunch(p.Event)
+	})
 	e, isNew, err := s.svc.RecordPunch(c.Request().Context(), t, in)
 	if err != nil {
 		return err
 	}
-	if !isNew {
-		// The same punch within a minute: the one recorded, not a second.
-		c.Response().Header().Set(echo.HeaderLocation, "/v1/attendance-events/"+e.ID)
-		return c.JSON(http.StatusOK, renderPunch(e))
-	}
-	return created(c, "/v1/attendance-events/"+e.ID, renderPunch(e))
+	return send(cloud.RecordedPunch{Event: e, New: isNew})
 }
 
 func (s *Server) getPunch(c echo.Context) error {
@@ -464,11 +466,12 @@ func (s *Server) moveTimesheet(approve bool) echo.HandlerFunc {
 		if approve {
 			move = s.svc.ApproveTimesheet
 		}
+		send := answer(c, answerOK(renderTimesheetView))
 		v, err := move(c.Request().Context(), tenant(c), id)
 		if err != nil {
 			return notFoundAs(err, "timesheet", id)
 		}
-		return c.JSON(http.StatusOK, renderTimesheetView(v))
+		return send(v)
 	}
 }
 
@@ -701,9 +704,10 @@ func (s *Server) createEvidence(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, func(e cloud.Evidence) (int, string, any) { return http.StatusCreated, "", renderEvidence(e) })
 	e, err := s.svc.AddEvidence(c.Request().Context(), t, id, in)
 	if err != nil {
 		return notFoundAs(err, "person", id)
 	}
-	return c.JSON(http.StatusCreated, renderEvidence(e))
+	return send(e)
 }

@@ -62,11 +62,12 @@ func (s *Server) reEnterVisit(c echo.Context) error {
 	if err := b.done(); err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(visitLocation, renderVisit))
 	v, err := s.svc.ReEnter(c.Request().Context(), cloud.ActorOf(principal(c)), id, in)
 	if err != nil {
 		return notFoundAs(err, "visit", id)
 	}
-	return created(c, "/v1/visits/"+v.ID, renderVisit(v))
+	return send(v)
 }
 
 type visitorJSON struct {
@@ -231,11 +232,12 @@ func (s *Server) createBookingType(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/booking-types/", func(v cloud.BookingTypeView) string { return v.ID }), renderBookingType))
 	v, err := s.svc.CreateBookingType(c.Request().Context(), a, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/booking-types/"+v.ID, renderBookingType(v))
+	return send(v)
 }
 
 func (s *Server) updateBookingType(c echo.Context) error {
@@ -418,11 +420,12 @@ func (s *Server) createBooking(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/bookings/", func(b cloud.Booking) string { return b.ID }), renderBooking))
 	v, err := s.svc.CreateBooking(c.Request().Context(), a, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/bookings/"+v.ID, renderBooking(v))
+	return send(v)
 }
 
 func (s *Server) getBooking(c echo.Context) error {

@@ -287,6 +287,50 @@ func TestIdempotency_InFlightConflict(t *testing.T) {
 	})
 }
 
+// TestIdempotency_RacedAcrossProcesses: a retry reaching another process
+// while the first request still runs acts there too, but only one
+// transaction can store the key: the one that loses rolls back and
+// replays the winner's response. One team is made.
+func TestIdempotency_RacedAcrossProcesses(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		base := open(t)
+		entered, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		a := newHarness(t, func(*testing.T) cloud.Store { return base }, withWrap(func(s cloud.Store) cloud.Store {
+			return &faultStore{Store: s, createTeam: func(ctx context.Context, tm cloud.Team) error {
+				once.Do(func() { close(entered); <-release })
+				return s.CreateTeam(ctx, tm)
+			}}
+		}))
+		b := &harness{t: t, clock: a.clock, seed: a.seed}
+		b.serve(t, base, options{})
+		k := uuid()
+		send := func(h *harness) response {
+			return h.do(req{method: http.MethodPost, path: "/v1/teams", key: h.seed.Keys.SecretTest,
+				body: map[string]any{"name": "Raced Team"}, header: map[string]string{"Idempotency-Key": k}})
+		}
+		first := make(chan response)
+		go func() { first <- send(a) }()
+		<-entered
+		won := send(b)
+		require.Equal(t, http.StatusCreated, won.Status, "%s", won.Raw)
+		require.Empty(t, won.Header.Get("Idempotent-Replayed"))
+		close(release)
+		lost := <-first
+		require.Equal(t, http.StatusCreated, lost.Status, "%s", lost.Raw)
+		require.Equal(t, "true", lost.Header.Get("Idempotent-Replayed"), "the loser replays the winner")
+		require.Equal(t, string(won.Raw), string(lost.Raw))
+		require.Equal(t, won.Header.Get("Svc-Request-Id"), lost.Header.Get("Svc-Request-Id"))
+		n := 0
+		for _, tm := range data(t, a.get("/v1/teams?limit=100")) {
+			if tm["name"] == "Raced Team" {
+				n++
+			}
+		}
+		require.Equal(t, 1, n, "one team made")
+	})
+}
+
 func TestIdempotency_ServerErrorsAreNotStored(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
 		var mu sync.Mutex

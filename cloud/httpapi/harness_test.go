@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,13 +71,15 @@ func (c *clock) Advance(d time.Duration) {
 
 // harness is one API server over one store, with a seeded organisation.
 type harness struct {
-	t     testing.TB
-	store cloud.Store
-	svc   *cloud.Service
-	clock *clock
-	url   string
-	seed  cloud.SeedResult
-	api   *httpapi.Server
+	t      testing.TB
+	replay bool         // resend each POST it keys, to hold the replay to the first answer
+	client *http.Client // nil: http.DefaultClient
+	store  cloud.Store
+	svc    *cloud.Service
+	clock  *clock
+	url    string
+	seed   cloud.SeedResult
+	api    *httpapi.Server
 }
 
 type options struct {
@@ -82,6 +87,8 @@ type options struct {
 	plan   cloud.Plan
 	wrap   func(cloud.Store) cloud.Store // a fault-injecting wrapper
 	config func(*httpapi.Config)         // changes to the server's configuration
+	// timeout is the server's RequestTimeout (zero: its default).
+	timeout time.Duration
 }
 
 func newHarness(t *testing.T, open func(t *testing.T) cloud.Store, opts ...func(*options)) *harness {
@@ -110,18 +117,63 @@ func (h *harness) serve(t *testing.T, base cloud.Store, o options) *harness {
 		require.NoError(t, err)
 		h.seed = res
 	}
-	cfg := httpapi.Config{Service: h.svc, RateLimits: o.limits, Now: h.clock.Now}
+	cfg := httpapi.Config{Service: h.svc, RateLimits: o.limits, Now: h.clock.Now,
+		Logger: slog.New(&apartLog{t: t}), RequestTimeout: o.timeout}
 	if o.config != nil {
 		o.config(&cfg)
 	}
 	api, err := httpapi.New(context.Background(), cfg)
 	require.NoError(t, err)
 	h.api = api
+	h.replay = o.limits == nil // a replay counts against a rate limit under test
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	h.url = srv.URL
 	return h
 }
+
+// apartLog fails the test when the server reports a write request whose
+// action committed apart from its stored response (docs/decisions.md,
+// "Idempotency"): every POST must store its response with its action.
+type apartLog struct {
+	t     testing.TB
+	attrs []slog.Attr
+}
+
+func (l *apartLog) Enabled(context.Context, slog.Level) bool { return true }
+
+// twoTransactions are the operations docs/decisions.md ("Idempotency")
+// lists as writing twice: closing a visit made from a booking also
+// releases the booking, in a transaction of its own after the one that
+// stores the response.
+var twoTransactions = []string{"/v1/visits/:visit_id/cancel", "/v1/visits/:visit_id/reschedule"}
+
+func (l *apartLog) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "committed") {
+		return nil
+	}
+	var b strings.Builder
+	for _, a := range l.attrs {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+	}
+	listed := false
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		listed = listed || a.Key == "path" && slices.Contains(twoTransactions, a.Value.String())
+		return true
+	})
+	if r.Level < slog.LevelWarn && listed {
+		return nil
+	}
+	l.t.Errorf("server: %s:%s", r.Message, b.String())
+	return nil
+}
+
+func (l *apartLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return &apartLog{t: l.t, attrs: append(append([]slog.Attr{}, l.attrs...), as...)}
+}
+
+func (l *apartLog) WithGroup(string) slog.Handler { return l }
 
 func withLimits(l map[cloud.Plan]int) func(*options) { return func(o *options) { o.limits = l } }
 func withPlan(p cloud.Plan) func(*options) {
@@ -129,6 +181,7 @@ func withPlan(p cloud.Plan) func(*options) {
 }
 func withWrap(w func(cloud.Store) cloud.Store) func(*options) { return func(o *options) { o.wrap = w } }
 func withConfig(f func(*httpapi.Config)) func(*options)       { return func(o *options) { o.config = f } }
+func withTimeout(d time.Duration) func(*options)              { return func(o *options) { o.timeout = d } }
 
 // response is a read response; JSON bodies are decoded into Body.
 type response struct {
@@ -136,6 +189,7 @@ type response struct {
 	Header http.Header
 	Raw    []byte
 	Body   map[string]any
+	Took   time.Duration // from sending the request to the end of the answer
 }
 
 // req is one request to send.
@@ -169,18 +223,24 @@ func (h *harness) do(r req) response {
 	if body != nil {
 		httpReq.Header.Set("Content-Type", "application/json")
 	}
-	if r.method == http.MethodPost && !r.noIdem {
+	autoKey := r.method == http.MethodPost && !r.noIdem && r.header["Idempotency-Key"] == ""
+	if autoKey {
 		httpReq.Header.Set("Idempotency-Key", uuid())
 	}
 	for k, v := range r.header {
 		httpReq.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(httpReq)
+	client := h.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	start := time.Now()
+	resp, err := client.Do(httpReq)
 	require.NoError(h.t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(h.t, err)
-	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw, Took: time.Since(start)}
 	if len(raw) > 0 && strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		require.NoError(h.t, json.Unmarshal(raw, &out.Body), "body: %s", raw)
 	}
@@ -192,7 +252,32 @@ func (h *harness) do(r req) response {
 		require.Equal(h.t, float64(resp.StatusCode), out.Body["status"])
 	}
 	validateResponse(h.t, httpReq, resp.StatusCode, resp.Header, raw)
+	// 401 and 403 are decided before the key is looked at, 429, 500 and
+	// 503 are not stored: everything else is replayed.
+	if autoKey && h.replay && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden &&
+		resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		h.requireReplay(r, httpReq.Header.Get("Idempotency-Key"), out)
+	}
 	return out
+}
+
+// requireReplay sends r again with the key it was sent with: the answer is
+// the first one, byte for byte, marked replayed (docs/decisions.md,
+// "Idempotency"). Every POST the harness keys itself goes through it.
+func (h *harness) requireReplay(r req, key string, first response) {
+	h.t.Helper()
+	r.header = maps.Clone(r.header)
+	if r.header == nil {
+		r.header = map[string]string{}
+	}
+	r.header["Idempotency-Key"] = key
+	again := h.do(r)
+	require.Equal(h.t, first.Status, again.Status, "replay of %s %s: %s", r.method, r.path, again.Raw)
+	require.Equal(h.t, string(first.Raw), string(again.Raw), "replay of %s %s", r.method, r.path)
+	require.Equal(h.t, "true", again.Header.Get("Idempotent-Replayed"), "replay of %s %s", r.method, r.path)
+	for _, name := range []string{"Svc-Request-Id", "Location", "Content-Type"} {
+		require.Equal(h.t, first.Header.Get(name), again.Header.Get(name), "%s of the replay of %s %s", name, r.method, r.path)
+	}
 }
 
 // get, post and patch are do with the test-mode secret key.

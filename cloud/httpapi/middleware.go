@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,6 +29,7 @@ const (
 const (
 	ctxRequestID = "svc.request_id"
 	ctxPrincipal = "svc.principal"
+	ctxReply     = "svc.reply" // *cloud.Reply of a POST (idempotent)
 )
 
 func requestID(c echo.Context) string {
@@ -68,6 +70,23 @@ func (s *Server) withRecover(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}()
 		return next(c)
+	}
+}
+
+// withDeadline gives every request its deadline (Config.RequestTimeout):
+// whatever it waits for (a connection, a statement, a lock) gives up then,
+// and the request answers 503 unavailable (toProblem).
+func (s *Server) withDeadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.timeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		// The error becomes a problem here, while the context still
+		// tells its own deadline from a cancelled request.
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		return nil
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	qrcode "github.com/skip2/go-qrcode"
 
+	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -70,11 +71,12 @@ func (s *Server) reissuePersonPass(c echo.Context) error {
 	if _, err := decode(c, true, func(*body) struct{} { return struct{}{} }, func(context.Context, struct{}) error { return nil }); err != nil {
 		return err
 	}
-	tok, at, err := s.svc.ReissuePersonPass(c.Request().Context(), tenant(c), id)
+	// No Cache-Control: a POST's answer is not cached, and a replay under
+	// its Idempotency-Key would not carry the header.
+	send := answer(c, answerOK(func(p cloud.PersonPass) personPassJSON { return renderPersonPass(p.PersonID, p.Token, p.IssuedAt) }))
+	tok, issued, err := s.svc.ReissuePersonPass(c.Request().Context(), tenant(c), id)
 	if err != nil {
 		return notFoundAs(err, "person", id)
 	}
-	// No Cache-Control: a POST's answer is not cached, and a replay under
-	// its Idempotency-Key would not carry the header.
-	return c.JSON(http.StatusOK, renderPersonPass(id, tok, at))
+	return send(cloud.PersonPass{PersonID: id, Token: tok, IssuedAt: issued})
 }

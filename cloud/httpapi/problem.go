@@ -1,16 +1,22 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/problem"
 )
+
+// unavailableRetryAfter is the Retry-After, in seconds, of a 503
+// unavailable: about what a database restart or failover takes.
+const unavailableRetryAfter = 2
 
 // apiError is an error the HTTP layer decided itself, already in the
 // API's terms.
@@ -111,6 +117,15 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 			out.code, out.detail = problem.InternalError, "The request could not be handled."
 			s.log.Error("unexpected framework error", "err", err, "request_id", requestID(c))
 		}
+	case errors.Is(err, cloud.ErrUnavailable), errors.Is(c.Request().Context().Err(), context.DeadlineExceeded):
+		// The database could not be reached or did not answer before the
+		// request's deadline: nothing is known to be wrong with the
+		// request, and a retry may succeed (docs/decisions.md, "Database
+		// outages (issue 15)").
+		out.code = problem.Unavailable
+		out.detail = "The service could not reach its database in time. Retry after the seconds in Retry-After, with the same Idempotency-Key on a POST."
+		out.header = map[string]string{headerRetryAfter: strconv.Itoa(unavailableRetryAfter)}
+		s.log.Warn("database unavailable", "err", err, "request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path)
 	case c.Request().Context().Err() != nil:
 		// The client went away; nobody reads this response. The error may
 		// not wrap context.Canceled (database/sql answers sql.ErrTxDone

@@ -63,9 +63,9 @@ func decode[I any](c echo.Context, optional bool, parse func(*body) I, validate 
 	return in, b.errs.err()
 }
 
-func created(c echo.Context, location string, v any) error {
-	c.Response().Header().Set(echo.HeaderLocation, location)
-	return c.JSON(http.StatusCreated, v)
+// at returns the location of an object under prefix, for answerCreated.
+func at[O any](prefix string, id func(O) string) func(O) string {
+	return func(o O) string { return prefix + id(o) }
 }
 
 // Organisation.
@@ -167,11 +167,12 @@ func (s *Server) createSite(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/sites/", func(st cloud.Site) string { return st.ID }), renderSite))
 	st, err := s.svc.CreateSite(c.Request().Context(), t, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/sites/"+st.ID, renderSite(st))
+	return send(st)
 }
 
 func (s *Server) getSite(c echo.Context) error {
@@ -315,11 +316,12 @@ func (s *Server) createGate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/gates/", func(g cloud.Gate) string { return g.ID }), renderGate))
 	g, err := s.svc.CreateGate(c.Request().Context(), t, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/gates/"+g.ID, renderGate(g))
+	return send(g)
 }
 
 func (s *Server) getGate(c echo.Context) error {
@@ -416,11 +418,12 @@ func (s *Server) createPerson(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/people/", func(p cloud.Person) string { return p.ID }), renderPerson))
 	p, err := s.svc.CreatePerson(c.Request().Context(), t, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/people/"+p.ID, renderPerson(p))
+	return send(p)
 }
 
 func (s *Server) getPerson(c echo.Context) error {
@@ -463,11 +466,12 @@ func (s *Server) setActive(c echo.Context, active bool) error {
 	if _, err := decode(c, true, func(*body) struct{} { return struct{}{} }, func(context.Context, struct{}) error { return nil }); err != nil {
 		return err
 	}
+	send := answer(c, answerOK(renderPerson))
 	p, err := s.svc.SetPersonActive(c.Request().Context(), tenant(c), id, active)
 	if err != nil {
 		return notFoundAs(err, "person", id)
 	}
-	return c.JSON(http.StatusOK, renderPerson(p))
+	return send(p)
 }
 
 // Teams.
@@ -545,11 +549,12 @@ func (s *Server) createTeam(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/teams/", func(tm cloud.Team) string { return tm.ID }), renderTeam))
 	tm, err := s.svc.CreateTeam(c.Request().Context(), t, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/teams/"+tm.ID, renderTeam(tm))
+	return send(tm)
 }
 
 func (s *Server) getTeam(c echo.Context) error {

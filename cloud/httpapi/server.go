@@ -42,7 +42,14 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// RequestTimeout is each request's deadline: a request that has not
+	// finished by then (its database unreachable or stalled) answers 503
+	// unavailable. Zero means DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is Config.RequestTimeout's default.
+const DefaultRequestTimeout = 10 * time.Second
 
 // Server serves the API.
 type Server struct {
@@ -51,9 +58,11 @@ type Server struct {
 	docsURL string
 	limits  map[cloud.Plan]int
 	now     func() time.Time
+	timeout time.Duration // each request's deadline
 	cursors cursors
 	passes  passLimits
 	clients clientAddrs
+	held    inflight // Idempotency-Keys of the requests running here
 	echo    *echo.Echo
 	ops     []Operation
 }
@@ -84,6 +93,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.timeout = cfg.RequestTimeout
+	if s.timeout <= 0 {
+		s.timeout = DefaultRequestTimeout
 	}
 	for p, n := range cloud.DefaultRateLimits {
 		s.limits[p] = n
@@ -169,7 +182,7 @@ func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 func (s *Server) Purge(ctx context.Context) error {
 	now := s.now()
 	store := s.svc.Store()
-	n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-idempotencyWindow))
+	n, err := store.PurgeIdempotencyKeys(ctx, now.Add(-cloud.IdempotencyWindow))
 	if err != nil {
 		return fmt.Errorf("purge idempotency keys: %w", err)
 	}
@@ -196,7 +209,7 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(withRequestID, s.withRecover)
+	e.Use(withRequestID, s.withDeadline, s.withRecover)
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)

@@ -442,12 +442,15 @@ func (s *Server) createVisit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(visitLocation, renderVisit))
 	v, err := s.svc.CreateVisit(c.Request().Context(), a, in)
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/visits/"+v.ID, renderVisit(v))
+	return send(v)
 }
+
+var visitLocation = at("/v1/visits/", func(v cloud.Visit) string { return v.ID })
 
 func (s *Server) getVisit(c echo.Context) error {
 	id, err := pathID(c, "visit_id", ids.Visit)
@@ -506,11 +509,12 @@ func objectAction[O, J any](param, prefix, kind string, parse func(*body),
 		if err := b.done(); err != nil {
 			return err
 		}
+		send := answer(c, answerOK(render))
 		o, err := act(c.Request().Context(), cloud.ActorOf(principal(c)), id)
 		if err != nil {
 			return notFoundAs(err, kind, id)
 		}
-		return c.JSON(http.StatusOK, render(o))
+		return send(o)
 	}
 }
 

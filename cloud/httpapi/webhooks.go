@@ -85,11 +85,12 @@ func (s *Server) createWebhookEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	send := answer(c, answerCreated(at("/v1/webhook-endpoints/", func(e cloud.WebhookEndpoint) string { return e.ID }), withSecret))
 	e, err := s.svc.CreateWebhookEndpoint(c.Request().Context(), a, in.domain())
 	if err != nil {
 		return err
 	}
-	return created(c, "/v1/webhook-endpoints/"+e.ID, withSecret(e))
+	return send(e)
 }
 
 func (s *Server) listWebhookEndpoints(c echo.Context) error {
@@ -169,11 +170,12 @@ func (s *Server) setWebhookEndpointEnabled(enabled bool) echo.HandlerFunc {
 		if err := noBody(c); err != nil {
 			return err
 		}
+		send := answer(c, answerOK(renderWebhookEndpoint))
 		e, err := s.svc.SetWebhookEndpointEnabled(c.Request().Context(), cloud.ActorOf(principal(c)), id, enabled)
 		if err != nil {
 			return notFoundAs(err, "webhook endpoint", id)
 		}
-		return c.JSON(http.StatusOK, renderWebhookEndpoint(e))
+		return send(e)
 	}
 }
 
@@ -185,11 +187,12 @@ func (s *Server) rotateWebhookSecret(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
+	send := answer(c, answerOK(withSecret))
 	e, err := s.svc.RotateWebhookSecret(c.Request().Context(), cloud.ActorOf(principal(c)), id)
 	if err != nil {
 		return notFoundAs(err, "webhook endpoint", id)
 	}
-	return c.JSON(http.StatusOK, withSecret(e))
+	return send(e)
 }
 
 type webhookDeliveryJSON struct {
@@ -299,11 +302,14 @@ func (s *Server) resendWebhookDelivery(c echo.Context) error {
 	if err := noBody(c); err != nil {
 		return err
 	}
+	send := answer(c, func(d cloud.WebhookDelivery) (int, string, any) {
+		return http.StatusAccepted, "", renderWebhookDelivery(d)
+	})
 	d, err := s.svc.ResendWebhook(c.Request().Context(), cloud.ActorOf(principal(c)), id, eventID)
 	if err != nil {
 		return notFoundAs(err, "webhook delivery", eventID)
 	}
-	return c.JSON(http.StatusAccepted, renderWebhookDelivery(d))
+	return send(d)
 }
 
 // deliveryPath reads the endpoint and event IDs that name a delivery.
@@ -338,12 +344,14 @@ func (s *Server) resendFailedWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	n, err := s.svc.ResendFailedWebhooks(ctx, cloud.ActorOf(principal(c)), id, *in.Value)
+	send := answer(c, func(r cloud.WebhookResend) (int, string, any) {
+		return http.StatusAccepted, "", resendJSON{Object: "webhook_resend", Since: ts(r.Since), Resent: r.Resent, QueueAt: ts(r.QueuedAt)}
+	})
+	r, err := s.svc.ResendFailedWebhooks(c.Request().Context(), cloud.ActorOf(principal(c)), id, *in.Value)
 	if err != nil {
 		return notFoundAs(err, "webhook endpoint", id)
 	}
-	return c.JSON(http.StatusAccepted, resendJSON{Object: "webhook_resend", Since: ts(*in.Value), Resent: n, QueueAt: ts(s.svc.Now())})
+	return send(r)
 }
 
 func (s *Server) listWebhookAttempts(c echo.Context) error {

@@ -151,84 +151,62 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() []byte)
 	return v, nil
 }
 
-// ClaimIdempotencyKey implements cloud.Store. The upsert either inserts rec,
-// or replaces an expired or stale record, or leaves a live one alone; the
-// row lock it takes makes concurrent claims of one key queue, so exactly
-// one of them gets the key back as owner. When the live record it left
-// alone is gone by the time it is read (released or purged meanwhile), it
-// tries again.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec cloud.IdempotencyRecord, staleBefore, expiredBefore time.Time) (*cloud.IdempotencyRecord, error) {
-	t := rec.Tenant
-	fingerprint := rec.Fingerprint
-	if fingerprint == nil {
-		fingerprint = []byte{}
-	}
-	for {
-		var owner string
-		err := s.pool.QueryRow(ctx, `INSERT INTO idempotency_keys (org_id, mode, key, owner, fingerprint, method, path, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-			ON CONFLICT (org_id, mode, key) DO UPDATE SET owner = excluded.owner, fingerprint = excluded.fingerprint,
-				method = excluded.method, path = excluded.path, created_at = excluded.created_at,
-				done = false, status = 0, header = '{}', body = ''
-			WHERE idempotency_keys.created_at < $9 OR (NOT idempotency_keys.done AND idempotency_keys.created_at < $10)
-			RETURNING owner`,
-			t.OrgID, string(t.Mode), rec.Key, rec.Owner, fingerprint, rec.Method, rec.Path, rec.CreatedAt,
-			expiredBefore, staleBefore).Scan(&owner)
-		if err == nil {
-			return nil, nil // ours: the row returned is the one just written
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("claim idempotency key: %w", err)
-		}
-		held := &cloud.IdempotencyRecord{Tenant: t, Key: rec.Key}
-		err = s.pool.QueryRow(ctx, `SELECT owner, fingerprint, method, path, created_at, done, status, header, body
-			FROM idempotency_keys WHERE org_id = $1 AND mode = $2 AND key = $3`, t.OrgID, string(t.Mode), rec.Key).
-			Scan(&held.Owner, &held.Fingerprint, &held.Method, &held.Path, &held.CreatedAt, &held.Done,
-				&held.Response.Status, &held.Response.Header, &held.Response.Body)
-		if errors.Is(err, pgx.ErrNoRows) {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("claim idempotency key: %w", err)
-			}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("claim idempotency key: %w", err)
-		}
-		held.CreatedAt = held.CreatedAt.UTC()
-		if held.Response.Header == nil {
-			held.Response.Header = map[string]string{}
-		}
-		return held, nil
-	}
-}
-
-// CompleteIdempotencyKey implements cloud.Store. A key no longer owned (it
-// went stale and was claimed again) is left alone.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string, resp cloud.StoredResponse) error {
-	header := resp.Header
+// replyInsert is the insert of an idempotency record with its response.
+// It replaces a record older than the replay window (or one a claim of an
+// earlier version left unfinished) and leaves a live one alone: then it
+// affects no row, and the caller fails the write.
+func replyInsert(rec *cloud.IdempotencyRecord) (string, []any) {
+	t, resp := rec.Tenant, rec.Response
+	header, body, fingerprint := resp.Header, resp.Body, rec.Fingerprint
 	if header == nil {
 		header = map[string]string{}
 	}
-	body := resp.Body
 	if body == nil {
 		body = []byte{}
 	}
-	_, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET done = true, status = $5, header = $6, body = $7
-		WHERE org_id = $1 AND mode = $2 AND key = $3 AND owner = $4`,
-		t.OrgID, string(t.Mode), key, owner, resp.Status, header, body)
-	if err != nil {
-		return fmt.Errorf("complete idempotency key: %w", err)
+	if fingerprint == nil {
+		fingerprint = []byte{}
 	}
-	return nil
+	return `INSERT INTO idempotency_keys (org_id, mode, key, owner, fingerprint, method, path, created_at, done, status, header, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10, $11)
+		ON CONFLICT (org_id, mode, key) DO UPDATE SET owner = excluded.owner, fingerprint = excluded.fingerprint,
+			method = excluded.method, path = excluded.path, created_at = excluded.created_at,
+			done = true, status = excluded.status, header = excluded.header, body = excluded.body
+		WHERE idempotency_keys.created_at < $12 OR NOT idempotency_keys.done`,
+		[]any{t.OrgID, string(t.Mode), rec.Key, rec.RequestID, fingerprint, rec.Method, rec.Path, rec.CreatedAt,
+			resp.Status, header, body, rec.CreatedAt.Add(-cloud.IdempotencyWindow)}
 }
 
-// ReleaseIdempotencyKey implements cloud.Store. A key no longer owned is
-// left alone.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE org_id = $1 AND mode = $2 AND key = $3 AND owner = $4`,
-		t.OrgID, string(t.Mode), key, owner)
+// IdempotencyRecord implements cloud.Store.
+func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key string, since time.Time) (cloud.IdempotencyRecord, error) {
+	rec := cloud.IdempotencyRecord{Tenant: t, Key: key}
+	err := s.pool.QueryRow(ctx, `SELECT owner, fingerprint, method, path, created_at, status, header, body
+		FROM idempotency_keys WHERE org_id = $1 AND mode = $2 AND key = $3 AND done AND created_at >= $4`,
+		t.OrgID, string(t.Mode), key, since).
+		Scan(&rec.RequestID, &rec.Fingerprint, &rec.Method, &rec.Path, &rec.CreatedAt,
+			&rec.Response.Status, &rec.Response.Header, &rec.Response.Body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return cloud.IdempotencyRecord{}, cloud.ErrNotFound
+	}
 	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
+		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", err)
+	}
+	rec.CreatedAt = rec.CreatedAt.UTC()
+	if rec.Response.Header == nil {
+		rec.Response.Header = map[string]string{}
+	}
+	return rec, nil
+}
+
+// PutIdempotencyRecord implements cloud.Store in one statement.
+func (s *Store) PutIdempotencyRecord(ctx context.Context, rec cloud.IdempotencyRecord) error {
+	sql, args := replyInsert(&rec)
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("put idempotency record: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("put idempotency record: %w", cloud.ErrIdempotencyKeyUsed)
 	}
 	return nil
 }

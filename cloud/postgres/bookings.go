@@ -52,18 +52,21 @@ func bookingTypeArgs(t cloud.Tenant, id string, bt cloud.BookingType) ([]any, er
 		bt.CreatedAt, bt.UpdatedAt}, nil
 }
 
-// CreateBookingType implements cloud.Store.
+// CreateBookingType implements cloud.Store. It is a transaction of its
+// own, not one statement, for the write's idempotency record.
 func (s *Store) CreateBookingType(ctx context.Context, bt cloud.BookingType) error {
 	args, err := bookingTypeArgs(bt.Tenant, bt.ID, bt)
 	if err != nil {
 		return fmt.Errorf("create booking type: %w", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO booking_types (org_id, mode, `+bookingTypeCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`, args...)
-	if err != nil {
-		return translate("create booking type", err)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO booking_types (org_id, mode, `+bookingTypeCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`, args...)
+		if err != nil {
+			return translate("create booking type", err)
+		}
+		return nil
+	})
 }
 
 // BookingType implements cloud.Store.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/svc-vms/svc/cloud"
@@ -13,18 +14,21 @@ import (
 
 const eventCols = `id, type, object_type, object_id, request_id, data, created_at`
 
-// insertEvents writes the events and audit entries recorded for the write
-// ctx goes with (cloud.TakeEvents, cloud.TakeAudit), in its transaction,
-// and queues each event's webhook deliveries: all in one round trip.
-func insertEvents(ctx context.Context, tx pgx.Tx) error {
+// insertEvents writes what was recorded for the write ctx goes with, in
+// its transaction, all in one round trip: the events (cloud.TakeEvents),
+// each with its webhook deliveries queued, the audit entries
+// (cloud.TakeAudit) and the request's idempotency record with its
+// response (cloud.TakeReply), which it returns for cloud.WriteCommitted.
+func insertEvents(ctx context.Context, tx pgx.Tx) (*cloud.IdempotencyRecord, error) {
 	if err := scrubEvents(ctx, tx); err != nil {
-		return err
+		return nil, err
 	}
-	events, audit := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx)
-	if len(events) == 0 && len(audit) == 0 {
-		return nil
-	}
+	events, audit, reply := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx), cloud.TakeReply(ctx)
 	var b pgx.Batch
+	if reply != nil {
+		sql, args := replyInsert(reply)
+		b.Queue(sql, args...)
+	}
 	for _, e := range events {
 		b.Queue(`INSERT INTO events (org_id, mode, `+eventCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			e.Tenant.OrgID, string(e.Tenant.Mode), e.ID, e.Type, e.ObjectType, e.ObjectID, null(e.RequestID),
@@ -34,7 +38,19 @@ func insertEvents(ctx context.Context, tx pgx.Tx) error {
 	for _, a := range audit {
 		b.Queue(qInsertAudit, auditArgs(a.Tenant, a)...)
 	}
-	return sendBatch(ctx, tx, &b, "insert events", nil)
+	held := false
+	err := sendBatch(ctx, tx, &b, "insert events", func(i int, tag pgconn.CommandTag) {
+		if reply != nil && i == 0 {
+			held = tag.RowsAffected() == 0
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if held {
+		return nil, fmt.Errorf("store response of %s %s: %w", reply.Method, reply.Path, cloud.ErrIdempotencyKeyUsed)
+	}
+	return reply, nil
 }
 
 func scanEvent(row scanner, t cloud.Tenant) (cloud.Event, error) {

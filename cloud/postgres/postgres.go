@@ -34,11 +34,22 @@ var _ cloud.Store = (*Store)(nil)
 
 // Store is a cloud.Store on a PostgreSQL database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool db
 
 	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
 	resealed int       // values Open sealed or re-sealed
 }
+
+// Timeouts the store sets on its connections unless the URL (or the
+// configuration given to OpenConfig) sets them (docs/decisions.md,
+// "Database outages (issue 15)"): connecting, each statement, and a
+// transaction left idle, so that an unreachable or stalled server fails a
+// request with cloud.ErrUnavailable instead of holding it.
+const (
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultIdleInTxTimeout  = 30 * time.Second
+)
 
 // Open connects to the database at url (a PostgreSQL URL or keyword/value
 // string, as pgxpool.ParseConfig takes) and brings its schema up to date.
@@ -61,11 +72,21 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring) (*Stor
 	if keys == nil {
 		return nil, errors.New("open postgres: no key-encryption key")
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	for name, d := range map[string]time.Duration{"statement_timeout": DefaultStatementTimeout,
+		"idle_in_transaction_session_timeout": DefaultIdleInTxTimeout} {
+		if _, set := params[name]; !set {
+			params[name] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: %w", err)
+		return nil, fmt.Errorf("open postgres: %w", classify(err))
 	}
-	s := &Store{pool: pool, kek: keys}
+	s := &Store{pool: db{pool}, kek: keys}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -129,6 +150,11 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		// Migrations may wait for another process's and rewrite big
+		// tables: no statement timeout for them.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 			return err
 		}
@@ -164,8 +190,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// inTx runs fn in a transaction, committing when it returns nil. fn's error
-// is returned unchanged, after rolling back.
+// inTx runs fn in a transaction, committing when it returns nil, with
+// what was recorded for the write (insertEvents). fn's error is returned
+// unchanged, after rolling back.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -175,10 +202,17 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := insertEvents(ctx, tx); err != nil {
+	reply, err := insertEvents(ctx, tx)
+	if err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	cloud.Fail(ctx, cloud.FailBeforeCommit)
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	cloud.Fail(ctx, cloud.FailAfterCommit)
+	cloud.WriteCommitted(ctx, reply)
+	return nil
 }
 
 // querier is what the pool and a transaction have in common.

@@ -348,7 +348,7 @@ func (s *Store) ListWebhookAttempts(ctx context.Context, t cloud.Tenant, endpoin
 }
 
 // ResendWebhookDeliveries implements cloud.Store.
-func (s *Store) ResendWebhookDeliveries(ctx context.Context, t cloud.Tenant, endpointID string, f cloud.ResendFilter, now time.Time, step int) (int64, error) {
+func (s *Store) ResendWebhookDeliveries(ctx context.Context, t cloud.Tenant, endpointID string, f cloud.ResendFilter, now time.Time, step int, fn func(int64) error) (int64, error) {
 	q := `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $5, step = $6, claim = NULL, updated_at = $5
 		WHERE org_id = $1 AND mode = $2 AND endpoint_id = $3`
 	args := []any{t.OrgID, string(t.Mode), endpointID}
@@ -370,6 +370,9 @@ func (s *Store) ResendWebhookDeliveries(ctx context.Context, t cloud.Tenant, end
 			return translate("resend webhook deliveries", err)
 		}
 		n = r.RowsAffected()
+		if fn != nil {
+			return fn(n)
+		}
 		return nil
 	})
 	return n, err

@@ -33,7 +33,7 @@ func (s *Store) Organisation(ctx context.Context, id string) (cloud.Organisation
 		return o, cloud.ErrNotFound
 	}
 	if err != nil {
-		return o, fmt.Errorf("get organisation: %w", err)
+		return o, fmt.Errorf("get organisation: %w", classify(err))
 	}
 	o.Plan, o.CreatedAt, o.UpdatedAt = cloud.Plan(plan), fromMicros(created), fromMicros(updated)
 	return o, nil
@@ -86,7 +86,7 @@ func (s *Store) Key(ctx context.Context, orgID, keyID string) (cloud.APIKey, err
 		return k, cloud.ErrNotFound
 	}
 	if err != nil {
-		return k, fmt.Errorf("get key: %w", err)
+		return k, fmt.Errorf("get key: %w", classify(err))
 	}
 	k.Tenant.Mode, k.Kind, k.Scopes = cloud.Mode(mode), cloud.KeyKind(kind), splitScopes(scopes)
 	k.CreatedAt, k.RevokedAt = fromMicros(created), fromNullMicros(revoked)
@@ -106,7 +106,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (cloud.Principal, er
 		return p, cloud.ErrNotFound
 	}
 	if err != nil {
-		return p, fmt.Errorf("get key: %w", err)
+		return p, fmt.Errorf("get key: %w", classify(err))
 	}
 	p.Key.Tenant.Mode, p.Key.Kind, p.Key.Scopes = cloud.Mode(mode), cloud.KeyKind(kind), splitScopes(scopes)
 	p.Key.CreatedAt, p.Key.RevokedAt, p.Plan = fromMicros(created), fromNullMicros(revoked), cloud.Plan(plan)
@@ -148,68 +148,75 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() []byte)
 	return v, nil
 }
 
-// ClaimIdempotencyKey implements cloud.Store.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec cloud.IdempotencyRecord, staleBefore, expiredBefore time.Time) (*cloud.IdempotencyRecord, error) {
-	var held *cloud.IdempotencyRecord
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (org_id, mode, key, owner, fingerprint, method, path, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (org_id, mode, key) DO UPDATE SET owner = excluded.owner, fingerprint = excluded.fingerprint,
-				method = excluded.method, path = excluded.path, created_at = excluded.created_at,
-				done = 0, status = 0, header = '{}', body = x''
-			WHERE idempotency_keys.created_at < ? OR (idempotency_keys.done = 0 AND idempotency_keys.created_at < ?)`,
-			rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key, rec.Owner, rec.Fingerprint, rec.Method, rec.Path,
-			micros(rec.CreatedAt), micros(expiredBefore), micros(staleBefore))
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			return nil
-		}
-		held = &cloud.IdempotencyRecord{Tenant: rec.Tenant, Key: rec.Key}
-		var created int64
-		var done int
-		var header string
-		err = tx.QueryRowContext(ctx, `SELECT owner, fingerprint, method, path, created_at, done, status, header, body
-			FROM idempotency_keys WHERE org_id = ? AND mode = ? AND key = ?`, rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key).
-			Scan(&held.Owner, &held.Fingerprint, &held.Method, &held.Path, &created, &done, &held.Response.Status, &header, &held.Response.Body)
-		if err != nil {
-			return err
-		}
-		held.CreatedAt, held.Done = fromMicros(created), done == 1
-		held.Response.Header, err = decodeHeader(header)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim idempotency key: %w", err)
-	}
-	return held, nil
-}
-
-// CompleteIdempotencyKey implements cloud.Store.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string, resp cloud.StoredResponse) error {
-	header, err := encodeHeader(resp.Header)
+// insertReply inserts rec, an idempotency record with its response, in
+// tx. It replaces a record older than the replay window (or one a claim
+// of an earlier version left unfinished) and leaves a live one alone: then
+// the write fails with ErrIdempotencyKeyUsed.
+func insertReply(ctx context.Context, tx *sql.Tx, rec *cloud.IdempotencyRecord) error {
+	header, err := encodeHeader(rec.Response.Header)
 	if err != nil {
 		return err
 	}
-	body := resp.Body
+	body, fingerprint := rec.Response.Body, rec.Fingerprint
 	if body == nil {
 		body = []byte{}
 	}
-	_, err = s.w.ExecContext(ctx, `UPDATE idempotency_keys SET done = 1, status = ?, header = ?, body = ?
-		WHERE org_id = ? AND mode = ? AND key = ? AND owner = ?`, resp.Status, header, body, t.OrgID, string(t.Mode), key, owner)
+	if fingerprint == nil {
+		fingerprint = []byte{}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO idempotency_keys (org_id, mode, key, owner, fingerprint, method, path, created_at, done, status, header, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?)
+		ON CONFLICT (org_id, mode, key) DO UPDATE SET owner = excluded.owner, fingerprint = excluded.fingerprint,
+			method = excluded.method, path = excluded.path, created_at = excluded.created_at,
+			done = 1, status = excluded.status, header = excluded.header, body = excluded.body
+		WHERE idempotency_keys.created_at < ? OR idempotency_keys.done = 0`,
+		rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key, rec.RequestID, fingerprint, rec.Method, rec.Path,
+		micros(rec.CreatedAt), rec.Response.Status, header, body, micros(rec.CreatedAt.Add(-cloud.IdempotencyWindow)))
 	if err != nil {
-		return fmt.Errorf("complete idempotency key: %w", err)
+		return fmt.Errorf("store response of %s %s: %w", rec.Method, rec.Path, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("store response of %s %s: %w", rec.Method, rec.Path, err)
+	} else if n == 0 {
+		return fmt.Errorf("store response of %s %s: %w", rec.Method, rec.Path, cloud.ErrIdempotencyKeyUsed)
 	}
 	return nil
 }
 
-// ReleaseIdempotencyKey implements cloud.Store.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, t cloud.Tenant, key, owner string) error {
-	_, err := s.w.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE org_id = ? AND mode = ? AND key = ? AND owner = ?`,
-		t.OrgID, string(t.Mode), key, owner)
+// IdempotencyRecord implements cloud.Store.
+func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key string, since time.Time) (cloud.IdempotencyRecord, error) {
+	rec := cloud.IdempotencyRecord{Tenant: t, Key: key}
+	var created int64
+	var header string
+	err := s.r.QueryRowContext(ctx, `SELECT owner, fingerprint, method, path, created_at, status, header, body
+		FROM idempotency_keys WHERE org_id = ? AND mode = ? AND key = ? AND done = 1 AND created_at >= ?`,
+		t.OrgID, string(t.Mode), key, micros(since)).
+		Scan(&rec.RequestID, &rec.Fingerprint, &rec.Method, &rec.Path, &created, &rec.Response.Status, &header, &rec.Response.Body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return cloud.IdempotencyRecord{}, cloud.ErrNotFound
+	}
 	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", err)
+		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", classify(err))
+	}
+	rec.CreatedAt = fromMicros(created)
+	if rec.Response.Header, err = decodeHeader(header); err != nil {
+		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", err)
+	}
+	return rec, nil
+}
+
+// PutIdempotencyRecord implements cloud.Store.
+func (s *Store) PutIdempotencyRecord(ctx context.Context, rec cloud.IdempotencyRecord) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put idempotency record: %w", classify(err))
+	}
+	if err := insertReply(ctx, tx, &rec); err != nil {
+		_ = tx.Rollback()
+		return fmt.Errorf("put idempotency record: %w", classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}
 	return nil
 }

@@ -53,13 +53,16 @@ func (s *Store) CreateBookingType(ctx context.Context, bt cloud.BookingType) err
 		return fmt.Errorf("create booking type: %w", err)
 	}
 	args = append([]any{bt.ID, bt.Tenant.OrgID, string(bt.Tenant.Mode), micros(bt.CreatedAt)}, args...)
-	_, err = s.w.ExecContext(ctx, `INSERT INTO booking_types (id, org_id, mode, created_at, name, site_id, visit_type, public,
-			requires_confirmation, confirmation_window_hours, slot_minutes, capacity, hours, host_id, team_id, archived, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
-	if err != nil {
-		return fmt.Errorf("create booking type: %w", err)
-	}
-	return nil
+	// A transaction, not one statement, for the write's idempotency record.
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO booking_types (id, org_id, mode, created_at, name, site_id, visit_type, public,
+				requires_confirmation, confirmation_window_hours, slot_minutes, capacity, hours, host_id, team_id, archived, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+		if err != nil {
+			return fmt.Errorf("create booking type: %w", err)
+		}
+		return nil
+	})
 }
 
 func getBookingType(ctx context.Context, db interface {

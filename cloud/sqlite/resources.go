@@ -23,7 +23,7 @@ func get[T any](ctx context.Context, db interface {
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, cloud.ErrNotFound
 	}
-	return v, err
+	return v, classify(err)
 }
 
 // list runs a page query; it returns at most limit rows and whether more
@@ -31,7 +31,7 @@ func get[T any](ctx context.Context, db interface {
 func list[T any](ctx context.Context, db querier, scan func(scanner) (T, error), limit int, query string, args ...any) ([]T, bool, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, false, err
+		return nil, false, classify(err)
 	}
 	defer rows.Close()
 	out := make([]T, 0, limit+1)
@@ -43,7 +43,7 @@ func list[T any](ctx context.Context, db querier, scan func(scanner) (T, error),
 		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, err
+		return nil, false, classify(err)
 	}
 	out, more := trim(out, limit)
 	return out, more, nil

@@ -189,21 +189,36 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs fn in a write transaction (BEGIN IMMEDIATE).
+// tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it with
+// what was recorded for the write: its events and audit entries
+// (insertEvents) and its request's idempotency record (cloud.TakeReply).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return classify(err)
 	}
 	if err := insertEvents(ctx, tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return classify(err)
 	}
-	return tx.Commit()
+	reply := cloud.TakeReply(ctx)
+	if reply != nil {
+		if err := insertReply(ctx, tx, reply); err != nil {
+			_ = tx.Rollback()
+			return classify(err)
+		}
+	}
+	cloud.Fail(ctx, cloud.FailBeforeCommit)
+	if err := tx.Commit(); err != nil {
+		return classify(err)
+	}
+	cloud.Fail(ctx, cloud.FailAfterCommit)
+	cloud.WriteCommitted(ctx, reply)
+	return nil
 }
 
 // micros and fromMicros convert the stored form of times.

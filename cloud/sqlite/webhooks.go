@@ -329,7 +329,7 @@ func (s *Store) ListWebhookAttempts(ctx context.Context, t cloud.Tenant, endpoin
 }
 
 // ResendWebhookDeliveries implements cloud.Store.
-func (s *Store) ResendWebhookDeliveries(ctx context.Context, t cloud.Tenant, endpointID string, f cloud.ResendFilter, now time.Time, step int) (int64, error) {
+func (s *Store) ResendWebhookDeliveries(ctx context.Context, t cloud.Tenant, endpointID string, f cloud.ResendFilter, now time.Time, step int, fn func(int64) error) (int64, error) {
 	q := `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?, step = ?, claim = NULL, updated_at = ?
 		WHERE endpoint_id = ? AND org_id = ? AND mode = ?`
 	args := []any{micros(now), step, micros(now), endpointID, t.OrgID, string(t.Mode)}
@@ -349,8 +349,13 @@ func (s *Store) ResendWebhookDeliveries(ctx context.Context, t cloud.Tenant, end
 		if err != nil {
 			return fmt.Errorf("resend webhook deliveries: %w", err)
 		}
-		n, err = r.RowsAffected()
-		return err
+		if n, err = r.RowsAffected(); err != nil {
+			return err
+		}
+		if fn != nil {
+			return fn(n)
+		}
+		return nil
 	})
 	return n, err
 }
