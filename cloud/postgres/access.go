@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
@@ -155,14 +156,12 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() []byte)
 // It replaces a record older than the replay window (or one a claim of an
 // earlier version left unfinished) and leaves a live one alone: then it
 // affects no row, and the caller fails the write.
-func replyInsert(rec *cloud.IdempotencyRecord) (string, []any) {
+func replyInsert(keys *kek.Ring, rec *cloud.IdempotencyRecord) (string, []any) {
 	t, resp := rec.Tenant, rec.Response
-	header, body, fingerprint := resp.Header, resp.Body, rec.Fingerprint
+	header, fingerprint := resp.Header, rec.Fingerprint
+	body := storedoc.IdempotencyBody.Seal(keys, resp.Body, t.OrgID, string(t.Mode), rec.Key)
 	if header == nil {
 		header = map[string]string{}
-	}
-	if body == nil {
-		body = []byte{}
 	}
 	if fingerprint == nil {
 		fingerprint = []byte{}
@@ -195,12 +194,15 @@ func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key strin
 	if rec.Response.Header == nil {
 		rec.Response.Header = map[string]string{}
 	}
+	if rec.Response.Body, err = storedoc.IdempotencyBody.Open(s.kek, rec.Response.Body, t.OrgID, string(t.Mode), key); err != nil {
+		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", err)
+	}
 	return rec, nil
 }
 
 // PutIdempotencyRecord implements cloud.Store in one statement.
 func (s *Store) PutIdempotencyRecord(ctx context.Context, rec cloud.IdempotencyRecord) error {
-	sql, args := replyInsert(&rec)
+	sql, args := replyInsert(s.kek, &rec)
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("put idempotency record: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 )
 
 const eventCols = `id, type, object_type, object_id, request_id, data, created_at`
@@ -19,14 +20,14 @@ const eventCols = `id, type, object_type, object_id, request_id, data, created_a
 // each with its webhook deliveries queued, the audit entries
 // (cloud.TakeAudit) and the request's idempotency record with its
 // response (cloud.TakeReply), which it returns for cloud.WriteCommitted.
-func insertEvents(ctx context.Context, tx pgx.Tx) (*cloud.IdempotencyRecord, error) {
+func insertEvents(ctx context.Context, tx pgx.Tx, keys *kek.Ring) (*cloud.IdempotencyRecord, error) {
 	if err := scrubEvents(ctx, tx); err != nil {
 		return nil, err
 	}
 	events, audit, reply := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx), cloud.TakeReply(ctx)
 	var b pgx.Batch
 	if reply != nil {
-		sql, args := replyInsert(reply)
+		sql, args := replyInsert(keys, reply)
 		b.Queue(sql, args...)
 	}
 	for _, e := range events {

@@ -202,7 +202,7 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	reply, err := insertEvents(ctx, tx)
+	reply, err := insertEvents(ctx, tx, s.kek)
 	if err != nil {
 		return err
 	}

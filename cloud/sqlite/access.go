@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
@@ -152,15 +153,13 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() []byte)
 // tx. It replaces a record older than the replay window (or one a claim
 // of an earlier version left unfinished) and leaves a live one alone: then
 // the write fails with ErrIdempotencyKeyUsed.
-func insertReply(ctx context.Context, tx *sql.Tx, rec *cloud.IdempotencyRecord) error {
+func insertReply(ctx context.Context, tx *sql.Tx, keys *kek.Ring, rec *cloud.IdempotencyRecord) error {
 	header, err := encodeHeader(rec.Response.Header)
 	if err != nil {
 		return err
 	}
-	body, fingerprint := rec.Response.Body, rec.Fingerprint
-	if body == nil {
-		body = []byte{}
-	}
+	body := storedoc.IdempotencyBody.Seal(keys, rec.Response.Body, rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key)
+	fingerprint := rec.Fingerprint
 	if fingerprint == nil {
 		fingerprint = []byte{}
 	}
@@ -202,6 +201,9 @@ func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key strin
 	if rec.Response.Header, err = decodeHeader(header); err != nil {
 		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", err)
 	}
+	if rec.Response.Body, err = storedoc.IdempotencyBody.Open(s.kek, rec.Response.Body, t.OrgID, string(t.Mode), key); err != nil {
+		return cloud.IdempotencyRecord{}, fmt.Errorf("idempotency record: %w", err)
+	}
 	return rec, nil
 }
 
@@ -211,7 +213,7 @@ func (s *Store) PutIdempotencyRecord(ctx context.Context, rec cloud.IdempotencyR
 	if err != nil {
 		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}
-	if err := insertReply(ctx, tx, &rec); err != nil {
+	if err := insertReply(ctx, tx, s.kek, &rec); err != nil {
 		_ = tx.Rollback()
 		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}

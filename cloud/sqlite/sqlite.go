@@ -207,7 +207,7 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	reply := cloud.TakeReply(ctx)
 	if reply != nil {
-		if err := insertReply(ctx, tx, reply); err != nil {
+		if err := insertReply(ctx, tx, s.kek, reply); err != nil {
 			_ = tx.Rollback()
 			return classify(err)
 		}

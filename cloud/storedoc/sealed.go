@@ -39,11 +39,16 @@ var (
 	// ServerSecret is a named server secret (pass-link key, cursor key,
 	// the cloud's broker password).
 	ServerSecret = SealedColumn{Table: "secrets", Column: "value", Keys: []string{"name"}}
+	// IdempotencyBody is a POST's stored response, replayed for 24 hours:
+	// it may hold a secret shown once (a webhook endpoint's whsec_, a
+	// rotated one), so it is sealed like one. Keyed by organisation, mode
+	// and Idempotency-Key.
+	IdempotencyBody = SealedColumn{Table: "idempotency_keys", Column: "body", Keys: []string{"org_id", "mode", "key"}}
 )
 
 // SealedColumns are every sealed column: what a store re-seals when it
 // opens (plain values from before sealing, or values under an older KEK).
-var SealedColumns = []SealedColumn{PassKeyPrivate, WebhookSecret, WebhookPrevSecret, ServerSecret}
+var SealedColumns = []SealedColumn{PassKeyPrivate, WebhookSecret, WebhookPrevSecret, ServerSecret, IdempotencyBody}
 
 // Seal returns v sealed for the row named by key.
 func (c SealedColumn) Seal(r *kek.Ring, v []byte, key ...string) []byte {

@@ -62,6 +62,11 @@ func RunSealing(t *testing.T, db SealingDB) {
 		Secret: "whsec_dGhlIGN1cnJlbnQgc2VjcmV0IG9mIHRoZSBlbmRwb2ludA==", PrevSecret: "whsec_dGhlIHByZXZpb3VzIHNlY3JldA==",
 		PrevUntil: ptr(now.Add(time.Hour)), CreatedAt: now, UpdatedAt: now}
 	server := []byte("a server secret of 32 bytes.....")
+	// A POST /webhook-endpoints answer, kept for replay: it shows the
+	// endpoint's secret.
+	idem := cloud.IdempotencyRecord{Tenant: tn, Key: "5f0c6b8e-3c1a-4f4e-9d55-2b8f7c1e0a42", Fingerprint: []byte{1, 2, 3},
+		Method: "POST", Path: "/v1/webhook-endpoints", RequestID: ids.New(ids.Request), CreatedAt: now,
+		Response: cloud.StoredResponse{Status: 201, Header: map[string]string{}, Body: []byte(`{"secret":"` + ep.Secret + `"}`)}}
 
 	// Each sealed column of the rows made here: its select, and the
 	// plaintext it must never hold at rest.
@@ -76,6 +81,7 @@ func RunSealing(t *testing.T, db SealingDB) {
 		{storedoc.WebhookSecret, `id = ?`, []any{ep.ID}, []byte(ep.Secret)},
 		{storedoc.WebhookPrevSecret, `id = ?`, []any{ep.ID}, []byte(ep.PrevSecret)},
 		{storedoc.ServerSecret, `name = ?`, []any{"sealing-test"}, server},
+		{storedoc.IdempotencyBody, `org_id = ? AND mode = ? AND key = ?`, []any{tn.OrgID, string(tn.Mode), idem.Key}, idem.Response.Body},
 	}
 	require.Len(t, cells, len(storedoc.SealedColumns), "every sealed column is checked")
 	value := func(c cell) []byte {
@@ -103,6 +109,9 @@ func RunSealing(t *testing.T, db SealingDB) {
 		v, err := s.Secret(ctx, "sealing-test", func() []byte { return []byte("another value") })
 		require.NoError(t, err)
 		require.Equal(t, server, v)
+		rec, err := s.IdempotencyRecord(ctx, tn, idem.Key, now.Add(-time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, idem.Response.Body, rec.Response.Body)
 	}
 
 	s := open(ring(k1))
@@ -111,6 +120,7 @@ func RunSealing(t *testing.T, db SealingDB) {
 	require.NoError(t, s.CreateWebhookEndpoint(ctx, ep))
 	_, err = s.Secret(ctx, "sealing-test", func() []byte { return server })
 	require.NoError(t, err)
+	require.NoError(t, s.PutIdempotencyRecord(ctx, idem))
 	requireReads(s)
 	requireSealed(k1)
 	require.NoError(t, s.Close())
