@@ -159,24 +159,44 @@ func requireOutcomes(t *testing.T, outs []outcome) {
 // and starts it again while requests are made.
 func TestOutage_PostgresRestart(t *testing.T) {
 	srv := postgrestest.NewServer(t)
+	h := outageHarness(t, func(t *testing.T) (cloud.Store, error) {
+		return postgres.Open(context.Background(), srv.URL, kektest.Ring())
+	})
+	require.Equal(t, http.StatusCreated, h.do(h.newTeam()).Status)
+	h.throughOutage(t, 3, srv.Stop, srv.Start)
+}
+
+// outageHarness is a harness on the store open makes, whose requests have
+// the outage tests' deadline and a client that waits a little longer, and
+// which answers a first read.
+func outageHarness(t *testing.T, open func(t *testing.T) (cloud.Store, error)) *harness {
+	t.Helper()
 	h := newHarness(t, func(t *testing.T) cloud.Store {
-		s, err := postgres.Open(context.Background(), srv.URL, kektest.Ring())
+		s, err := open(t)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}, withTimeout(outageDeadline))
 	h.client = &http.Client{Timeout: outageDeadline + outageSlack}
 	require.Equal(t, http.StatusOK, h.do(h.sites()).Status)
-	require.Equal(t, http.StatusCreated, h.do(h.newTeam()).Status)
+	return h
+}
 
+// throughOutage runs requests in the background while cut takes the
+// database away: probes (rounds of a read and a write) answer 503
+// unavailable within the deadline; once heal brings it back, requests
+// succeed again, and no request of the background load saw a 500 or a
+// hang.
+func (h *harness) throughOutage(t *testing.T, rounds int, cut, heal func()) {
+	t.Helper()
 	stop := make(chan struct{})
 	outcomes := h.load(stop)
-	srv.Stop()
-	for range 3 {
+	cut()
+	for range rounds {
 		requireUnavailable(t, h.timed(h.sites()))
 		requireUnavailable(t, h.timed(h.newTeam()))
 	}
-	srv.Start()
+	heal()
 	h.poll(h.sites(), http.StatusOK)
 	h.poll(h.newTeam(), http.StatusCreated)
 	close(stop)
@@ -192,27 +212,8 @@ func TestOutage_StalledConnection(t *testing.T) {
 	proxy := postgrestest.NewProxy(t, u.Host)
 	u.Host = proxy.Addr
 	schema := postgrestest.NewSchema(t, base)
-	h := newHarness(t, func(t *testing.T) cloud.Store {
-		s, err := postgrestest.OpenIn(t, u.String(), schema)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}, withTimeout(outageDeadline))
-	h.client = &http.Client{Timeout: outageDeadline + outageSlack}
-	require.Equal(t, http.StatusOK, h.do(h.sites()).Status)
-
-	stop := make(chan struct{})
-	outcomes := h.load(stop)
-	proxy.Pause()
-	for range 2 {
-		requireUnavailable(t, h.timed(h.sites()))
-		requireUnavailable(t, h.timed(h.newTeam()))
-	}
-	proxy.Resume()
-	h.poll(h.sites(), http.StatusOK)
-	h.poll(h.newTeam(), http.StatusCreated)
-	close(stop)
-	requireOutcomes(t, outcomes())
+	h := outageHarness(t, func(t *testing.T) (cloud.Store, error) { return postgrestest.OpenIn(t, u.String(), schema) })
+	h.throughOutage(t, 2, proxy.Pause, proxy.Resume)
 }
 
 // TestOutage_SQLiteLocked holds the SQLite file's write lock from another
