@@ -204,9 +204,12 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string { return "kiosk: pass refused: " + e.Reason }
 
-// StateError is an action the visit's state does not allow; Detail says
-// why in the API's words.
+// StateError is an action the visit's state does not allow. Action is
+// check_in, check_out, take or hand_over; Status the visit's status; the
+// kiosk words it from its catalogue ("state.<action>"), Detail is the
+// API's words for logs.
 type StateError struct {
+	Action string
 	Status string
 	Detail string
 }

@@ -36,6 +36,7 @@ const (
 	AttendanceEvent = "att"
 	Timesheet       = "ts"
 	Evidence        = "evd"
+	Kiosk           = "kiosk"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It

@@ -1,0 +1,146 @@
+package kiosk
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// AdminHandler is the appliance's local side of the kiosk, for
+// `svc-edge kiosk pair|list|revoke|pin|printer`: it answers requests from
+// the appliance itself (a loopback address) only, whichever listener it is
+// mounted on.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /kiosk/pairing-codes", s.adminCode)
+	mux.HandleFunc("GET /kiosk/devices", s.adminList)
+	mux.HandleFunc("POST /kiosk/devices/{device_id}/revoke", s.adminRevoke)
+	mux.HandleFunc("POST /kiosk/devices/{device_id}/printer", s.adminPrinter)
+	mux.HandleFunc("POST /kiosk/pin", s.adminPIN)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			adminJSON(w, http.StatusForbidden, AdminError{Error: "kiosk administration answers the appliance itself only"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// AdminError is the local API's error body.
+type AdminError struct {
+	Error string `json:"error"`
+}
+
+// CodeRequest asks for a pairing code.
+type CodeRequest struct {
+	Name    string `json:"name"`
+	Mode    string `json:"mode"`
+	Printer string `json:"printer,omitempty"`
+}
+
+// DeviceJSON is a paired device as the local API lists it.
+type DeviceJSON struct {
+	ID       string    `json:"id"`
+	Name     string    `json:"name"`
+	Mode     string    `json:"mode"`
+	Printer  string    `json:"printer,omitempty"`
+	PairedAt time.Time `json:"paired_at"`
+	LastSeen time.Time `json:"last_seen"`
+}
+
+func deviceJSON(d Device) DeviceJSON {
+	return DeviceJSON{ID: d.ID, Name: d.Name, Mode: d.Mode, Printer: d.Printer, PairedAt: d.PairedAt, LastSeen: d.LastSeen}
+}
+
+func adminJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (s *Server) adminCode(w http.ResponseWriter, r *http.Request) {
+	var in CodeRequest
+	if err := decodeJSON(r, &in); err != nil {
+		adminJSON(w, http.StatusBadRequest, AdminError{Error: "body: " + err.Error()})
+		return
+	}
+	if in.Mode == "" {
+		in.Mode = ModeVisitor
+	}
+	c, err := s.cfg.Devices.NewCode(in.Name, in.Mode, in.Printer, s.cfg.Now())
+	if err != nil {
+		adminJSON(w, http.StatusUnprocessableEntity, AdminError{Error: err.Error()})
+		return
+	}
+	adminJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
+	out := []DeviceJSON{}
+	for _, d := range s.cfg.Devices.List() {
+		out = append(out, deviceJSON(d))
+	}
+	adminJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) adminRevoke(w http.ResponseWriter, r *http.Request) {
+	d, err := s.cfg.Devices.Revoke(r.PathValue("device_id"), s.cfg.Now())
+	if err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, ErrUnpaired) {
+			status = http.StatusNotFound
+		}
+		adminJSON(w, status, AdminError{Error: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	delete(s.reception, d.ID)
+	delete(s.recent, d.ID)
+	s.mu.Unlock()
+	s.log.Info("kiosk: revoked", "device_id", d.ID, "name", d.Name)
+	adminJSON(w, http.StatusOK, deviceJSON(d))
+}
+
+func (s *Server) adminPrinter(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Printer string `json:"printer"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		adminJSON(w, http.StatusBadRequest, AdminError{Error: "body: " + err.Error()})
+		return
+	}
+	d, err := s.cfg.Devices.SetPrinter(r.PathValue("device_id"), in.Printer)
+	switch {
+	case errors.Is(err, ErrUnpaired):
+		adminJSON(w, http.StatusNotFound, AdminError{Error: err.Error()})
+	case err != nil:
+		adminJSON(w, http.StatusUnprocessableEntity, AdminError{Error: err.Error()})
+	default:
+		adminJSON(w, http.StatusOK, deviceJSON(d))
+	}
+}
+
+func (s *Server) adminPIN(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		PIN string `json:"pin"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		adminJSON(w, http.StatusBadRequest, AdminError{Error: "body: " + err.Error()})
+		return
+	}
+	if err := s.cfg.Devices.SetPIN(in.PIN); err != nil {
+		adminJSON(w, http.StatusUnprocessableEntity, AdminError{Error: err.Error()})
+		return
+	}
+	adminJSON(w, http.StatusOK, struct{}{})
+}
