@@ -46,6 +46,20 @@ type Config struct {
 	// Listen is the local HTTP server's host:port.
 	Listen string
 	Gates  []Gate
+	// Kiosk is the reception kiosk; nil when the appliance serves none.
+	Kiosk *Kiosk
+}
+
+// Kiosk is the reception web app the appliance serves on the site's LAN.
+type Kiosk struct {
+	// Listen is the kiosk's host:port, on the LAN (the local API stays on
+	// loopback): browsers reach it only once paired.
+	Listen string
+	// Languages are the kiosk's languages, the site's default first:
+	// English and at most one more (en, fr). Default ["en"].
+	Languages []string
+	// Label is the badge label: 62x100 (die-cut) or 62 (continuous).
+	Label string
 }
 
 // Broker is how the edge reaches the MQTT broker.

@@ -110,6 +110,7 @@ func TestParse_Example(t *testing.T) {
 	require.Equal(t, "/var/lib/svc-edge", cfg.DataDir)
 	require.Equal(t, "/var/lib/svc-edge/cache.db", cfg.CachePath)
 	require.Equal(t, "0.0.0.0:8081", cfg.Listen)
+	require.Equal(t, &config.Kiosk{Listen: "0.0.0.0:8080", Languages: []string{"en", "fr"}, Label: "62x100"}, cfg.Kiosk)
 	require.Equal(t, []config.Gate{{
 		ID: "gate_01m7ym407qfqpbgybweqvx4fga",
 		Readers: []config.Reader{
@@ -238,6 +239,12 @@ func TestParse_Problems(t *testing.T) {
 			at(d, "broker")["ca"] = "not a certificate"
 		}},
 		{"ca type", "broker.ca", "must be a string", func(d map[string]any) { at(d, "broker")["ca"] = 7 }},
+		{"kiosk listen", "kiosk.listen", "host:port", func(d map[string]any) { at(d, "kiosk")["listen"] = "8080" }},
+		{"kiosk clashes", "kiosk.listen", "clashes with listen", func(d map[string]any) { at(d, "kiosk")["listen"] = "0.0.0.0:8081" }},
+		{"kiosk no English", "kiosk.languages", "must be English", func(d map[string]any) { at(d, "kiosk")["languages"] = []any{"fr"} }},
+		{"kiosk three languages", "kiosk.languages", "at most one more", func(d map[string]any) { at(d, "kiosk")["languages"] = []any{"en", "fr", "de"} }},
+		{"kiosk label", "kiosk.label", "62x100", func(d map[string]any) { at(d, "kiosk")["label"] = "A4" }},
+		{"kiosk unknown", "kiosk.pin", "unknown", func(d map[string]any) { at(d, "kiosk")["pin"] = "1234" }},
 		{"ca file missing", "broker.ca_file", "no such file", func(d map[string]any) { at(d, "broker")["ca_file"] = "nope.pem" }},
 		{"ca file not PEM", "broker.ca_file", "holds no PEM certificate", func(d map[string]any) { at(d, "broker")["ca_file"] = "broker-password" }},
 		{"username", "broker.username", "must not be empty", func(d map[string]any) { at(d, "broker")["username"] = " " }},

@@ -82,6 +82,23 @@ func (d *decoder) document(data []byte) *Config {
 				c.Gates = append(c.Gates, d.gate(p, v))
 			})
 		},
+		"kiosk": func(p string, v any) {
+			if v == nil {
+				return
+			}
+			c.Kiosk = &Kiosk{}
+			d.object(p, v, map[string]field{
+				"listen": d.str(&c.Kiosk.Listen),
+				"languages": func(p string, v any) {
+					d.array(p, v, func(p string, v any) {
+						var l string
+						d.str(&l)(p, v)
+						c.Kiosk.Languages = append(c.Kiosk.Languages, l)
+					})
+				},
+				"label": d.str(&c.Kiosk.Label),
+			})
+		},
 	})
 	if !ok {
 		return nil

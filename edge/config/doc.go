@@ -34,6 +34,7 @@
 //	  "data_dir": "/var/lib/svc-edge",
 //	  "cache_path": "/var/lib/svc-edge/cache.db",
 //	  "listen": "0.0.0.0:8081",
+//	  "kiosk": {"listen": "0.0.0.0:8080", "languages": ["en", "fr"], "label": "62x100"},
 //	  "gates": [
 //	    {
 //	      "gate_id": "gate_01m7ym407qfqpbgybweqvx4fga",
@@ -80,6 +81,12 @@
 //   - listen: host:port of the local HTTP server (/healthz, /metrics and
 //     camera frames); default 127.0.0.1:8081, which cameras on the LAN
 //     cannot reach: a site with cameras sets an address they can.
+//   - kiosk: optional; the reception kiosk. listen is its host:port on the
+//     LAN (every page but pairing needs a paired browser); languages are
+//     English and at most one more (en, fr), the site's default first,
+//     default ["en"]; label is the badge label, 62x100 (die-cut, the
+//     default) or 62 (continuous). Paired devices and the reception PIN
+//     are kept in data_dir/kiosk.json.
 //   - gates: at least one. Each has a gate_... gate_id (unique), at least
 //     one reader, a relay and, optionally, a door sensor.
 //   - readers: {"kind": "serial", "device": PATH, "baud": N} (baud default

@@ -16,6 +16,12 @@ type (
 		CachePath string     `json:"cache_path"`
 		Listen    string     `json:"listen"`
 		Gates     []fileGate `json:"gates"`
+		Kiosk     *fileKiosk `json:"kiosk,omitempty"`
+	}
+	fileKiosk struct {
+		Listen    string   `json:"listen"`
+		Languages []string `json:"languages"`
+		Label     string   `json:"label"`
 	}
 	fileSite struct {
 		Mode   string `json:"mode"`
@@ -86,6 +92,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 			fg.Door = &fileDoor{Pin: g.Door.Pin, ActiveLow: g.Door.ActiveLow, Pull: g.Door.Pull, Poll: duration(g.Door.Poll)}
 		}
 		f.Gates = append(f.Gates, fg)
+	}
+	if k := c.Kiosk; k != nil {
+		f.Kiosk = &fileKiosk{Listen: k.Listen, Languages: k.Languages, Label: k.Label}
 	}
 	return json.Marshal(f)
 }

@@ -43,6 +43,28 @@ func (d *decoder) validate(c *Config) {
 	if a, ok := d.addr("listen", c.Listen); ok {
 		addrs = append(addrs, a)
 	}
+	if k := c.Kiosk; k != nil {
+		if a, ok := d.addr("kiosk.listen", k.Listen); ok {
+			for _, b := range addrs {
+				if a.clashes(b) {
+					d.add("kiosk.listen", "%s clashes with %s (%s)", k.Listen, b.path, b.text)
+				}
+			}
+			addrs = append(addrs, a)
+		}
+		if len(k.Languages) == 0 {
+			k.Languages = []string{"en"}
+		}
+		if len(k.Languages) > 2 || !slices.Contains(k.Languages, "en") {
+			d.add("kiosk.languages", "must be English and at most one more language, the site's default first: [\"en\"], [\"en\", \"fr\"] or [\"fr\", \"en\"]")
+		}
+		if k.Label == "" {
+			k.Label = "62x100"
+		}
+		if k.Label != "62x100" && k.Label != "62" {
+			d.add("kiosk.label", "must be 62x100 (die-cut) or 62 (continuous)")
+		}
+	}
 	if len(c.Gates) == 0 {
 		d.add("gates", "must list at least one gate")
 	}
