@@ -7,6 +7,11 @@ DATA      ?= ./data
 TOOLS     := $(CURDIR)/.tools
 SPECTRAL  := $(TOOLS)/node_modules/.bin/spectral
 SPECTRAL_VERSION := 6.16.3
+# The kiosk's browser tests drive Debian's chromium with playwright-core
+# and check accessibility with axe-core, both from npm into ./.tools.
+PLAYWRIGHT := $(TOOLS)/node_modules/playwright-core
+PLAYWRIGHT_VERSION := 1.65.1
+AXE_VERSION := 4.14.1
 
 .PHONY: run run-cloud run-edge test vet unit lint-openapi build cross bench clean
 
@@ -33,7 +38,7 @@ $(BIN)/svc-cloud $(BIN)/svc-edge:
 	$(GO) build -o $(BIN)/ ./$(if $(findstring cloud,$@),cloud,edge)/cmd/$(notdir $@)
 
 ## test: vet, every test (PostgreSQL and Mosquitto suites when SVC_TEST_* are set), OpenAPI lint, cross-builds
-test: vet unit lint-openapi cross
+test: vet browser-tools unit lint-openapi cross
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -43,6 +48,8 @@ vet:
 # independent decoder, found on PATH unless SVC_TEST_ZBARIMG names it.
 unit:
 	SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" \
+	SVC_TEST_CHROMIUM="$${SVC_TEST_CHROMIUM:-$$(command -v chromium || true)}" \
+	SVC_TEST_NODE_MODULES="$${SVC_TEST_NODE_MODULES:-$(if $(wildcard $(PLAYWRIGHT)),$(TOOLS)/node_modules)}" \
 	SVC_TESTDATA="$${SVC_TESTDATA:-$(firstword $(wildcard $(CURDIR)/../shared/testdata /work/shared/testdata))}" \
 	$(GO) test -count=1 -timeout 15m ./...
 
@@ -62,6 +69,18 @@ $(SPECTRAL):
 	  exit 0; \
 	fi; \
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @stoplight/spectral-cli@$(SPECTRAL_VERSION)
+
+## browser-tools: playwright-core and axe-core from npm into ./.tools, for the kiosk's browser tests (skipped with a warning without npm; CI requires them)
+.PHONY: browser-tools
+browser-tools: $(PLAYWRIGHT)
+
+$(PLAYWRIGHT):
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$$SVC_TEST_REQUIRE_SERVICES" = 1 ]; then echo "npm is needed to fetch playwright-core"; exit 1; fi; \
+	  echo "warning: npm not found, the kiosk's browser tests are skipped (apt-get install npm chromium to run them)"; \
+	  exit 0; \
+	fi; \
+	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) playwright-core@$(PLAYWRIGHT_VERSION) axe-core@$(AXE_VERSION)
 
 ## build: static binaries into ./bin
 build:

@@ -31,6 +31,8 @@ const usage = `usage:
                                     read the cache file without changing it; exit 1 when it is damaged
   svc-edge cache reset [--config FILE] [--force]
                                     move a damaged cache file aside and start a new one with the facts it still holds
+  svc-edge kiosk pair|list|revoke|printer|pin
+                                    pair browsers as reception kiosks and manage them (svc-edge kiosk for help)
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 // defaultConfig is where the appliance's image puts the config file.
@@ -97,6 +99,8 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if len(args) > 1 && args[1] == "reset" {
 			return cacheReset(args[2:], stdout, stderr, time.Now())
 		}
+	case "kiosk":
+		return kioskCommand(args[1:], stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
