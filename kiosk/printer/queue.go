@@ -30,7 +30,7 @@ const (
 	JobFailed   State = "failed"
 )
 
-// Limits of the queue: a badge PNG is some 20 KB.
+// Limits of the queue: a badge PNG is about 6 KB.
 const (
 	// MaxJobBytes is the largest PNG a job may carry.
 	MaxJobBytes = 1 << 20
