@@ -8,8 +8,8 @@
 // # Raster language
 //
 // Implemented from Brother's "Software Developer's Manual: Raster Command
-// Reference" for the QL-800/810W/820NWB (the QL-710W/720NW edition agrees
-// on every command used): invalidate (NULs), ESC @ initialize, ESC i S status
+// Reference" for the QL-800/810W/820NWB, checked against the QL-710W/720NW
+// edition for the commands they share: invalidate (NULs), ESC @ initialize, ESC i S status
 // request and its 32-byte reply, ESC i a 01 raster mode, ESC i ! automatic
 // status notification, ESC i z print information, ESC i M various mode
 // (auto cut), ESC i A cut every n labels, ESC i K expanded mode (cut at
@@ -19,11 +19,12 @@
 // answers like a printer and keeps what it printed. docs/decisions.md
 // ("Badges and label printers (issue 16)") says what is left out.
 //
-// A raster line is the 720 pins of the head, 90 bytes, most significant bit
-// first; a label's printable area is pins Offset..Offset+Width-1, and the
-// image is mirrored across the head (the image's left column is the
-// highest of its pins), as the reference's raster-line figure shows for a
-// label read as it leaves the printer.
+// A raster line is the 720 pins of the head, 90 bytes, bit 0 the first
+// byte's most significant. The image is mirrored across the head, as the
+// reference's raster-line figure shows for a label read as it leaves the
+// printer: column x of the image is bit 719-Offset-x, so the label's
+// printable area is the line's bits Offset..Offset+Width-1 counted from its
+// last bit.
 //
 // # Printing and the queue
 //
