@@ -31,7 +31,7 @@ type Label struct {
 	// to (see Continuous62).
 	Height int
 	// Offset is how many head pins lie beside the printable area on the
-	// side of the head's first pin (pin 0): the area is pins
+	// side of pin 0 (the last bit of a raster line): the area is pins
 	// Offset..Offset+Width-1 of HeadPins.
 	Offset int
 	// FeedMargin is the margin in dots before and after the badge that
