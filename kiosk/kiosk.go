@@ -15,7 +15,6 @@
 package kiosk
 
 import (
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -29,6 +28,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/svc-vms/svc/kiosk/badge"
+	"github.com/svc-vms/svc/kiosk/printer"
 )
 
 //go:embed templates/*.html
@@ -60,43 +62,6 @@ const (
 	langCookie   = "svc_kiosk_lang"
 )
 
-// BadgeRenderer draws a badge as a PNG for a label.
-type BadgeRenderer interface {
-	Render(b Badge, label string) ([]byte, error)
-}
-
-// Badge is what a badge shows.
-type Badge struct {
-	VisitorName string
-	Company     string
-	Receiver    string // the host's or team's name
-	Date        string
-	VisitType   string
-	Pass        string // the token the QR holds
-	SiteName    string
-	Logo        []byte
-}
-
-// Printer sends badges to a device's label printer and keeps each job
-// until the printer took it.
-type Printer interface {
-	// Print queues and sends job id (the same id twice is one job) and
-	// returns its state once the printer took it or refused it.
-	Print(ctx context.Context, id, addr string, png []byte, label string) (PrintJob, error)
-	// Retry sends a failed job again; a printed job is never printed twice.
-	Retry(ctx context.Context, id string) (PrintJob, error)
-	// Jobs lists the jobs not yet printed, oldest first.
-	Jobs() []PrintJob
-}
-
-// PrintJob is a badge on its way to a printer.
-type PrintJob struct {
-	ID      string
-	VisitID string
-	State   string // queued, printing, printed, failed
-	Error   string // in plain words, when failed
-}
-
 // Config is what a Server needs.
 type Config struct {
 	Store   Store
@@ -104,10 +69,9 @@ type Config struct {
 	// Languages are the catalogues offered, the site's default first; at
 	// most two (English and one more). Empty: English only.
 	Languages []string
-	// Badges renders badges; Printer prints them (nil: the browser's
-	// print dialog only).
-	Badges  BadgeRenderer
-	Printer Printer
+	// Printer is the queue of badges on their way to the devices' label
+	// printers; nil leaves the browser's print dialog only.
+	Printer *printer.Queue
 	// Label is the label badges are rendered for ("62x100" when empty).
 	Label string
 	// DecodeImage reads a pass's QR from a camera photo.
@@ -121,6 +85,7 @@ type Config struct {
 // Server serves the kiosk.
 type Server struct {
 	cfg   Config
+	label badge.Label
 	cats  Catalogues
 	langs []*Catalogue
 	tmpl  map[string]*template.Template
@@ -148,6 +113,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Label == "" {
 		cfg.Label = "62x100"
 	}
+	label, ok := badge.LabelByName(cfg.Label)
+	if !ok {
+		return nil, fmt.Errorf("kiosk: label %q is not one of the badge labels", cfg.Label)
+	}
 	cats, err := LoadCatalogues()
 	if err != nil {
 		return nil, err
@@ -158,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Languages) > 2 {
 		return nil, fmt.Errorf("kiosk: %d languages; a kiosk offers English and at most one more", len(cfg.Languages))
 	}
-	s := &Server{cfg: cfg, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
+	s := &Server{cfg: cfg, label: label, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
 	for _, l := range cfg.Languages {
 		c, ok := cats[l]
 		if !ok {

@@ -3,6 +3,7 @@ package kiosk
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -32,7 +33,8 @@ func newHarness(t testing.TB, langs ...string) *harness {
 	if h.devs, err = OpenDevices(filepath.Join(t.TempDir(), "kiosk.json")); err != nil {
 		t.Fatal(err)
 	}
-	h.srv, err = New(Config{Store: h.store, Devices: h.devs, Languages: langs, Now: func() time.Time { return h.now }})
+	h.srv, err = New(Config{Store: h.store, Devices: h.devs, Languages: langs, Now: func() time.Time { return h.now },
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

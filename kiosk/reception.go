@@ -3,6 +3,9 @@ package kiosk
 import (
 	"bytes"
 	"errors"
+
+	"github.com/svc-vms/svc/kiosk/badge"
+	"github.com/svc-vms/svc/kiosk/printer"
 	"net/http"
 	"strings"
 	"time"
@@ -70,7 +73,7 @@ type waiting struct {
 type receptionData struct {
 	Queue  []waiting
 	OnSite []Visit
-	Jobs   []PrintJob
+	Jobs   []printJob
 	Limit  int // minutes
 }
 
@@ -88,9 +91,7 @@ func (s *Server) receptionPage(w http.ResponseWriter, r *http.Request, rq *reque
 		waited := rq.now.Sub(v.WaitingSince)
 		d.Queue = append(d.Queue, waiting{Visit: v, Minutes: int(waited / time.Minute), Overdue: waited >= limit})
 	}
-	if s.cfg.Printer != nil {
-		d.Jobs = s.cfg.Printer.Jobs()
-	}
+	d.Jobs = s.pendingJobs(rq)
 	s.render(w, r, rq, http.StatusOK, "reception", &page{Reception: true, Data: d})
 }
 
@@ -213,26 +214,25 @@ func (s *Server) checkOut(w http.ResponseWriter, r *http.Request, rq *request) {
 	http.Redirect(w, r, "/reception", http.StatusSeeOther)
 }
 
-// badge renders the visit's badge for the kiosk's label.
-func (s *Server) badge(rq *request, v Visit) ([]byte, error) {
-	if s.cfg.Badges == nil {
-		return nil, errors.New("kiosk: no badge renderer")
-	}
+// badgePNG renders the visit's badge for the kiosk's label.
+func (s *Server) renderBadge(rq *request, v Visit) ([]byte, error) {
 	site := s.cfg.Store.Site()
 	at := rq.now
 	if v.CheckedInAt != nil {
 		at = *v.CheckedInAt
-	}
-	if site.Location != nil {
-		at = at.In(site.Location)
 	}
 	vt, _ := s.cfg.Store.VisitType(v.Type)
 	name := vt.Name
 	if name == "" {
 		name = v.Type
 	}
-	return s.cfg.Badges.Render(Badge{VisitorName: v.Visitor.Name, Company: v.Visitor.Company, Receiver: receiverName(v),
-		Date: at.Format("2006-01-02"), VisitType: name, Pass: v.Pass, SiteName: site.Name, Logo: site.Logo}, s.cfg.Label)
+	caption := ""
+	if receiverName(v) != "" {
+		caption = rq.cat.T("badge.visiting")
+	}
+	return badge.RenderPNG(badge.Badge{VisitorName: v.Visitor.Name, Company: v.Visitor.Company, Host: receiverName(v),
+		HostCaption: caption, VisitType: name, At: at, Location: site.Location, Token: v.Pass, SiteName: site.Name,
+		Logo: site.Logo, Label: s.label})
 }
 
 func (s *Server) badgePNG(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -240,7 +240,11 @@ func (s *Server) badgePNG(w http.ResponseWriter, r *http.Request, rq *request) {
 	if !ok {
 		return
 	}
-	png, err := s.badge(rq, v)
+	if v.Pass == "" {
+		s.notFound(w, r, rq)
+		return
+	}
+	png, err := s.renderBadge(rq, v)
 	if err != nil {
 		s.fail(w, r, rq, err)
 		return
@@ -261,41 +265,77 @@ func (s *Server) badgePrintPage(w http.ResponseWriter, r *http.Request, rq *requ
 
 // printBadge sends the badge to the device's printer. The job's ID is the
 // visit's, so a second tap, or a retry after the printer refused, prints
-// one badge, not two.
+// one badge, not two; a reprint from reception is a job of its own.
 func (s *Server) printBadge(w http.ResponseWriter, r *http.Request, rq *request) {
 	v, ok := s.visitFor(w, r, rq)
 	if !ok {
 		return
 	}
 	d := doneData{Visit: v, Receiver: receiverName(v), Printer: rq.dev.Printer != "" && s.cfg.Printer != nil}
-	if !d.Printer {
+	if !d.Printer || v.Pass == "" {
 		http.Redirect(w, r, "/visits/"+v.ID+"/badge", http.StatusSeeOther)
 		return
 	}
-	png, err := s.badge(rq, v)
+	png, err := s.renderBadge(rq, v)
 	if err != nil {
 		s.fail(w, r, rq, err)
 		return
 	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
 	jobID := "badge-" + v.ID
-	if r.PostFormValue("reprint") != "" {
+	if r.PostFormValue("reprint") != "" && rq.reception {
 		jobID += "-" + rq.now.UTC().Format("20060102T150405")
 	}
-	job, err := s.cfg.Printer.Print(r.Context(), jobID, rq.dev.Printer, png, s.cfg.Label)
-	p := &page{Idle: !rq.reception, Reception: rq.reception, Data: d}
-	switch {
-	case err != nil:
-		p.Problem = rq.cat.T("print.failed", err.Error())
-	case job.State == "failed":
-		p.Problem = rq.cat.T("print.failed", job.Error)
-	default:
-		p.Data = doneData{Visit: v, Receiver: d.Receiver, Printer: true, Jobs: []PrintJob{job}}
+	// A job that failed is sent again by the same tap: the person at the
+	// desk loaded labels or closed the cover and asks again. A printed one
+	// is never sent twice (Submit and Retry both keep to that).
+	var job printer.Job
+	if prev, ok := s.cfg.Printer.Get(jobID); ok && prev.State == printer.JobFailed {
+		job, err = s.cfg.Printer.Retry(r.Context(), jobID)
+	} else {
+		job, err = s.cfg.Printer.Submit(r.Context(), jobID, rq.dev.Printer, s.label, png)
 	}
+	if err != nil {
+		s.fail(w, r, rq, err)
+		return
+	}
+	d.Jobs = []printJob{s.printJob(rq, job)}
+	p := &page{Idle: !rq.reception, Reception: rq.reception, Data: d}
 	status := http.StatusOK
-	if p.Problem != "" {
-		status = http.StatusBadGateway
+	if job.State == printer.JobFailed {
+		status, p.Problem = http.StatusBadGateway, rq.cat.T("print.failed", d.Jobs[0].Why)
 	}
 	s.render(w, r, rq, status, "done", p)
+}
+
+// printJob is a print job as the desk sees it: its state and, for a
+// failed one, why in plain words.
+type printJob struct {
+	ID    string
+	State string
+	Why   string
+}
+
+func (s *Server) printJob(rq *request, j printer.Job) printJob {
+	out := printJob{ID: j.ID, State: string(j.State)}
+	if j.State == printer.JobFailed {
+		out.Why = rq.cat.T("printer." + string(j.Reason))
+	}
+	return out
+}
+
+// pendingJobs are the jobs the printers have not taken.
+func (s *Server) pendingJobs(rq *request) []printJob {
+	if s.cfg.Printer == nil {
+		return nil
+	}
+	var out []printJob
+	for _, j := range s.cfg.Printer.List() {
+		if j.State != printer.JobPrinted {
+			out = append(out, s.printJob(rq, j))
+		}
+	}
+	return out
 }
 
 func (s *Server) retryPrint(w http.ResponseWriter, r *http.Request, rq *request) {

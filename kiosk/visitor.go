@@ -340,7 +340,7 @@ func (s *Server) mayShow(rq *request, visitID string) bool {
 type doneData struct {
 	Visit    Visit
 	Receiver string
-	Jobs     []PrintJob
+	Jobs     []printJob
 	Printer  bool
 }
 

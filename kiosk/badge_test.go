@@ -1,0 +1,109 @@
+package kiosk
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svc-vms/svc/gate/qrdecode"
+	"github.com/svc-vms/svc/kiosk/printer"
+)
+
+// withPrinter gives the harness a print queue and a simulated Brother QL
+// on a free port, and pairs the harness's client to print on it.
+func (h *harness) withPrinter(t *testing.T) *printer.Simulator {
+	t.Helper()
+	sim, err := printer.ListenSimulator("127.0.0.1:0", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	q, err := printer.OpenQueue(filepath.Join(t.TempDir(), "jobs"), printer.QueueOptions{Now: func() time.Time { return h.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.cfg.Printer = q
+	sim.Load(printer.MediaOf(h.srv.label))
+	code, err := h.devs.NewCode("Lobby", ModeVisitor, sim.Addr(), h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := h.post(h.client, "/pair", url.Values{"code": {code.Code}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("pair: %d", res.StatusCode)
+	}
+	return sim
+}
+
+func (h *harness) walkIn(t *testing.T, name string) string {
+	t.Helper()
+	id := "visit_01jdq7n4ybfzrt6k5m8c1qx2va"
+	if len(h.store.walkIns) > 0 {
+		id = "visit_01jdq7n4ybfzrt6k5m8c1qx2vb"
+	}
+	res := h.post(h.client, "/walk-in", url.Values{"to": {"desk"}, "type": {"meeting"}, "visit_id": {id}, "name": {name}})
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("walk-in: %d %s", res.StatusCode, body(t, res))
+	}
+	return id
+}
+
+func TestKiosk_BadgeQRIsThePass(t *testing.T) {
+	h := newHarness(t)
+	h.pair(h.client, ModeVisitor)
+	id := h.walkIn(t, "Ada Lovelace")
+	res := h.get(h.client, "/visits/"+id+"/badge.png")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("badge: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	png, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	got, err := qrdecode.DecodeBytes(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := h.store.Visit(id)
+	if got != v.Pass {
+		t.Errorf("badge QR = %q, want the pass %q", got, v.Pass)
+	}
+}
+
+func TestKiosk_PrintOnceAndRetryAfterOutOfLabels(t *testing.T) {
+	h := newHarness(t)
+	sim := h.withPrinter(t)
+	id := h.walkIn(t, "Ada Lovelace")
+
+	sim.SetFault(printer.FaultNoMedia)
+	res := h.post(h.client, "/visits/"+id+"/print", nil)
+	b := body(t, res)
+	if res.StatusCode != http.StatusBadGateway || !strings.Contains(b, "out of labels") {
+		t.Fatalf("out of labels: %d, plain words shown: %v", res.StatusCode, strings.Contains(b, "out of labels"))
+	}
+	if n := len(sim.Printed()); n != 0 {
+		t.Fatalf("%d labels printed with no labels loaded", n)
+	}
+
+	sim.SetFault(printer.FaultNone)
+	res = h.post(h.client, "/visits/"+id+"/print", nil) // the same job again, now that labels are in
+	if b := body(t, res); res.StatusCode != http.StatusOK || !strings.Contains(b, "Your badge is printed") {
+		t.Fatalf("print after loading labels: %d %s", res.StatusCode, b[strings.Index(b, "<main"):])
+	}
+	h.post(h.client, "/visits/"+id+"/print", nil) // a second tap
+	if n := len(sim.Printed()); n != 1 {
+		t.Errorf("%d labels printed, want 1", n)
+	}
+	got, err := qrdecode.Decode(sim.Printed()[0].Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := h.store.Visit(id); got != v.Pass {
+		t.Errorf("printed QR = %q, want %q", got, v.Pass)
+	}
+}
