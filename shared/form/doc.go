@@ -2,10 +2,14 @@
 // custom fields asked about a visit, checks answers against it, and derives
 // what may be shown to whom.
 //
-// It may import only the standard library and shared/ids. The domain
-// (package cloud) and the transports use it; it knows nothing of tenants,
-// storage or HTTP: the caller adds body.custom_fields. to a FieldError's
-// Field and checks that the person IDs of PersonRefs exist in the tenant.
+// It is shared (below shared/) because two sides read forms: the cloud
+// checks custom_fields with it, and the site's kiosk renders the same form
+// and checks a walk-in's answers with the same rules and the same words
+// (DESIGN.md, "Kiosk"). Like every shared package it may import only the
+// standard library and other shared/ packages (today shared/ids), never
+// cloud, edge or kiosk. It knows nothing of tenants, storage, HTTP or
+// HTML: the caller adds body.custom_fields. to a FieldError's Field and
+// checks that the person IDs of PersonRefs exist in the tenant.
 //
 // # The schema subset
 //

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 )
 
 // FuzzParse: Parse never panics, and what it accepts it accepts again in
