@@ -69,6 +69,17 @@
 // question gets the same words as a key the form does not have, so the
 // public API does not reveal the rest of the form.
 //
+// # At the desk
+//
+// The kiosk asks required questions, so it needs what the API leaves out.
+// Questions returns each question as a screen asks it (texts, labels,
+// unit, bounds, conditions); Visible says which are shown now given the
+// answers so far (x-svc-sites, x-svc-show-if); Missing lists the required
+// questions shown and unanswered (required, and allOf items whose if
+// holds on the answers shown); ValidateAtDesk drops the answers of hidden
+// questions and adds Missing to Validate, so the desk and the API refuse
+// an answer with the same words.
+//
 // Redact is what every API response, event and webhook shows: it leaves out
 // sensitive and masked answers, and answers to keys the form no longer has.
 package form
