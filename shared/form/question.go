@@ -179,17 +179,15 @@ const (
 	MessageNotAccepted = "must be accepted"
 )
 
-// Missing returns the required questions shown now (Visible) that have no
-// answer, sorted by key like Validate's problems. A question is required
-// when the top-level required lists it, or when every condition of an
-// allOf item that lists it holds; conditions read only the answers of
-// questions shown, so an answer left behind by a hidden question requires
-// nothing. Null is no answer, and a required consent question must be
-// answered true: agreeing is what it asks.
+// Required returns the keys of the questions shown now (Visible) that are
+// required now, in screen order. A question is required when the top-level
+// required lists it, or when every condition of an allOf item that lists
+// it holds; conditions read only the answers of questions shown, so an
+// answer left behind by a hidden question requires nothing.
 //
 // The API does not enforce required questions (the spec asks them at
-// check-in); the desk does, with this.
-func (f *Form) Missing(answers map[string]json.RawMessage, siteID string) []FieldError {
+// check-in); the desk does, with this and Missing.
+func (f *Form) Required(answers map[string]json.RawMessage, siteID string) []string {
 	visible := f.Visible(answers, siteID)
 	shown := make(map[string]bool, len(visible))
 	for _, k := range visible {
@@ -213,19 +211,31 @@ func (f *Form) Missing(answers map[string]json.RawMessage, siteID string) []Fiel
 			}
 		}
 	}
-	var errs []FieldError
-	for _, k := range slices.Sorted(slices.Values(visible)) {
-		if !required[k] {
-			continue
+	var keys []string
+	for _, k := range visible {
+		if required[k] {
+			keys = append(keys, k)
 		}
-		q := f.questions[k]
+	}
+	return keys
+}
+
+// Missing returns the questions Required now that have no answer, sorted
+// by key like Validate's problems. Null is no answer, and a required
+// consent question must be answered true: agreeing is what it asks. An
+// answer that is not valid is not missing: Validate says what is wrong.
+// A photo question is never missing: the desk has no camera to take one
+// with, so it is completed in the console.
+func (f *Form) Missing(answers map[string]json.RawMessage, siteID string) []FieldError {
+	var errs []FieldError
+	for _, k := range slices.Sorted(slices.Values(f.Required(answers, siteID))) {
 		v, ok := decodeAnswer(answers[k])
 		switch {
-		case q.xtype == xConsent && v != true:
+		case f.questions[k].xtype == xPhoto:
+		case f.questions[k].xtype == xConsent:
 			if ok && v == nil || v == false {
 				errs = append(errs, FieldError{Field: k, Message: MessageNotAccepted})
 			}
-			// Anything else is not a boolean: Validate says so.
 		case ok && v == nil:
 			errs = append(errs, FieldError{Field: k, Message: MessageRequired})
 		}

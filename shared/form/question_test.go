@@ -234,6 +234,9 @@ func TestMissing(t *testing.T) {
 		})
 	}
 
+	photo := mustParse(t, []byte(`{"type":"object","properties":{"p":{"type":"string","x-svc-type":"photo"}},"required":["p"],"x-svc-order":["p"]}`))
+	assert.Empty(t, photo.Missing(nil, ""), "the desk cannot take a photo")
+
 	// x-svc-sites: a required question asked only at another site is not
 	// missing there.
 	site := mustParse(t, []byte(strings.ReplaceAll(`{"type":"object","properties":{"b":{"type":"string","x-svc-sites":["SITE_A"]}},"required":["b"],"x-svc-order":["b"]}`, "SITE_A", siteA)))
@@ -263,4 +266,14 @@ func TestValidateAtDesk(t *testing.T) {
 	sink := mustParse(t, kitchenSinkJSON())
 	_, errs = sink.ValidateAtDesk(answers("badge", `"B1"`, "name", `"Ada"`, "host", `"`+person+`"`, "car", `false`), siteB)
 	assert.Empty(t, errs, "a question of another site is not shown here, so its answer is dropped")
+}
+
+func TestRequired_InScreenOrder(t *testing.T) {
+	sink := mustParse(t, kitchenSinkJSON())
+	assert.Equal(t, []string{"name", "host", "car"}, sink.Required(nil, siteA))
+	assert.Equal(t, []string{"name", "host", "doc", "car", "plate_colour"}, sink.Required(answers("car", `true`, "name", `"Ada"`), siteA),
+		"answered or not: Required says what the screen marks")
+	ch := mustParse(t, []byte(chain))
+	assert.Empty(t, ch.Required(nil, ""), "e is required but hidden")
+	assert.Equal(t, []string{"c", "d"}, ch.Required(answers("a", `true`, "b", `"x"`), ""))
 }
