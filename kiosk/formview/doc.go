@@ -14,7 +14,8 @@
 // page's own <form method="post">, beside its CSRF token and its other
 // fields. Controls are named FieldPrefix+key ("cf.company"), so they cannot
 // clash with the page's own names; element IDs are "cf-"+key. The page
-// should link Stylesheet and Script from Assets (large touch targets; live
+// should serve StylesheetFile and ScriptFile from Assets and link them
+// (large touch targets; live
 // show and hide). The form works without the script: questions that
 // depend on answers appear when the server renders the form again after a
 // submit (Result.Unseen says when).
