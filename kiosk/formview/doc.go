@@ -15,10 +15,9 @@
 // fields. Controls are named FieldPrefix+key ("cf.company"), so they cannot
 // clash with the page's own names; element IDs are "cf-"+key. The page
 // should serve StylesheetFile and ScriptFile from Assets and link them
-// (large touch targets; live
-// show and hide). The form works without the script: questions that
-// depend on answers appear when the server renders the form again after a
-// submit (Result.Unseen says when).
+// (large touch targets; live show and hide). The form works without the
+// script: questions that depend on answers appear when the server renders
+// the form again after a submit (Result.Unseen says when).
 //
 // # Words
 //
