@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 	"github.com/svc-vms/svc/shared/ids"
 )
 

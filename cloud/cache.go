@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 )
 
 // Parsing a form and loading a time zone are pure but not cheap (a form

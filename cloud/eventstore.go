@@ -7,7 +7,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 )
 
 // eventStore is the Store the service writes through: it records the

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"

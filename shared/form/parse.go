@@ -387,6 +387,15 @@ type question struct {
 	visitor, sensitive bool
 	masked             bool
 	showIf             map[string]any
+	// showField and showValue are showIf read against the other
+	// questions (checkShowIf): shown when showField is answered showValue.
+	showField string
+	showValue scalar
+
+	// The texts a screen shows; "" when absent.
+	title, description, unit, consentText string
+	// labels maps a value's scalar key to its x-svc-labels label.
+	labels map[string]string
 }
 
 func parseQuestion(key string, v any, ptr string) (*question, error) {
@@ -445,6 +454,11 @@ func parseQuestion(key string, v any, ptr string) (*question, error) {
 	if err := checkText(obj, "x-svc-consent-text", ptr, maxConsentText); err != nil {
 		return nil, err
 	}
+	// Checked above: each is absent or a string.
+	q.title, _ = obj["title"].(string)
+	q.description, _ = obj["description"].(string)
+	q.unit, _ = obj["x-svc-unit"].(string)
+	q.consentText, _ = obj["x-svc-consent-text"].(string)
 	for _, flag := range []struct {
 		name string
 		to   *bool
@@ -676,9 +690,14 @@ func (q *question) parseLabels(obj map[string]any, ptr string) error {
 			return schemaErr(lp, "labels the same value as %s", other)
 		}
 		seen[s.key] = k
-		if _, err := text(labels[k], lp, maxLabel); err != nil {
+		label, err := text(labels[k], lp, maxLabel)
+		if err != nil {
 			return err
 		}
+		if q.labels == nil {
+			q.labels = map[string]string{}
+		}
+		q.labels[s.key] = label
 	}
 	return nil
 }
@@ -731,7 +750,8 @@ func (f *Form) checkShowIf(q *question, i int) error {
 	case q.visitor && !other.visitor:
 		return schemaErr(p+"/field", "must name a visitor question: the visitor never sees %s", field)
 	}
-	_, err := other.value(q.showIf["equals"], p+"/equals")
+	v, err := other.value(q.showIf["equals"], p+"/equals")
+	q.showField, q.showValue = field, v
 	return err
 }
 
@@ -739,8 +759,15 @@ func (f *Form) checkShowIf(q *question, i int) error {
 // questions are required.
 type rule struct {
 	ifKeys []string
+	conds  []cond         // the if, read: one per key of ifKeys, in its order
 	raw    map[string]any // the item's if, as written
 	then   []string
+}
+
+// cond holds when question key is answered val.
+type cond struct {
+	key string
+	val scalar
 }
 
 func (f *Form) parseRules(v any) error {
@@ -785,10 +812,12 @@ func (f *Form) parseRule(v any, ptr string) (rule, error) {
 		if err != nil {
 			return rule{}, err
 		}
-		if _, err := q.value(c["const"], p+"/const"); err != nil {
+		v, err := q.value(c["const"], p+"/const")
+		if err != nil {
 			return rule{}, err
 		}
 		r.ifKeys = append(r.ifKeys, k)
+		r.conds = append(r.conds, cond{key: k, val: v})
 	}
 	req, err := f.keyList(ifObj["required"], ptr+"/if/required")
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 	"github.com/svc-vms/svc/shared/ids"
 )
 

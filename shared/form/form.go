@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/svc-vms/svc/shared/ids"
 )
@@ -204,6 +205,9 @@ func decodeAnswer(raw json.RawMessage) (any, bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, true
 	}
+	if v, ok := decodeScalar(bytes.Trim(raw, " \t\r\n")); ok { // JSON's whitespace
+		return v, true
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -255,4 +259,80 @@ func (f *Form) Redact(answers map[string]json.RawMessage) map[string]json.RawMes
 		}
 	}
 	return out
+}
+
+// decodeScalar reads the answers most forms get, literals, numbers and
+// strings without escapes, as the decoder would, without its buffer: the
+// desk reads every answer several times per request (Visible, Required,
+// Validate). ok is false for anything else, which the decoder reads.
+func decodeScalar(raw []byte) (any, bool) {
+	switch string(raw) {
+	case "null":
+		return nil, true
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	if raw[0] == '"' {
+		if len(raw) < 2 || raw[len(raw)-1] != '"' {
+			return nil, false
+		}
+		in := raw[1 : len(raw)-1]
+		if !utf8.Valid(in) {
+			return nil, false
+		}
+		for _, c := range in {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return nil, false
+			}
+		}
+		return string(in), true
+	}
+	if isNumber(raw) {
+		return json.Number(raw), true
+	}
+	return nil, false
+}
+
+// isNumber reports whether b is a JSON number (RFC 8259 section 6).
+func isNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return false
+		}
+	}
+	return i == len(b)
 }

@@ -2,10 +2,14 @@
 // custom fields asked about a visit, checks answers against it, and derives
 // what may be shown to whom.
 //
-// It may import only the standard library and shared/ids. The domain
-// (package cloud) and the transports use it; it knows nothing of tenants,
-// storage or HTTP: the caller adds body.custom_fields. to a FieldError's
-// Field and checks that the person IDs of PersonRefs exist in the tenant.
+// It is shared (below shared/) because two sides read forms: the cloud
+// checks custom_fields with it, and the site's kiosk renders the same form
+// and checks a walk-in's answers with the same rules and the same words
+// (DESIGN.md, "Kiosk"). Like every shared package it may import only the
+// standard library and other shared/ packages (today shared/ids), never
+// cloud, edge or kiosk. It knows nothing of tenants, storage, HTTP or
+// HTML: the caller adds body.custom_fields. to a FieldError's Field and
+// checks that the person IDs of PersonRefs exist in the tenant.
 //
 // # The schema subset
 //
@@ -64,6 +68,17 @@
 // visitor completes pre-registration. With Options.Public, a staff-only
 // question gets the same words as a key the form does not have, so the
 // public API does not reveal the rest of the form.
+//
+// # At the desk
+//
+// The kiosk asks required questions, so it needs what the API leaves out.
+// Questions returns each question as a screen asks it (texts, labels,
+// unit, bounds, conditions); Visible says which are shown now given the
+// answers so far (x-svc-sites, x-svc-show-if); Missing lists the required
+// questions shown and unanswered (required, and allOf items whose if
+// holds on the answers shown); ValidateAtDesk drops the answers of hidden
+// questions and adds Missing to Validate, so the desk and the API refuse
+// an answer with the same words.
 //
 // Redact is what every API response, event and webhook shows: it leaves out
 // sensitive and masked answers, and answers to keys the form no longer has.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 )
 
 // FuzzParse: Parse never panics, and what it accepts it accepts again in
@@ -45,8 +45,8 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzValidate: answers of any shape never make Validate, PersonRefs or
-// Redact panic; problems name keys that were sent, once each, in order; and
+// FuzzValidate: answers of any shape never make Validate, ValidateAtDesk,
+// PersonRefs or Redact panic; the desk's problems are sorted, one per key; problems name keys that were sent, once each, in order; and
 // what Validate stores validates again to itself.
 func FuzzValidate(f *testing.F) {
 	forms := []*form.Form{mustParse(f, kitchenSinkJSON())}
@@ -64,6 +64,18 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		for _, fm := range forms {
+			for _, site := range []string{siteA, ""} {
+				out, errs := fm.ValidateAtDesk(answers, site)
+				for i, e := range errs {
+					if e.Message == "" || i > 0 && errs[i-1].Field >= e.Field {
+						t.Fatalf("desk problems not sorted by key, one each: %+v", errs)
+					}
+				}
+				if (errs == nil) == (out == nil) {
+					t.Fatalf("desk: answers %v beside problems %v", out, errs)
+				}
+				fm.Questions()
+			}
 			for _, opts := range []form.Options{{SiteID: siteA}, {Public: true, SiteID: siteB}, {}} {
 				out, errs := fm.Validate(answers, opts)
 				for i, e := range errs {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-vms/svc/cloud/form"
+	"github.com/svc-vms/svc/shared/form"
 )
 
 func prop(m map[string]any, key string) map[string]any {
