@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/kiosk/badge"
+	"github.com/svc-vms/svc/kiosk/formview"
 	"github.com/svc-vms/svc/kiosk/printer"
 )
 
@@ -90,6 +91,7 @@ type Server struct {
 	langs []*Catalogue
 	tmpl  map[string]*template.Template
 	log   *slog.Logger
+	forms forms
 
 	mu        sync.Mutex
 	reception map[string]time.Time            // device → end of its PIN-opened session
@@ -181,6 +183,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFiles, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	mux.Handle("GET /static/form/", http.StripPrefix("/static/form/", cacheStatic(http.FileServerFS(formview.Assets))))
 	mux.HandleFunc("GET /pair", s.pairPage)
 	mux.HandleFunc("POST /pair", s.pair)
 	mux.HandleFunc("POST /lang", s.setLang)

@@ -2,6 +2,7 @@ package kiosk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -168,8 +169,8 @@ type WalkIn struct {
 	// VisitorID names a returning visitor's record; empty for a new one.
 	VisitorID    string
 	Visitor      Visitor
-	CustomFields map[string][]byte // answers, JSON values keyed by question
-	DeviceID     string            // the kiosk device
+	CustomFields map[string]json.RawMessage // answers keyed by question, checked at the desk
+	DeviceID     string                     // the kiosk device
 }
 
 // CheckIn is an express check-in at the desk.

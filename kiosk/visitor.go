@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-vms/svc/shared/form"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -286,9 +287,10 @@ func (s *Server) walkInSubmit(w http.ResponseWriter, r *http.Request, rq *reques
 	case "team":
 		in.TeamID = wi.To.ID
 	}
-	answers, errs := s.parseForm(rq, wi.Type, f)
+	answers, formErrs, ok := s.parseForm(rq, wi.Type, f)
 	in.CustomFields = answers
-	if errs == nil {
+	var errs map[string]string
+	if ok {
 		v, err := s.cfg.Store.WalkIn(r.Context(), in)
 		if err == nil {
 			s.remember(rq.dev.ID, v.ID, rq.now)
@@ -301,9 +303,17 @@ func (s *Server) walkInSubmit(w http.ResponseWriter, r *http.Request, rq *reques
 			return
 		}
 		errs = ve.Fields
+		for field, msg := range ve.Fields {
+			if k, ok := strings.CutPrefix(field, "custom_fields."); ok {
+				formErrs = append(formErrs, form.FieldError{Field: k, Message: msg})
+			}
+		}
 	}
-	wi.Form = s.renderForm(rq, wi.Type, f, errs)
-	p := &page{Idle: true, Data: wi, Errors: errs, Problem: rq.cat.T("error.check_fields")}
+	wi.Form = s.renderForm(rq, wi.Type, f, formErrs)
+	p := &page{Idle: true, Data: wi, Errors: errs}
+	if len(errs) > 0 || len(formErrs) > 0 {
+		p.Problem = rq.cat.T("error.check_fields")
+	}
 	s.render(w, r, rq, http.StatusUnprocessableEntity, "walkin_details", p)
 }
 
