@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -109,14 +110,20 @@ func EdgeVisit(v Visit) protocol.Visit {
 	return out
 }
 
-// leadID is the ID of the visit's lead host, or "" when nobody hosts it.
+// leadID is the ID of the visit's lead host, or "" when nobody hosts it
+// (or its ID is not a person's, which the feed could not carry).
 func leadID(v Visit) string {
+	id := v.HostID
 	for _, h := range v.Hosts {
 		if h.Role == HostRoleLead {
-			return h.ID
+			id = h.ID
+			break
 		}
 	}
-	return v.HostID
+	if !ids.Valid(ids.Person, id) {
+		return ""
+	}
+	return id
 }
 
 // leadName is the name of the visit's lead host, or "" when nobody hosts
