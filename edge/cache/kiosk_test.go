@@ -1,7 +1,9 @@
 package cache_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,4 +197,20 @@ func splitForTest(s protocol.Snapshot) []protocol.Snapshot {
 		parts[i].Part, parts[i].Parts = i+1, len(parts)
 	}
 	return parts
+}
+
+// A visit type whose form is larger than a page is stored on overflow
+// pages, and the file still opens: Open's own page reader kept the first
+// page of a value when it grew its buffer for the overflow pages only
+// from this test on.
+func TestOpen_ValueOnOverflowPages(t *testing.T) {
+	c, path := newCache(t)
+	form := json.RawMessage(`{"title":"` + strings.Repeat("x", 9000) + `"}`)
+	snap := snapshot(3, 10, &protocol.Settings{Timezone: "UTC"}, nil, nil, nil)
+	snap[0].VisitTypes = []protocol.VisitType{{Key: "a", Name: "A", Enabled: true, Form: form}}
+	require.NoError(t, c.ReplaceSnapshot(snap))
+	c = reopen(t, c, path)
+	got, ok := c.View().VisitType("a")
+	require.True(t, ok)
+	require.JSONEq(t, string(form), string(got.Form))
 }
