@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -21,6 +22,11 @@ import (
 // carry until the API has a field for it: a day. A gate whose cache is
 // older fails as its configuration says.
 const DefaultOfflineLimitMinutes = 24 * 60
+
+// DefaultWaitLimitMinutes is how long a visitor may wait at reception
+// before the kiosk's queue highlights them, until the API has a field for
+// it.
+const DefaultWaitLimitMinutes = 10
 
 // EdgeHorizon is how long after EdgeUntil an edge still needs a visit: a
 // pass works up to a week (passrule.MaxWindowMinutes) after its visit's
@@ -68,7 +74,7 @@ func EdgeVisit(v Visit) protocol.Visit {
 	}
 	rules := protocol.FromRules(v.Pass.Rules)
 	rules.GateIDs = slices.Clone(rules.GateIDs)
-	return protocol.Visit{
+	out := protocol.Visit{
 		ID:            v.ID,
 		Status:        string(v.Status),
 		ExpectedAt:    utcPtr(v.ExpectedAt),
@@ -82,7 +88,42 @@ func EdgeVisit(v Visit) protocol.Visit {
 		ReenteredAs:   v.ReenteredAs,
 		VisitorName:   clip(v.Visitor.Name),
 		HostName:      clip(leadName(v)),
+		// What the reception kiosk shows (docs/decisions.md, "Kiosk data
+		// and facts").
+		Type:           clip(v.Type),
+		Source:         string(v.Source),
+		Audience:       string(v.Audience),
+		HostID:         leadID(v),
+		NeedsSomeone:   v.NeedsSomeone,
+		WaitingSince:   utcPtr(v.WaitingSince),
+		VisitorID:      v.Visitor.ID,
+		VisitorEmail:   clip(v.Visitor.Email),
+		VisitorPhone:   clip(v.Visitor.Phone),
+		VisitorCompany: clip(v.Visitor.Company),
 	}
+	if out.WaitingSince == nil && v.Status == VisitCheckedIn {
+		out.WaitingSince = utcPtr(v.CheckedInAt) // a visit stored before WaitingSince
+	}
+	if v.Team != nil {
+		out.TeamID, out.TeamName = v.Team.ID, clip(v.Team.Name)
+	}
+	return out
+}
+
+// leadID is the ID of the visit's lead host, or "" when nobody hosts it
+// (or its ID is not a person's, which the feed could not carry).
+func leadID(v Visit) string {
+	id := v.HostID
+	for _, h := range v.Hosts {
+		if h.Role == HostRoleLead {
+			id = h.ID
+			break
+		}
+	}
+	if !ids.Valid(ids.Person, id) {
+		return ""
+	}
+	return id
 }
 
 // leadName is the name of the visit's lead host, or "" when nobody hosts
@@ -121,7 +162,8 @@ func EdgeGate(g Gate) protocol.Gate {
 
 // EdgeSettings are the settings of a site its edge needs.
 func EdgeSettings(s Site) protocol.Settings {
-	return protocol.Settings{Timezone: s.Timezone, OfflineLimitMinutes: DefaultOfflineLimitMinutes}
+	return protocol.Settings{Timezone: s.Timezone, OfflineLimitMinutes: DefaultOfflineLimitMinutes, SiteName: clip(s.Name),
+		WaitLimitMinutes: DefaultWaitLimitMinutes}
 }
 
 // EdgeKey is the public half of a pass-signing key, under the ID passes
@@ -149,7 +191,29 @@ func EdgePerson(p Person) protocol.Person {
 	if !p.PassIssuedAt.IsZero() {
 		issued = p.PassIssuedAt.Unix()
 	}
-	return protocol.Person{ID: p.ID, Name: clip(p.Name), Active: p.Active, PassIssuedAt: issued}
+	return protocol.Person{ID: p.ID, Name: clip(p.Name), Active: p.Active, PassIssuedAt: issued, JobTitle: clip(p.JobTitle)}
+}
+
+// EdgeTeam is a team as every site's edge keeps it, for the reception
+// kiosk: every site follows every team of its tenant (the kiosk shows
+// those at its site or at every site), so a team that moves between sites
+// needs no removal.
+func EdgeTeam(t Team) protocol.Team {
+	return protocol.Team{ID: t.ID, Name: clip(t.Name), SiteID: t.SiteID, VisitorsCanChoose: t.VisitorsCanChoose, Archived: t.Archived}
+}
+
+// EdgeVisitType is a visit type as every site's edge keeps it, for the
+// reception kiosk: enabled types are the ones it offers walk-ins, with
+// their form, in key order as the API lists them (Position stays 0 until
+// the API orders types). A form too large for the wire goes
+// without it, and the edge has no form to check answers against; the API
+// bounds forms well below that.
+func EdgeVisitType(vt VisitType) protocol.VisitType {
+	out := protocol.VisitType{Key: vt.Key, Name: clip(vt.Name), Enabled: vt.Enabled}
+	if len(vt.Form) > 0 && len(vt.Form) <= protocol.MaxFormSchema {
+		out.Form = slices.Clone(vt.Form)
+	}
+	return out
 }
 
 // EdgeSnapshot is a site's whole state as its edge needs it, as of feed
@@ -167,4 +231,8 @@ type EdgeSnapshot struct {
 	// still-valid token would admit).
 	Visits []protocol.Visit
 	People []protocol.Person // every person of the tenant, active or not
+	// Teams and VisitTypes are every team and visit type of the tenant,
+	// for the reception kiosk.
+	Teams      []protocol.Team
+	VisitTypes []protocol.VisitType
 }

@@ -66,6 +66,27 @@ func TestEdgeVisit(t *testing.T) {
 			require.Len(t, p.HostName, 199, "cut before a character, not inside it")
 			require.True(t, utf8.ValidString(p.HostName))
 		}},
+		{"kiosk", func(v *cloud.Visit) {
+			v.Type, v.Source, v.Audience, v.NeedsSomeone = "meeting", cloud.SourceWalkIn, cloud.AudienceTeam, true
+			v.Status, v.CheckedInAt, v.Team = cloud.VisitCheckedIn, &at, &cloud.Ref{ID: ids.New(ids.Team), Name: "Sales"}
+			v.Visitor = cloud.Visitor{ID: ids.New(ids.Visitor), Name: "Vera", Email: "v@example.com", Phone: "+447700900123", Company: "Acme"}
+		}, func(t *testing.T, v cloud.Visit, p protocol.Visit) {
+			require.Equal(t, "meeting", p.Type)
+			require.Equal(t, "walk_in", p.Source)
+			require.Equal(t, "team", p.Audience)
+			require.True(t, p.NeedsSomeone)
+			require.Equal(t, v.Team.ID, p.TeamID)
+			require.Equal(t, "Sales", p.TeamName)
+			require.Equal(t, v.Visitor.ID, p.VisitorID)
+			require.Equal(t, "+447700900123", p.VisitorPhone)
+			require.True(t, p.WaitingSince.Equal(at.Truncate(time.Microsecond)), "a visit stored before waiting_since waits from its check-in")
+			require.Empty(t, p.HostID)
+		}},
+		{"lead host ID", func(v *cloud.Visit) {
+			v.Hosts = []cloud.Host{{ID: "person_01h455vb4pex5vsknk084sn02q", Name: "Grace Hopper", Role: cloud.HostRoleLead}}
+		}, func(t *testing.T, _ cloud.Visit, p protocol.Visit) {
+			require.Equal(t, "person_01h455vb4pex5vsknk084sn02q", p.HostID)
+		}},
 		{"walk-in", func(v *cloud.Visit) {
 			v.ExpectedAt, v.ExpectedUntil, v.Status, v.CheckedInAt = nil, nil, cloud.VisitCheckedIn, &at
 			v.Pass.Rules = passrule.Rules{}
@@ -116,7 +137,7 @@ func TestEdgeGateAndSettings(t *testing.T) {
 	require.Equal(t, "exit", g.Direction)
 	s := cloud.EdgeSettings(cloud.Site{Timezone: "Asia/Tokyo"})
 	require.NoError(t, protocol.Validate(&s))
-	require.Equal(t, protocol.Settings{Timezone: "Asia/Tokyo", OfflineLimitMinutes: 1440}, s)
+	require.Equal(t, protocol.Settings{Timezone: "Asia/Tokyo", OfflineLimitMinutes: 1440, WaitLimitMinutes: cloud.DefaultWaitLimitMinutes}, s)
 	site := cloud.EdgeSite(cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeTest}, ids.New(ids.Site))
 	require.True(t, site.Valid())
 	tn, id := cloud.SiteTenant(site)

@@ -355,7 +355,7 @@ func (j *factJudge) checkIn(v *Visit) string {
 	case v.Status == VisitAwaitingApproval:
 		return ConflictAwaitingApproval
 	case v.Status == VisitExpected:
-		v.Status, v.CheckedInAt, v.NeedsSomeone = VisitCheckedIn, &at, len(v.Hosts) == 0
+		v.Status, v.CheckedInAt, v.NeedsSomeone, v.WaitingSince = VisitCheckedIn, &at, len(v.Hosts) == 0, &at
 		v.Pass.Uses++
 		j.setGate(v)
 		return ""
@@ -451,7 +451,7 @@ func (j *factJudge) reEntry() (string, VisitStatus, error) {
 		ID: newID, Tenant: j.t, Status: VisitCheckedIn, Type: from.Type, Source: from.Source,
 		SiteID: from.SiteID, HostID: from.HostID, Audience: from.Audience, Hosts: currentHosts(from.Hosts), Team: from.Team,
 		NeedsSomeone: len(from.Hosts) == 0, VisitorID: from.VisitorID, Visitor: from.Visitor, Purpose: from.Purpose,
-		VehiclePlate: from.VehiclePlate, ExpectedAt: from.ExpectedAt, ExpectedUntil: from.ExpectedUntil, CheckedInAt: &at,
+		VehiclePlate: from.VehiclePlate, ExpectedAt: from.ExpectedAt, ExpectedUntil: from.ExpectedUntil, CheckedInAt: &at, WaitingSince: &at,
 		BookingID: from.BookingID, CustomFields: from.CustomFields, Receiver: from.Receiver, CreatedAt: j.now, UpdatedAt: j.now,
 	}
 	if next.Hosts == nil {
@@ -544,7 +544,7 @@ func (j *factJudge) undo(v *Visit) (string, error) {
 			id = from.ReenteredAs
 		}
 	case in:
-		v.Status, v.CheckedInAt, v.NeedsSomeone = VisitExpected, nil, false
+		v.Status, v.CheckedInAt, v.NeedsSomeone, v.WaitingSince = VisitExpected, nil, false, nil
 		v.Pass.Uses = max(0, v.Pass.Uses-1)
 		j.touch(v)
 	case v.Status == VisitCheckedOut && v.CheckedOutAt != nil && v.CheckedOutAt.Equal(at):

@@ -49,6 +49,19 @@ func (f feedStore) UpdatePerson(ctx context.Context, t Tenant, id string, fn fun
 	return p, f.after(err)
 }
 
+func (f feedStore) CreateTeam(ctx context.Context, tm Team) error {
+	return f.after(f.Store.CreateTeam(ctx, tm))
+}
+
+func (f feedStore) UpdateTeam(ctx context.Context, t Tenant, id string, fn func(*Team) error) (Team, error) {
+	tm, err := f.Store.UpdateTeam(ctx, t, id, fn)
+	return tm, f.after(err)
+}
+
+func (f feedStore) PutVisitType(ctx context.Context, vt VisitType) error {
+	return f.after(f.Store.PutVisitType(ctx, vt))
+}
+
 func (f feedStore) EraseVisitor(ctx context.Context, t Tenant, id string, fn func(*Visit), bfn func(*Booking)) error {
 	return f.after(f.Store.EraseVisitor(ctx, t, id, fn, bfn))
 }

@@ -136,19 +136,24 @@ type Pass struct {
 
 // Visit is one visit by one visitor to one site.
 type Visit struct {
-	ID            string
-	Tenant        Tenant
-	Status        VisitStatus
-	Type          string // visit type key
-	Source        Source
-	SiteID        string
-	GateID        string // empty until known
-	HostID        string // lead host; empty while nobody has taken the visit
-	Audience      Audience
-	Hosts         []Host
-	Team          *Ref
-	AskedFor      *Ref
-	NeedsSomeone  bool
+	ID           string
+	Tenant       Tenant
+	Status       VisitStatus
+	Type         string // visit type key
+	Source       Source
+	SiteID       string
+	GateID       string // empty until known
+	HostID       string // lead host; empty while nobody has taken the visit
+	Audience     Audience
+	Hosts        []Host
+	Team         *Ref
+	AskedFor     *Ref
+	NeedsSomeone bool
+	// WaitingSince is when the visitor began to wait for whoever receives
+	// the visit now: the check-in, or the last hand-over after it; nil
+	// before a check-in. Stored from issue 16 on: an older visit has none,
+	// and its check-in time stands for it.
+	WaitingSince  *time.Time
 	VisitorID     string
 	Visitor       Visitor // filled on read from the visitor record
 	Purpose       string

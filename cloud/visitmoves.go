@@ -384,6 +384,7 @@ func (s *Service) HandOver(ctx context.Context, a Actor, id string, in HandOverI
 		body := fmt.Sprintf("%s at %s has been passed to you: nobody has taken the visit yet.", visitorName(vt.Visitor), site.Name)
 		if vt.Status == VisitCheckedIn {
 			body = fmt.Sprintf("%s is waiting at %s and has been passed to you.", visitorName(vt.Visitor), site.Name)
+			vt.WaitingSince = &now // waiting for the new receiver from now
 		}
 		notices, err := s.notices(ctx, *vt, []Receiver{to}, "A visitor has been passed to you", body, now)
 		if err != nil {
@@ -428,7 +429,7 @@ func (s *Service) ReEnter(ctx context.Context, a Actor, id string, in CheckInInp
 			ID: ids.New(ids.Visit), Tenant: vt.Tenant, Status: VisitCheckedIn, Type: vt.Type, Source: vt.Source,
 			SiteID: vt.SiteID, HostID: vt.HostID, Audience: vt.Audience, Hosts: currentHosts(vt.Hosts), Team: vt.Team,
 			NeedsSomeone: len(vt.Hosts) == 0, VisitorID: vt.VisitorID, Visitor: vt.Visitor, Purpose: vt.Purpose,
-			VehiclePlate: vt.VehiclePlate, ExpectedAt: vt.ExpectedAt, ExpectedUntil: vt.ExpectedUntil, CheckedInAt: &now,
+			VehiclePlate: vt.VehiclePlate, ExpectedAt: vt.ExpectedAt, ExpectedUntil: vt.ExpectedUntil, CheckedInAt: &now, WaitingSince: &now,
 			BookingID: vt.BookingID, CustomFields: vt.CustomFields, Receiver: vt.Receiver, CreatedAt: now, UpdatedAt: now,
 		}
 		if next.Hosts == nil {

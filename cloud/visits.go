@@ -498,6 +498,7 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 		// nobody hosts the visit. The pass serves re-entry the same day.
 		vt.Source, vt.Status, vt.CheckedInAt, vt.NeedsSomeone = SourceWalkIn, VisitCheckedIn, &now, len(vt.Hosts) == 0
 		vt.Pass.Uses = 1
+		vt.WaitingSince = &now
 	}
 	if vt.Status != VisitAwaitingApproval && (!in.SendPass.Set || in.SendPass.Value) {
 		s.sendPass(&vt, &w, vis, p.channels, p.site, now)
@@ -580,8 +581,8 @@ func (s *Service) sendPass(vt *Visit, w *VisitWrites, vis Visitor, channels []st
 	for _, c := range channels {
 		m := Message{ID: ids.New(ids.Message), Tenant: vt.Tenant, VisitID: vt.ID, Channel: c, Status: status, CreatedAt: now,
 			Subject: "Your visitor pass for " + site.Name,
-			Body: fmt.Sprintf("Hello %s, your pass for %s (%s) is ready. Show its QR code at the gate: %s",
-				vis.Name, site.Name, when, s.PassLink(vt.Tenant, vt.Pass.ForVisitID))}
+			Body: fmt.Sprintf("Hello %s, your pass for %s (%s) is ready. Show its QR code at the gate, or give the code %s at reception: %s",
+				vis.Name, site.Name, when, ids.FormatShortCode(ids.ShortCode(vt.Pass.ForVisitID)), s.PassLink(vt.Tenant, vt.Pass.ForVisitID))}
 		switch c {
 		case ChannelEmail:
 			m.To = vis.Email
@@ -909,7 +910,7 @@ func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInp
 		if reason != passrule.Admit {
 			w.Audit = append(w.Audit, overrideEvent(ctx, a, vt.ID, vt.ID, reason, gate, now))
 		}
-		vt.Status, vt.CheckedInAt, vt.NeedsSomeone = VisitCheckedIn, &now, len(vt.Hosts) == 0
+		vt.Status, vt.CheckedInAt, vt.NeedsSomeone, vt.WaitingSince = VisitCheckedIn, &now, len(vt.Hosts) == 0, &now
 		vt.Pass.Uses++
 		if gate != nil {
 			vt.GateID = gate.ID

@@ -2,6 +2,7 @@ package kiosk
 
 import (
 	"context"
+	"github.com/svc-vms/svc/shared/textfold"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,7 @@ func (m *memStore) Site() Site { return m.site }
 func (m *memStore) SearchPeople(q string, limit int) []Person {
 	var out []Person
 	for _, p := range m.people {
-		if n := Fold(p.Name); strings.HasPrefix(n, Fold(q)) || strings.Contains(n, " "+Fold(q)) {
+		if n := textfold.Fold(p.Name); strings.HasPrefix(n, textfold.Fold(q)) || strings.Contains(n, " "+textfold.Fold(q)) {
 			out = append(out, p)
 		}
 	}
@@ -78,7 +79,7 @@ func (m *memStore) VisitType(key string) (VisitType, bool) {
 func (m *memStore) Visitors(name string, limit int) []Visitor {
 	var out []Visitor
 	for _, v := range m.visitors {
-		if Fold(v.Name) == Fold(name) {
+		if textfold.Fold(v.Name) == textfold.Fold(name) {
 			out = append(out, v)
 		}
 	}

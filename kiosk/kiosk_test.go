@@ -535,11 +535,3 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
-
-func TestFold(t *testing.T) {
-	for in, want := range map[string]string{"Zoë  Ångström": "zoe angstrom", " ADA ": "ada", "Łukasz": "łukasz"} {
-		if got := Fold(in); got != want {
-			t.Errorf("Fold(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -3,6 +3,7 @@ package kiosk
 import (
 	"encoding/json"
 	"errors"
+	"github.com/svc-vms/svc/shared/textfold"
 	"io"
 	"net/http"
 	"net/url"
@@ -446,35 +447,19 @@ func (s *Server) checkInInput(w http.ResponseWriter, r *http.Request, rq *reques
 		return in, rq.cat.T("checkin.nothing")
 	}
 	in.Token = strings.TrimSpace(r.FormValue("pass"))
-	in.Code = normalizeCode(r.FormValue("code"))
-	if in.Token == "" && in.Code == "" {
+	typed := strings.TrimSpace(r.FormValue("code"))
+	if in.Token == "" && typed == "" {
 		return in, rq.cat.T("checkin.nothing")
 	}
-	if in.Token == "" && len(in.Code) != 8 {
-		return in, rq.cat.T("checkin.bad_code")
+	if in.Token == "" {
+		code, ok := ids.NormalizeShortCode(typed)
+		if !ok {
+			in.Code = typed
+			return in, rq.cat.T("checkin.bad_code")
+		}
+		in.Code = code
 	}
 	return in, ""
-}
-
-// normalizeCode reads a short code as people type it: any case, with or
-// without its dash or spaces, and the letters Crockford's base 32 reads
-// as digits (O as 0, I and L as 1).
-func normalizeCode(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(s) {
-		switch {
-		case r == 'O':
-			b.WriteRune('0')
-		case r == 'I' || r == 'L':
-			b.WriteRune('1')
-		case r >= '0' && r <= '9' || r >= 'A' && r <= 'Z':
-			b.WriteRune(r)
-		case r == '-' || r == ' ':
-		default:
-			return ""
-		}
-	}
-	return b.String()
 }
 
 type signOutData struct {
@@ -498,10 +483,10 @@ func (s *Server) signOutPage(w http.ResponseWriter, r *http.Request, rq *request
 // matchOnSite returns the checked-in visits whose visitor's name has a word
 // starting with q.
 func matchOnSite(vs []Visit, q string, limit int) []Visit {
-	q = fold(q)
+	q = textfold.Fold(q)
 	var out []Visit
 	for _, v := range vs {
-		name := fold(v.Visitor.Name)
+		name := textfold.Fold(v.Visitor.Name)
 		if strings.HasPrefix(name, q) || strings.Contains(name, " "+q) {
 			out = append(out, v)
 			if len(out) == limit {

@@ -48,7 +48,8 @@ func (s Store) Snapshot(ctx context.Context, site protocol.Site) (protocol.Snaps
 		return protocol.Snapshot{}, err
 	}
 	settings := snap.Settings
-	return protocol.Snapshot{Seq: snap.Seq, Settings: &settings, Gates: snap.Gates, Keys: snap.Keys, Visits: snap.Visits, People: snap.People}, nil
+	return protocol.Snapshot{Seq: snap.Seq, Settings: &settings, Gates: snap.Gates, Keys: snap.Keys, Visits: snap.Visits, People: snap.People,
+		Teams: snap.Teams, VisitTypes: snap.VisitTypes}, nil
 }
 
 // ApplyFact applies a fact once by its ID (cloud.Service.ApplyFact).

@@ -306,7 +306,10 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 		}); err != nil {
 			return err
 		}
-		snap.People, _, err = tenantPeople(ctx, tx, t)
+		if snap.People, _, err = tenantPeople(ctx, tx, t); err != nil {
+			return err
+		}
+		snap.Teams, _, snap.VisitTypes, _, err = tenantKiosk(ctx, tx, t)
 		return err
 	})
 	if errors.Is(err, cloud.ErrNotFound) {
@@ -326,6 +329,12 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 	}
 	if snap.People == nil {
 		snap.People = []protocol.Person{}
+	}
+	if snap.Teams == nil {
+		snap.Teams = []protocol.Team{}
+	}
+	if snap.VisitTypes == nil {
+		snap.VisitTypes = []protocol.VisitType{}
 	}
 	return snap, nil
 }

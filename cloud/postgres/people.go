@@ -59,6 +59,48 @@ func personToSites(ctx context.Context, tx pgx.Tx, f *feed, p cloud.Person) erro
 	return nil
 }
 
+// toSites adds c to the feed of every site of the tenant, under the
+// tenant's feed lock (see personToSites): teams and visit types go to
+// every site, for the reception kiosks.
+func toSites(ctx context.Context, tx pgx.Tx, f *feed, t cloud.Tenant, c protocol.Change) error {
+	if err := lockTenantFeeds(ctx, tx, t); err != nil {
+		return err
+	}
+	rows, _ := tx.Query(ctx, `SELECT id FROM sites WHERE org_id = $1 AND mode = $2 ORDER BY id`, t.OrgID, string(t.Mode))
+	sites, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, site := range sites {
+		f.add(site, c)
+	}
+	return nil
+}
+
+// tenantKiosk are every team and visit type of the tenant as edges keep
+// them, with the times they changed.
+func tenantKiosk(ctx context.Context, q querier, t cloud.Tenant) ([]protocol.Team, []time.Time, []protocol.VisitType, []time.Time, error) {
+	rows, _ := q.Query(ctx, `SELECT `+teamCols+` FROM teams WHERE org_id = $1 AND mode = $2 ORDER BY created_at, id`, t.OrgID, string(t.Mode))
+	teams, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Team, error) { return scanTeam(row, t) })
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	rows, _ = q.Query(ctx, `SELECT `+visitTypeCols+` FROM visit_types WHERE org_id = $1 AND mode = $2 ORDER BY key`, t.OrgID, string(t.Mode))
+	types, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.VisitType, error) { return scanVisitType(row, t) })
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	et, tat := make([]protocol.Team, len(teams)), make([]time.Time, len(teams))
+	for i, tm := range teams {
+		et[i], tat[i] = cloud.EdgeTeam(tm), tm.UpdatedAt
+	}
+	ev, vat := make([]protocol.VisitType, len(types)), make([]time.Time, len(types))
+	for i, vt := range types {
+		ev[i], vat[i] = cloud.EdgeVisitType(vt), vt.UpdatedAt
+	}
+	return et, tat, ev, vat, nil
+}
+
 // tenantPeople are every person of the tenant, active or not, oldest first,
 // as edges keep them.
 func tenantPeople(ctx context.Context, q querier, t cloud.Tenant) ([]protocol.Person, []time.Time, error) {
@@ -252,17 +294,22 @@ func teamArgs(t cloud.Tenant, id string, tm cloud.Team) []any {
 		tm.VisitorsCanChoose, tm.Archived, tm.CreatedAt, tm.UpdatedAt}
 }
 
-// CreateTeam implements cloud.Store. A member, lead or site missing from
+// CreateTeam implements cloud.Store: the team goes out on the feed of
+// every site of the tenant, for the reception kiosks. A member, lead or site missing from
 // the tenant returns an error wrapping ErrNotFound.
 func (s *Store) CreateTeam(ctx context.Context, tm cloud.Team) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.writeTx(ctx, tm.Tenant, func(tx pgx.Tx, f *feed) error {
 		_, err := tx.Exec(ctx, `INSERT INTO teams (org_id, mode, id, name, name_search, site_id, lead_id,
 				visitors_can_choose, archived, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, teamArgs(tm.Tenant, tm.ID, tm)...)
 		if err != nil {
 			return translate("create team", err)
 		}
-		return insertMembers(ctx, tx, tm.Tenant, tm.ID, tm.MemberIDs)
+		if err := insertMembers(ctx, tx, tm.Tenant, tm.ID, tm.MemberIDs); err != nil {
+			return err
+		}
+		et := cloud.EdgeTeam(tm)
+		return toSites(ctx, tx, f, tm.Tenant, protocol.Change{At: tm.UpdatedAt, Team: &et})
 	})
 }
 
@@ -283,11 +330,12 @@ func (s *Store) Team(ctx context.Context, t cloud.Tenant, id string) (cloud.Team
 	return teams[0], nil
 }
 
-// UpdateTeam implements cloud.Store. The member rows are rewritten only
+// UpdateTeam implements cloud.Store: the team goes out on the feed of
+// every site of the tenant as fn left it. The member rows are rewritten only
 // when MemberIDs changed.
 func (s *Store) UpdateTeam(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Team) error) (cloud.Team, error) {
 	var out cloud.Team
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
 		tm, err := scanTeam(tx.QueryRow(ctx, `SELECT `+teamCols+` FROM teams WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
 			t.OrgID, string(t.Mode), id), t)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -325,7 +373,8 @@ func (s *Store) UpdateTeam(ctx context.Context, t cloud.Tenant, id string, fn fu
 			return err
 		}
 		out = teams[0]
-		return nil
+		et := cloud.EdgeTeam(out)
+		return toSites(ctx, tx, f, t, protocol.Change{At: out.UpdatedAt, Team: &et})
 	})
 	if err != nil {
 		return cloud.Team{}, err

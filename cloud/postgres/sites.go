@@ -49,7 +49,7 @@ func addressArgs(a *cloud.Address) []any {
 
 // CreateSite implements cloud.Store, under the tenant's feed lock
 // (lockTenantFeeds): the site's feed starts with its settings, the
-// tenant's keys and the tenant's people.
+// tenant's keys, people, teams and visit types.
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.Tenant.OrgID, string(site.Tenant.Mode), site.ID, site.Name, site.Timezone},
 		addressArgs(site.Address)...)
@@ -77,6 +77,16 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 		}
 		for i := range people {
 			f.add(site.ID, protocol.Change{At: at[i], Person: &people[i]})
+		}
+		teams, tat, types, vat, err := tenantKiosk(ctx, tx, site.Tenant)
+		if err != nil {
+			return fmt.Errorf("create site: %w", err)
+		}
+		for i := range teams {
+			f.add(site.ID, protocol.Change{At: tat[i], Team: &teams[i]})
+		}
+		for i := range types {
+			f.add(site.ID, protocol.Change{At: vat[i], VisitType: &types[i]})
 		}
 		return nil
 	})

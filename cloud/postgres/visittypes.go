@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/storedoc"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 const visitTypeCols = `key, name, enabled, pre_registration, needs_approval, form, form_version, pass_rules, created_at, updated_at`
@@ -29,19 +30,27 @@ func scanVisitType(row scanner, t cloud.Tenant) (cloud.VisitType, error) {
 }
 
 // PutVisitType implements cloud.Store. The form is stored as json, which
-// keeps its text as given; a nil form is NULL and reads back nil.
+// keeps its text as given; a nil form is NULL and reads back nil. The
+// type goes out on the feed of every site of the tenant, for the
+// reception kiosks.
 func (s *Store) PutVisitType(ctx context.Context, vt cloud.VisitType) error {
 	rules, err := storedoc.EncodeRules(vt.PassRules)
 	if err != nil {
 		return fmt.Errorf("put visit type: %w", err)
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO visit_types (org_id, mode, `+visitTypeCols+`)
+	err = s.writeTx(ctx, vt.Tenant, func(tx pgx.Tx, f *feed) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO visit_types (org_id, mode, `+visitTypeCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 		ON CONFLICT (org_id, mode, key) DO UPDATE SET name = excluded.name, enabled = excluded.enabled,
 			pre_registration = excluded.pre_registration, needs_approval = excluded.needs_approval, form = excluded.form,
 			form_version = excluded.form_version, pass_rules = excluded.pass_rules, updated_at = excluded.updated_at`,
-		vt.Tenant.OrgID, string(vt.Tenant.Mode), vt.Key, vt.Name, vt.Enabled, vt.PreRegistration, vt.NeedsApproval,
-		[]byte(vt.Form), vt.FormVersion, rules, vt.CreatedAt, vt.UpdatedAt)
+			vt.Tenant.OrgID, string(vt.Tenant.Mode), vt.Key, vt.Name, vt.Enabled, vt.PreRegistration, vt.NeedsApproval,
+			[]byte(vt.Form), vt.FormVersion, rules, vt.CreatedAt, vt.UpdatedAt); err != nil {
+			return err
+		}
+		ev := cloud.EdgeVisitType(vt)
+		return toSites(ctx, tx, f, vt.Tenant, protocol.Change{At: vt.UpdatedAt, VisitType: &ev})
+	})
 	if err != nil {
 		return translate("put visit type", err)
 	}

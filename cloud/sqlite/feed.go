@@ -262,7 +262,7 @@ func (s *Store) SiteChanges(ctx context.Context, t cloud.Tenant, siteID string, 
 // SiteSnapshot implements cloud.Store, in one read transaction.
 func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string, now time.Time) (cloud.EdgeSnapshot, error) {
 	snap := cloud.EdgeSnapshot{Site: cloud.EdgeSite(t, siteID), Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{},
-		People: []protocol.Person{}}
+		People: []protocol.Person{}, Teams: []protocol.Team{}, VisitTypes: []protocol.VisitType{}}
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		site, err := get(ctx, tx, scanSite, `SELECT `+siteCols+` FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
 			siteID, t.OrgID, string(t.Mode))
@@ -308,6 +308,22 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 		}
 		for _, p := range people {
 			snap.People = append(snap.People, cloud.EdgePerson(p))
+		}
+		teams, err := all(ctx, tx, scanTeam, `SELECT `+teamCols+` FROM teams WHERE org_id = ? AND mode = ? ORDER BY created_at, id`,
+			t.OrgID, string(t.Mode))
+		if err != nil {
+			return err
+		}
+		for _, tm := range teams {
+			snap.Teams = append(snap.Teams, cloud.EdgeTeam(tm))
+		}
+		types, err := all(ctx, tx, scanVisitType, `SELECT `+visitTypeCols+` FROM visit_types WHERE org_id = ? AND mode = ? ORDER BY key`,
+			t.OrgID, string(t.Mode))
+		if err != nil {
+			return err
+		}
+		for _, vt := range types {
+			snap.VisitTypes = append(snap.VisitTypes, cloud.EdgeVisitType(vt))
 		}
 		return nil
 	})

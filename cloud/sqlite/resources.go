@@ -99,7 +99,7 @@ func siteArgs(s cloud.Site) []any {
 }
 
 // CreateSite implements cloud.Store: the site's feed starts with its
-// settings, the tenant's keys and the tenant's people.
+// settings, the tenant's keys, people, teams and visit types.
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.ID, site.Tenant.OrgID, string(site.Tenant.Mode), micros(site.CreatedAt)}, siteArgs(site)...)
 	err := s.writeTx(ctx, site.Tenant, func(tx *sql.Tx, f *feed) error {
@@ -112,7 +112,10 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 		if err := s.keyChanges(ctx, tx, f, site); err != nil {
 			return err
 		}
-		return peopleChanges(ctx, tx, f, site)
+		if err := peopleChanges(ctx, tx, f, site); err != nil {
+			return err
+		}
+		return kioskChanges(ctx, tx, f, site)
 	})
 	if err != nil {
 		return fmt.Errorf("insert site: %w", err)
@@ -258,16 +261,49 @@ func personArgs(p cloud.Person) []any {
 // sites in the write's transaction, which SQLite's one writer keeps apart
 // from a site being created.
 func personToSites(ctx context.Context, tx *sql.Tx, f *feed, p cloud.Person) error {
+	pp := cloud.EdgePerson(p)
+	if err := toSites(ctx, tx, f, p.Tenant, protocol.Change{At: p.UpdatedAt, Person: &pp}); err != nil {
+		return fmt.Errorf("sites of person %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// toSites adds c to the feed of every site of the tenant: people, teams
+// and visit types go to every site.
+func toSites(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, c protocol.Change) error {
 	sites, err := all(ctx, tx, func(r scanner) (string, error) {
 		var id string
 		return id, r.Scan(&id)
-	}, `SELECT id FROM sites WHERE org_id = ? AND mode = ? ORDER BY id`, p.Tenant.OrgID, string(p.Tenant.Mode))
+	}, `SELECT id FROM sites WHERE org_id = ? AND mode = ? ORDER BY id`, t.OrgID, string(t.Mode))
 	if err != nil {
-		return fmt.Errorf("sites of person %s: %w", p.ID, err)
+		return err
 	}
-	pp := cloud.EdgePerson(p)
 	for _, site := range sites {
-		f.add(site, protocol.Change{At: p.UpdatedAt, Person: &pp})
+		f.add(site, c)
+	}
+	return nil
+}
+
+// kioskChanges adds every team and visit type of the tenant to a new
+// site's feed, for its reception kiosk.
+func kioskChanges(ctx context.Context, tx *sql.Tx, f *feed, site cloud.Site) error {
+	teams, err := all(ctx, tx, scanTeam, `SELECT `+teamCols+` FROM teams WHERE org_id = ? AND mode = ? ORDER BY created_at, id`,
+		site.Tenant.OrgID, string(site.Tenant.Mode))
+	if err != nil {
+		return err
+	}
+	for _, tm := range teams {
+		et := cloud.EdgeTeam(tm)
+		f.add(site.ID, protocol.Change{At: tm.UpdatedAt, Team: &et})
+	}
+	types, err := all(ctx, tx, scanVisitType, `SELECT `+visitTypeCols+` FROM visit_types WHERE org_id = ? AND mode = ? ORDER BY key`,
+		site.Tenant.OrgID, string(site.Tenant.Mode))
+	if err != nil {
+		return err
+	}
+	for _, vt := range types {
+		ev := cloud.EdgeVisitType(vt)
+		f.add(site.ID, protocol.Change{At: vt.UpdatedAt, VisitType: &ev})
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 const teamCols = `id, org_id, mode, name, site_id, lead_id, visitors_can_choose, archived, created_at, updated_at`
@@ -128,16 +129,29 @@ func writeMembers(ctx context.Context, tx *sql.Tx, tm cloud.Team) error {
 	return nil
 }
 
-// CreateTeam implements cloud.Store.
+// CreateTeam implements cloud.Store: the team goes out on the feed of
+// every site of the tenant, for the reception kiosks.
 func (s *Store) CreateTeam(ctx context.Context, tm cloud.Team) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, tm.Tenant, func(tx *sql.Tx, f *feed) error {
 		args := append([]any{tm.ID, tm.Tenant.OrgID, string(tm.Tenant.Mode), micros(tm.CreatedAt)}, teamArgs(tm)...)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO teams (id, org_id, mode, created_at, name, name_search, site_id, lead_id, visitors_can_choose, archived, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 			return fmt.Errorf("insert team: %w", err)
 		}
-		return writeMembers(ctx, tx, tm)
+		if err := writeMembers(ctx, tx, tm); err != nil {
+			return err
+		}
+		return teamToSites(ctx, tx, f, tm)
 	})
+}
+
+// teamToSites adds tm to the feed of every site of its tenant.
+func teamToSites(ctx context.Context, tx *sql.Tx, f *feed, tm cloud.Team) error {
+	et := cloud.EdgeTeam(tm)
+	if err := toSites(ctx, tx, f, tm.Tenant, protocol.Change{At: tm.UpdatedAt, Team: &et}); err != nil {
+		return fmt.Errorf("sites of team %s: %w", tm.ID, err)
+	}
+	return nil
 }
 
 // Team implements cloud.Store.
@@ -151,32 +165,52 @@ func (s *Store) Team(ctx context.Context, t cloud.Tenant, id string) (cloud.Team
 	return teams[0], err
 }
 
-// UpdateTeam implements cloud.Store.
+// UpdateTeam implements cloud.Store: the team goes out on the feed of
+// every site of the tenant, as fn left it.
 func (s *Store) UpdateTeam(ctx context.Context, t cloud.Tenant, id string, fn func(*cloud.Team) error) (cloud.Team, error) {
 	var before []string
-	tm, err := update(ctx, s, func(tx *sql.Tx) (cloud.Team, error) {
+	var tm cloud.Team
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		var err error
+		tm, err = s.updateTeam(ctx, tx, id, t, &before, fn)
+		if err != nil {
+			return err
+		}
+		return teamToSites(ctx, tx, f, tm)
+	})
+	if err != nil {
+		return tm, err
+	}
+	return s.Team(ctx, t, id)
+}
+
+// updateTeam reads, changes and writes a team in tx.
+func (s *Store) updateTeam(ctx context.Context, tx *sql.Tx, id string, t cloud.Tenant, before *[]string, fn func(*cloud.Team) error) (cloud.Team, error) {
+	read := func(tx *sql.Tx) (cloud.Team, error) {
 		tm, err := get(ctx, tx, scanTeam, `SELECT `+teamCols+` FROM teams WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode))
 		if err != nil {
 			return tm, err
 		}
 		teams := []cloud.Team{tm}
 		err = withMembers(ctx, tx, teams)
-		before = teams[0].MemberIDs
+		*before = teams[0].MemberIDs
 		return teams[0], err
-	}, fn, func(tx *sql.Tx, tm cloud.Team) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE teams SET name = ?, name_search = ?, site_id = ?, lead_id = ?, visitors_can_choose = ?, archived = ?,
-			updated_at = ? WHERE id = ?`, append(teamArgs(tm), tm.ID)...); err != nil {
-			return err
-		}
-		if sameIDs(before, tm.MemberIDs) {
-			return nil
-		}
-		return writeMembers(ctx, tx, tm)
-	})
+	}
+	tm, err := read(tx)
 	if err != nil {
 		return tm, err
 	}
-	return s.Team(ctx, t, id)
+	if err := fn(&tm); err != nil {
+		return tm, err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE teams SET name = ?, name_search = ?, site_id = ?, lead_id = ?, visitors_can_choose = ?, archived = ?,
+		updated_at = ? WHERE id = ?`, append(teamArgs(tm), tm.ID)...); err != nil {
+		return tm, err
+	}
+	if sameIDs(*before, tm.MemberIDs) {
+		return tm, nil
+	}
+	return tm, writeMembers(ctx, tx, tm)
 }
 
 func sameIDs(a, b []string) bool {

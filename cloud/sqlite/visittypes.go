@@ -8,6 +8,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/storedoc"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 const visitTypeCols = `org_id, mode, key, name, enabled, pre_registration, needs_approval, form, form_version, pass_rules, created_at, updated_at`
@@ -31,7 +32,8 @@ func scanVisitType(r scanner) (cloud.VisitType, error) {
 }
 
 // PutVisitType implements cloud.Store. The form is stored as text, as
-// given; a nil form is NULL and reads back nil.
+// given; a nil form is NULL and reads back nil. The type goes out on the
+// feed of every site of the tenant, for the reception kiosks.
 func (s *Store) PutVisitType(ctx context.Context, vt cloud.VisitType) error {
 	rules, err := storedoc.EncodeRules(vt.PassRules)
 	if err != nil {
@@ -41,12 +43,18 @@ func (s *Store) PutVisitType(ctx context.Context, vt cloud.VisitType) error {
 	if vt.Form != nil {
 		form = string(vt.Form)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO visit_types (`+visitTypeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	err = s.writeTx(ctx, vt.Tenant, func(tx *sql.Tx, f *feed) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO visit_types (`+visitTypeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (org_id, mode, key) DO UPDATE SET name = excluded.name, enabled = excluded.enabled,
 			pre_registration = excluded.pre_registration, needs_approval = excluded.needs_approval, form = excluded.form,
 			form_version = excluded.form_version, pass_rules = excluded.pass_rules, updated_at = excluded.updated_at`,
-		vt.Tenant.OrgID, string(vt.Tenant.Mode), vt.Key, vt.Name, boolInt(vt.Enabled), boolInt(vt.PreRegistration),
-		boolInt(vt.NeedsApproval), form, vt.FormVersion, string(rules), micros(vt.CreatedAt), micros(vt.UpdatedAt))
+			vt.Tenant.OrgID, string(vt.Tenant.Mode), vt.Key, vt.Name, boolInt(vt.Enabled), boolInt(vt.PreRegistration),
+			boolInt(vt.NeedsApproval), form, vt.FormVersion, string(rules), micros(vt.CreatedAt), micros(vt.UpdatedAt)); err != nil {
+			return err
+		}
+		ev := cloud.EdgeVisitType(vt)
+		return toSites(ctx, tx, f, vt.Tenant, protocol.Change{At: vt.UpdatedAt, VisitType: &ev})
+	})
 	if err != nil {
 		return fmt.Errorf("put visit type: %w", err)
 	}

@@ -23,13 +23,16 @@ type change struct {
 	Settings *protocol.Settings `json:"settings,omitempty"`
 	Key      *protocol.Key      `json:"key,omitempty"`
 	Person   *protocol.Person   `json:"person,omitempty"`
+	// Team and VisitType are for the reception kiosk (issue 16).
+	Team      *protocol.Team      `json:"team,omitempty"`
+	VisitType *protocol.VisitType `json:"visit_type,omitempty"`
 }
 
 // EncodeChange returns the feed body of c, whose sequence and time are
 // left out; an error wrapping protocol.ErrInvalid when c does not hold
 // exactly one object that passes the protocol's checks.
 func EncodeChange(c protocol.Change) ([]byte, error) {
-	d := change{Visit: c.Visit, Gate: c.Gate, Settings: c.Settings, Key: c.Key, Person: c.Person}
+	d := change{Visit: c.Visit, Gate: c.Gate, Settings: c.Settings, Key: c.Key, Person: c.Person, Team: c.Team, VisitType: c.VisitType}
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
@@ -55,7 +58,8 @@ func DecodeChange(seq uint64, at time.Time, body []byte) (protocol.Change, error
 	if err := d.validate(); err != nil {
 		return protocol.Change{}, fmt.Errorf("decode feed change %d: %w", seq, err)
 	}
-	return protocol.Change{Seq: seq, At: at.UTC(), Visit: d.Visit, Gate: d.Gate, Settings: d.Settings, Key: d.Key, Person: d.Person}, nil
+	return protocol.Change{Seq: seq, At: at.UTC(), Visit: d.Visit, Gate: d.Gate, Settings: d.Settings, Key: d.Key, Person: d.Person,
+		Team: d.Team, VisitType: d.VisitType}, nil
 }
 
 // VisitID returns the ID of the visit a change body holds, or "".
@@ -101,6 +105,12 @@ func (d *change) validate() error {
 	}
 	if err == nil && d.Person != nil {
 		n, err = n+1, protocol.Validate(d.Person)
+	}
+	if err == nil && d.Team != nil {
+		n, err = n+1, protocol.Validate(d.Team)
+	}
+	if err == nil && d.VisitType != nil {
+		n, err = n+1, protocol.Validate(d.VisitType)
 	}
 	if err != nil {
 		return err

@@ -49,6 +49,7 @@ type visit struct {
 	CustomFields  map[string]string `json:"custom_fields,omitempty"`
 	Receiver      receiver          `json:"receiver"`
 	ReenteredAs   string            `json:"reentered_as,omitempty"`
+	WaitingSince  *time.Time        `json:"waiting_since,omitempty"`
 }
 
 // Custom fields are kept as the text of each value, in a JSON string:
@@ -139,8 +140,9 @@ func EncodeVisit(v cloud.Visit) ([]byte, error) {
 			Uses:       v.Pass.Uses,
 			Revoked:    v.Pass.Revoked,
 		},
-		Receiver:    receiver{Kind: v.Receiver.Kind, PersonID: v.Receiver.PersonID, TeamID: v.Receiver.TeamID},
-		ReenteredAs: v.ReenteredAs,
+		Receiver:     receiver{Kind: v.Receiver.Kind, PersonID: v.Receiver.PersonID, TeamID: v.Receiver.TeamID},
+		ReenteredAs:  v.ReenteredAs,
+		WaitingSince: micros(v.WaitingSince),
 	}
 	for _, h := range v.Hosts {
 		d.Hosts = append(d.Hosts, host{ID: h.ID, Name: h.Name, Role: h.Role, State: h.State, Answer: h.Answer,
@@ -203,6 +205,7 @@ func DecodeVisit(b []byte, v *cloud.Visit) error {
 	}
 	v.Receiver = cloud.Receiver{Kind: d.Receiver.Kind, PersonID: d.Receiver.PersonID, TeamID: d.Receiver.TeamID}
 	v.ReenteredAs = d.ReenteredAs
+	v.WaitingSince = d.WaitingSince
 	return nil
 }
 

@@ -40,6 +40,7 @@ func feedTests() []test {
 		{"PersonWriteAbortedWritesNothing", testFeedPersonRollback},
 		{"PeopleAndNewSitesConcurrent", testFeedPeopleConcurrentSites},
 		{"SnapshotPeople", testSnapshotPeople},
+		{"KioskTeamsAndTypesReachEverySite", testFeedKiosk},
 	}
 }
 
@@ -177,10 +178,12 @@ func testFeedSitesAndGates(t *testing.T, e *env) {
 	cs, head := e.changes(t, e.a, s1.ID, 0)
 	requireRun(t, 1, cs)
 	require.Equal(t, uint64(4), head)
-	require.Equal(t, &protocol.Settings{Timezone: "America/New_York", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes}, cs[0].Settings)
+	require.Equal(t, &protocol.Settings{Timezone: "America/New_York", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes,
+		SiteName: s1.Name, WaitLimitMinutes: cloud.DefaultWaitLimitMinutes}, cs[0].Settings)
 	require.Equal(t, &protocol.Gate{ID: g.ID, Name: "Main entrance", Direction: "entry"}, cs[1].Gate)
 	require.Equal(t, &protocol.Gate{ID: g.ID, Name: "North entrance", Direction: "both"}, cs[2].Gate)
-	require.Equal(t, &protocol.Settings{Timezone: "Asia/Tokyo", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes}, cs[3].Settings)
+	require.Equal(t, &protocol.Settings{Timezone: "Asia/Tokyo", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes,
+		SiteName: s1.Name, WaitLimitMinutes: cloud.DefaultWaitLimitMinutes}, cs[3].Settings)
 	require.True(t, s1.CreatedAt.Equal(cs[0].At))
 
 	cs, head = e.changes(t, e.a, s2.ID, 0)
@@ -495,7 +498,8 @@ func testSnapshot(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, cloud.EdgeSite(e.a, s.ID), snap.Site)
 	require.Equal(t, e.head(t, e.a, s.ID), snap.Seq)
-	require.Equal(t, protocol.Settings{Timezone: "Europe/Paris", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes}, snap.Settings)
+	require.Equal(t, protocol.Settings{Timezone: "Europe/Paris", OfflineLimitMinutes: cloud.DefaultOfflineLimitMinutes,
+		SiteName: s.Name, WaitLimitMinutes: cloud.DefaultWaitLimitMinutes}, snap.Settings)
 	require.ElementsMatch(t, []protocol.Gate{cloud.EdgeGate(g1), cloud.EdgeGate(g2)}, snap.Gates)
 	key, err := cloud.EdgeKey(k)
 	require.NoError(t, err)
@@ -1354,4 +1358,69 @@ func testFactBatchAborts(t *testing.T, e *env) {
 	applied, err := e.s.ApplyFacts(t.Context(), batch, checkIn(batch, &calls))
 	require.NoError(t, err)
 	require.Equal(t, []bool{true, true}, applied, "the facts of a failed batch are applied later")
+}
+
+// Teams and visit types go out on the feed of every site of their tenant
+// as they are written, a new site's feed starts with them, and a
+// snapshot holds them: the reception kiosk reads them offline. A visit
+// carries what the kiosk shows of it.
+func testFeedKiosk(t *testing.T, e *env) {
+	s1 := e.newSite(t, e.a)
+	theirs := e.newSite(t, e.c)
+	tm := e.newTeam(t, e.a, func(x *cloud.Team) { x.VisitorsCanChoose = true })
+	vt := e.newVisitType(t, e.a)
+	cs, _ := e.changes(t, e.a, s1.ID, 1)
+	require.Len(t, cs, 2)
+	require.Equal(t, ptr(cloud.EdgeTeam(tm)), cs[0].Team)
+	require.True(t, cs[0].Team.VisitorsCanChoose)
+	require.Equal(t, ptr(cloud.EdgeVisitType(vt)), cs[1].VisitType)
+	cs, _ = e.changes(t, e.c, theirs.ID, 0)
+	require.Len(t, cs, 1, "another tenant's site gets no team or type")
+
+	_, err := e.s.UpdateTeam(t.Context(), e.a, tm.ID, func(x *cloud.Team) error {
+		x.Archived, x.UpdatedAt = true, e.tick()
+		return nil
+	})
+	require.NoError(t, err)
+	cs, _ = e.changes(t, e.a, s1.ID, 3)
+	require.Len(t, cs, 1)
+	require.True(t, cs[0].Team.Archived, "an archived team goes out archived")
+
+	s2 := e.newSite(t, e.a)
+	cs, _ = e.changes(t, e.a, s2.ID, 0)
+	var teams, types int
+	for _, c := range cs {
+		if c.Team != nil {
+			teams++
+			require.True(t, c.Team.Archived)
+		}
+		if c.VisitType != nil {
+			types++
+		}
+	}
+	require.Equal(t, 1, teams, "a new site's feed starts with the tenant's teams")
+	require.Equal(t, 1, types, "and its visit types")
+
+	snap, err := e.s.SiteSnapshot(t.Context(), e.a, s2.ID, e.now)
+	require.NoError(t, err)
+	require.Len(t, snap.Teams, 1)
+	require.Equal(t, tm.ID, snap.Teams[0].ID)
+	require.Equal(t, []protocol.VisitType{cloud.EdgeVisitType(vt)}, snap.VisitTypes)
+
+	v := e.newVisit(t, e.a, s1.ID, func(v *cloud.Visit, _ *cloud.VisitWrites) {
+		v.Team, v.Audience, v.NeedsSomeone, v.Status = &cloud.Ref{ID: tm.ID, Name: tm.Name}, cloud.AudienceTeam, true, cloud.VisitCheckedIn
+		v.CheckedInAt, v.WaitingSince, v.Source = ptr(e.now), ptr(e.now.Add(time.Minute)), cloud.SourceWalkIn
+	})
+	got, err := e.s.Visit(t.Context(), e.a, v.ID)
+	require.NoError(t, err)
+	require.True(t, got.WaitingSince.Equal(e.now.Add(time.Minute)), "waiting_since is stored")
+	pv := lastOfVisit(func() []protocol.Change { cs, _ := e.changes(t, e.a, s1.ID, 0); return cs }(), v.ID)
+	require.NotNil(t, pv)
+	require.Equal(t, tm.ID, pv.TeamID)
+	require.Equal(t, tm.Name, pv.TeamName)
+	require.Equal(t, "walk_in", pv.Source)
+	require.Equal(t, "team", pv.Audience)
+	require.True(t, pv.NeedsSomeone)
+	require.Equal(t, got.Visitor.ID, pv.VisitorID)
+	require.True(t, pv.WaitingSince.Equal(e.now.Add(time.Minute)))
 }

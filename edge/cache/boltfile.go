@@ -197,9 +197,14 @@ func (f *pageFile) read(id, limit uint64, buf []byte) (page, []byte, error) {
 	return p, buf, nil
 }
 
+// grow returns b with length n, keeping what b holds: read grows the
+// buffer of a page it has read the first page of to fit its overflow
+// pages.
 func grow(b []byte, n int) []byte {
 	if cap(b) < n {
-		return make([]byte, n)
+		nb := make([]byte, n)
+		copy(nb, b)
+		return nb
 	}
 	return b[:n]
 }

@@ -142,14 +142,15 @@ func (c *Cache) open(edgeID string) error {
 	if err := c.init(); err != nil {
 		return err
 	}
-	if st.schema == schemaJSON {
+	if st.schema == schemaJSON || st.schema == schemaBinary {
 		return c.load(schemaVersion) // as migrated
 	}
 	return nil
 }
 
 // buckets are the cache's buckets, all at the root of the file.
-var buckets = [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud, bucketPeople, bucketPunches}
+var buckets = [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucketOutbox, bucketFacts, bucketCloud, bucketPeople, bucketPunches,
+	bucketTeams, bucketTypes}
 
 // fileState is what prepare found.
 type fileState struct {
@@ -177,11 +178,11 @@ func (c *Cache) prepare(edgeID string) (st fileState, err error) {
 		meta := tx.Bucket(bucketMeta)
 		st.schema = string(get(meta, metaSchema))
 		switch st.schema {
-		case "", schemaJSON:
+		case "", schemaJSON, schemaBinary:
 			st.write = true
 		case schemaVersion:
 		default:
-			return fmt.Errorf("schema %q; this build reads schemas %s and %s", st.schema, schemaJSON, schemaVersion)
+			return fmt.Errorf("schema %q; this build reads schemas %s, %s and %s", st.schema, schemaJSON, schemaBinary, schemaVersion)
 		}
 		stored := string(get(meta, metaEdgeID))
 		switch {
@@ -240,7 +241,12 @@ func (c *Cache) init() error {
 			}
 		}
 		if schema == schemaJSON {
-			return migrateJSON(tx)
+			if err := migrateJSON(tx); err != nil {
+				return err
+			}
+		}
+		if schema == schemaJSON || schema == schemaBinary {
+			return migrateKiosk(tx)
 		}
 		return nil
 	})
@@ -397,6 +403,36 @@ func (c *Cache) load(schema string) error {
 			if err != nil {
 				return corrupt(bucketPeople, k, err)
 			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = forEach(tx, bucketTeams, func(k, b []byte) error {
+			var t protocol.Team
+			err := protocol.DecodeObject(b, &t)
+			if err == nil && t.ID != string(k) {
+				err = fmt.Errorf("holds team %s", t.ID)
+			}
+			if err != nil {
+				return corrupt(bucketTeams, k, err)
+			}
+			e.putTeam(t)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		err = forEach(tx, bucketTypes, func(k, b []byte) error {
+			var t protocol.VisitType
+			err := protocol.DecodeObject(b, &t)
+			if err == nil && t.Key != string(k) {
+				err = fmt.Errorf("holds visit type %s", t.Key)
+			}
+			if err != nil {
+				return corrupt(bucketTypes, k, err)
+			}
+			e.putVisitType(t)
 			return nil
 		})
 		if err != nil {
@@ -570,6 +606,7 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 		}
 		for _, u := range us {
 			c.pending[u]++
+			e.markPending(u, true)
 		}
 		e.v.outbox++
 		return nil
@@ -726,6 +763,12 @@ func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
 			return err
 		}
 		return putJSON(tx.Bucket(bucketMeta), metaSettings, ch.Settings)
+	case ch.Team != nil:
+		e.putTeam(*ch.Team)
+		return putJSON(tx.Bucket(bucketTeams), []byte(ch.Team.ID), ch.Team)
+	case ch.VisitType != nil:
+		e.putVisitType(*ch.VisitType)
+		return putJSON(tx.Bucket(bucketTypes), []byte(ch.VisitType.Key), ch.VisitType)
 	}
 	return fmt.Errorf("a change without an object: %w", protocol.ErrInvalid)
 }
@@ -743,8 +786,21 @@ func merge(local, cloud protocol.Visit) protocol.Visit {
 	if local.ReenteredAs != "" {
 		out.ReenteredAs = local.ReenteredAs
 	}
+	// Who receives the visit stays as the desk left it when the desk
+	// changed it (a take, a hand-over) and the cloud has not caught up,
+	// unless the cloud ended the visit.
+	switch {
+	case ended(cloud.Status):
+		out.NeedsSomeone = false
+	case local.HostID != cloud.HostID || local.TeamID != cloud.TeamID || later(local.WaitingSince, cloud.WaitingSince):
+		out.HostID, out.HostName, out.TeamID, out.TeamName = local.HostID, local.HostName, local.TeamID, local.TeamName
+		out.NeedsSomeone, out.WaitingSince = local.NeedsSomeone, local.WaitingSince
+	}
 	return out
 }
+
+// later reports whether a is set and after b (or b is unset).
+func later(a, b *time.Time) bool { return a != nil && (b == nil || a.After(*b)) }
 
 // ended reports whether the cloud's status closes the visit for good, so
 // it overrides what the gate did.
@@ -808,9 +864,10 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	in := newInterner()
 	e := newFullEdit(in)
 	e.v.seq, e.v.syncedAt, e.v.outbox, e.v.punches = parts[0].Seq, cur.syncedAt, cur.outbox, cur.punches
+	e.v.pending = cur.pending
 	var next *View
 	err := c.update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys, bucketPeople} {
+		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys, bucketPeople, bucketTeams, bucketTypes} {
 			if err := tx.DeleteBucket(name); err != nil {
 				return fmt.Errorf("empty bucket %s: %w", name, err)
 			}
@@ -909,6 +966,24 @@ func (c *Cache) putPart(tx *bolt.Tx, e *edit, p *protocol.Snapshot) error {
 			return err
 		}
 	}
+	for _, t := range p.Teams {
+		if _, ok := e.v.teams[t.ID]; ok {
+			return fmt.Errorf("team %s appears twice: %w", t.ID, protocol.ErrInvalid)
+		}
+		e.putTeam(t)
+		if err := putJSON(tx.Bucket(bucketTeams), []byte(t.ID), t); err != nil {
+			return err
+		}
+	}
+	for _, t := range p.VisitTypes {
+		if _, ok := e.v.types[t.Key]; ok {
+			return fmt.Errorf("visit type %s appears twice: %w", t.Key, protocol.ErrInvalid)
+		}
+		e.putVisitType(t)
+		if err := putJSON(tx.Bucket(bucketTypes), []byte(t.Key), t); err != nil {
+			return err
+		}
+	}
 	people := tx.Bucket(bucketPeople)
 	for _, p := range p.People {
 		if people.Get([]byte(p.ID)) != nil {
@@ -962,6 +1037,16 @@ func checkParts(parts []protocol.Snapshot) error {
 		for j := range p.People {
 			if err := check(protocol.Change{Person: &p.People[j]}); err != nil {
 				return fmt.Errorf("part %d people[%d]: %w", p.Part, j, err)
+			}
+		}
+		for j := range p.Teams {
+			if err := check(protocol.Change{Team: &p.Teams[j]}); err != nil {
+				return fmt.Errorf("part %d teams[%d]: %w", p.Part, j, err)
+			}
+		}
+		for j := range p.VisitTypes {
+			if err := check(protocol.Change{VisitType: &p.VisitTypes[j]}); err != nil {
+				return fmt.Errorf("part %d visit_types[%d]: %w", p.Part, j, err)
 			}
 		}
 	}
@@ -1094,6 +1179,7 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 			if n > 0 {
 				continue
 			}
+			e.markPending(u, false)
 			id := []byte(visitID(u))
 			b := cloud.Get(id)
 			if b == nil {

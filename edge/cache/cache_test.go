@@ -93,6 +93,10 @@ func changes(seq uint64, objs ...any) []protocol.Change {
 			c.Settings = &o
 		case protocol.Person:
 			c.Person = &o
+		case protocol.Team:
+			c.Team = &o
+		case protocol.VisitType:
+			c.VisitType = &o
 		default:
 			panic(fmt.Sprintf("changes: %T", o))
 		}

@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -37,7 +39,25 @@ import (
 // A string is a uvarint length and the bytes. Nothing may follow. JSON
 // values begin with '{', never visitV1, so the version byte also tells the
 // two forms apart (schema 1 files hold JSON; Open migrates them).
-const visitV1 = 0x01
+//
+// Version visitV2 (issue 16: what the reception kiosk shows) is visitV1
+// with these after host_name, and the flag bits from visitHasHostID on:
+//
+//	type            string
+//	source          1 byte: an index in storedSources (0: none)
+//	audience        1 byte: an index in storedAudiences (0: none)
+//	host_id         16 bytes, when visitHasHostID
+//	team_id         16 bytes and team_name string, when visitHasTeam
+//	waiting_since   varint, when visitHasWaitingSince
+//	visitor_id      16 bytes, when visitHasVisitorID
+//	visitor_email, visitor_phone, visitor_company   strings
+//
+// needs_someone is the flag visitNeedsSomeone. A value of visitV1 reads
+// with none of them; this build writes visitV2.
+const (
+	visitV1 = 0x01
+	visitV2 = 0x02
+)
 
 const (
 	visitHasExpectedAt = 1 << iota
@@ -49,8 +69,22 @@ const (
 	visitRevoked
 	visitHasForVisit
 	visitHasReentered
+	visitFlagsV1 = 1<<iota - 1
 
-	visitFlagsKnown = 1<<iota - 1
+	visitHasHostID = 1 << (iota - 1)
+	visitHasTeam
+	visitHasWaitingSince
+	visitHasVisitorID
+	visitNeedsSomeone
+
+	visitFlagsKnown = 1<<(iota-1) - 1
+)
+
+// storedSources and storedAudiences number a visit's source and audience
+// in the file, from 1 (0 is none). Append only.
+var (
+	storedSources   = [...]string{"", "invitation", "pre_registration", "walk_in", "booking"}
+	storedAudiences = [...]string{"", "person", "people", "team", "desk"}
 )
 
 // storedStatuses numbers the statuses in the file. Append only: the
@@ -102,6 +136,31 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	if v.Revoked {
 		flags |= visitRevoked
 	}
+	var host, team, visitor uid
+	for _, x := range [...]struct {
+		id     string
+		prefix string
+		flag   uint64
+		u      *uid
+	}{{v.HostID, ids.Person, visitHasHostID, &host}, {v.TeamID, ids.Team, visitHasTeam, &team}, {v.VisitorID, ids.Visitor, visitHasVisitorID, &visitor}} {
+		if x.id == "" {
+			continue
+		}
+		if *x.u, ok = parseUID(x.prefix, x.id); !ok {
+			return nil, fmt.Errorf("%q is not a %s ID", x.id, x.prefix)
+		}
+		flags |= x.flag
+	}
+	if v.WaitingSince != nil {
+		flags |= visitHasWaitingSince
+	}
+	if v.NeedsSomeone {
+		flags |= visitNeedsSomeone
+	}
+	source, audience := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
+	if source < 0 || audience < 0 {
+		return nil, fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
+	}
 	var forVisit, reentered uid
 	if v.ForVisitID != v.ID {
 		if forVisit, ok = visitUID(v.ForVisitID); !ok {
@@ -116,8 +175,9 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 		flags |= visitHasReentered
 	}
 
-	b := make([]byte, 0, 96+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs))
-	b = append(b, visitV1)
+	b := make([]byte, 0, 160+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
+		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany))
+	b = append(b, visitV2)
 	b = appendUID(b, u)
 	b = append(b, byte(status))
 	b = binary.AppendUvarint(b, flags)
@@ -145,6 +205,24 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	}
 	b = appendString(b, v.VisitorName)
 	b = appendString(b, v.HostName)
+	b = appendString(b, v.Type)
+	b = append(b, byte(source), byte(audience))
+	if flags&visitHasHostID != 0 {
+		b = appendUID(b, host)
+	}
+	if flags&visitHasTeam != 0 {
+		b = appendUID(b, team)
+		b = appendString(b, v.TeamName)
+	}
+	if v.WaitingSince != nil {
+		b = binary.AppendVarint(b, v.WaitingSince.UnixMicro())
+	}
+	if flags&visitHasVisitorID != 0 {
+		b = appendUID(b, visitor)
+	}
+	b = appendString(b, v.VisitorEmail)
+	b = appendString(b, v.VisitorPhone)
+	b = appendString(b, v.VisitorCompany)
 	return b, nil
 }
 
@@ -166,8 +244,13 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 	if len(raw) == 0 {
 		return v, errors.New("empty value")
 	}
-	if raw[0] != visitV1 {
-		return v, fmt.Errorf("value version 0x%02x; this build reads 0x%02x", raw[0], visitV1)
+	version := raw[0]
+	if version != visitV1 && version != visitV2 {
+		return v, fmt.Errorf("value version 0x%02x; this build reads 0x%02x and 0x%02x", raw[0], visitV1, visitV2)
+	}
+	known := uint64(visitFlagsKnown)
+	if version == visitV1 {
+		known = visitFlagsV1
 	}
 	r := reader{b: raw[1:]}
 	u := r.uid()
@@ -178,8 +261,8 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 		r.err = fmt.Errorf("status %d is not a visit status", s)
 	}
 	flags := r.uvarint()
-	if flags&^visitFlagsKnown != 0 && r.err == nil {
-		r.err = fmt.Errorf("unknown flags %#x", flags&^visitFlagsKnown)
+	if flags&^known != 0 && r.err == nil {
+		r.err = fmt.Errorf("unknown flags %#x", flags&^known)
 	}
 	for i, p := range [...]**time.Time{&v.ExpectedAt, &v.ExpectedUntil, &v.CheckedInAt, &v.CheckedOutAt} {
 		if flags&(visitHasExpectedAt<<i) != 0 {
@@ -211,6 +294,9 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 	v.Revoked = flags&visitRevoked != 0
 	v.VisitorName = r.string()
 	v.HostName = r.string()
+	if version == visitV2 {
+		r.kiosk(&v, flags)
+	}
 	if r.err == nil && len(r.b) > 0 {
 		r.err = fmt.Errorf("%d bytes after the value", len(r.b))
 	}
@@ -218,6 +304,39 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 		return protocol.Visit{}, r.err
 	}
 	return v, protocol.Validate(&v)
+}
+
+// kiosk reads the fields of visitV2 after host_name.
+func (r *reader) kiosk(v *protocol.Visit, flags uint64) {
+	v.Type = r.string()
+	if i := r.byte(); int(i) < len(storedSources) {
+		v.Source = storedSources[i]
+	} else if r.err == nil {
+		r.err = fmt.Errorf("source %d unknown", i)
+	}
+	if i := r.byte(); int(i) < len(storedAudiences) {
+		v.Audience = storedAudiences[i]
+	} else if r.err == nil {
+		r.err = fmt.Errorf("audience %d unknown", i)
+	}
+	if flags&visitHasHostID != 0 {
+		v.HostID = formatUID(ids.Person, r.uid())
+	}
+	if flags&visitHasTeam != 0 {
+		v.TeamID = formatUID(ids.Team, r.uid())
+		v.TeamName = r.string()
+	}
+	if flags&visitHasWaitingSince != 0 {
+		t := time.UnixMicro(r.varint()).UTC()
+		v.WaitingSince = &t
+	}
+	if flags&visitHasVisitorID != 0 {
+		v.VisitorID = formatUID(ids.Visitor, r.uid())
+	}
+	v.NeedsSomeone = flags&visitNeedsSomeone != 0
+	v.VisitorEmail = r.string()
+	v.VisitorPhone = r.string()
+	v.VisitorCompany = r.string()
 }
 
 // reader reads a value front to back; after the first error every read

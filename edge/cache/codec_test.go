@@ -29,6 +29,9 @@ func codecVisits() map[string]protocol.Visit {
 			SingleUse: true, GateIDs: []string{ids.New(ids.Gate), ids.New(ids.Gate)}},
 		Uses: 3, Revoked: true, ForVisitID: ids.New(ids.Visit), ReenteredAs: ids.New(ids.Visit),
 		VisitorName: "Vera Visitor – Ünïcode ✓", HostName: "Ada Lovelace",
+		Type: "meeting", Source: "walk_in", Audience: "team", HostID: ids.New(ids.Person), TeamID: ids.New(ids.Team),
+		TeamName: "Sales", NeedsSomeone: true, WaitingSince: &in, VisitorID: ids.New(ids.Visitor),
+		VisitorEmail: "vera@example.com", VisitorPhone: "+447700900123", VisitorCompany: "Acme",
 	}
 	with := func(f func(v *protocol.Visit)) protocol.Visit {
 		v := bare
@@ -58,7 +61,10 @@ func codecVisits() map[string]protocol.Visit {
 		"reentered only":  with(func(v *protocol.Visit) { v.ReenteredAs = ids.New(ids.Visit) }),
 		"for another":     with(func(v *protocol.Visit) { v.ForVisitID = ids.New(ids.Visit) }),
 		"names only":      with(func(v *protocol.Visit) { v.VisitorName, v.HostName = "V", "H" }),
-		"long name":       with(func(v *protocol.Visit) { v.VisitorName = string(bytes.Repeat([]byte("n"), 200)) }),
+		"desk visit waiting": with(func(v *protocol.Visit) {
+			v.Source, v.Audience, v.NeedsSomeone, v.WaitingSince = "walk_in", "desk", true, &before1970
+		}),
+		"long name": with(func(v *protocol.Visit) { v.VisitorName = string(bytes.Repeat([]byte("n"), 200)) }),
 	}
 	for _, s := range storedStatuses {
 		cases["status "+string(s)] = with(func(v *protocol.Visit) { v.Status = string(s) })
@@ -73,7 +79,7 @@ func TestEncodeVisit_RoundTrip(t *testing.T) {
 			v = normalize(v)
 			b, err := encodeVisit(&v)
 			require.NoError(t, err)
-			require.Equal(t, byte(visitV1), b[0])
+			require.Equal(t, byte(visitV2), b[0])
 			got, err := decodeVisit(b)
 			require.NoError(t, err)
 			require.Equal(t, v, got)
@@ -138,9 +144,13 @@ func TestDecodeVisit_Refuses(t *testing.T) {
 		raw  []byte
 		want string
 	}{
-		"empty":            {nil, "empty value"},
-		"json":             {[]byte(`{"id":"x"}`), "version 0x7b"},
-		"unknown version":  {edit(good, func(b []byte) []byte { b[0] = 2; return b }), "version 0x02"},
+		"empty":           {nil, "empty value"},
+		"json":            {[]byte(`{"id":"x"}`), "version 0x7b"},
+		"unknown version": {edit(good, func(b []byte) []byte { b[0] = 3; return b }), "version 0x03"},
+		"a v1 value with a v2 flag": {edit(goodBare, func(b []byte) []byte {
+			b[0] = visitV1
+			return append(append(b[:flagsAt:flagsAt], binary.AppendUvarint(nil, visitNeedsSomeone)...), b[flagsAt+1:]...)
+		}), "unknown flags"},
 		"short":            {good[:len(good)-1], "ends early"},
 		"only the version": {good[:1], "ends early"},
 		"trailing byte":    {append(bytes.Clone(good), 0), "1 bytes after the value"},
@@ -157,6 +167,25 @@ func TestDecodeVisit_Refuses(t *testing.T) {
 	} {
 		_, err := decodeVisit(tc.raw)
 		require.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+// A value of visitV1, written by builds before the kiosk's fields, reads
+// as the same visit with none of them.
+func TestDecodeVisit_V1(t *testing.T) {
+	for name, v := range codecVisits() {
+		if v.Type != "" || v.Source != "" {
+			continue
+		}
+		b, err := encodeVisit(&v)
+		require.NoError(t, err)
+		// v2 with no kiosk field ends with type "", source 0, audience 0 and
+		// three empty strings: v1 is the same without them.
+		require.Equal(t, []byte{0, 0, 0, 0, 0, 0}, b[len(b)-6:], name)
+		v1 := append([]byte{visitV1}, b[1:len(b)-6]...)
+		got, err := decodeVisit(v1)
+		require.NoError(t, err, name)
+		require.Equal(t, v, got, name)
 	}
 }
 

@@ -196,7 +196,7 @@ func TestCheck_SoundFile(t *testing.T) {
 	s, err := cache.Check(path, cache.Options{EdgeID: edgeID})
 	require.NoError(t, err)
 	require.Equal(t, edgeID, s.EdgeID)
-	require.Equal(t, "2", s.Schema)
+	require.Equal(t, "3", s.Schema)
 	require.Equal(t, uint64(401), s.Seq)
 	require.Equal(t, 400, s.Counts.Visits)
 	require.Equal(t, len(facts), s.Counts.Outbox)

@@ -73,7 +73,7 @@
 // an atomic pointer swap, so a decision reads one consistent state without
 // locks. Writers are serialised, so Views appear in commit order.
 //
-// Visits are packed (a 120-byte entry keyed by the visit's 16-byte UUID,
+// Visits are packed (a 184-byte entry keyed by the visit's 16-byte UUID,
 // times as Unix microseconds, host names and gate lists shared) and split
 // into 256 shards by a hash of the UUID. A write copies only the shards it
 // touches, about n/256 entries each, and the array of shard pointers. That

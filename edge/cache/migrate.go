@@ -66,3 +66,18 @@ func migrateBucket(tx *bolt.Tx, name []byte) error {
 	}
 	return nil
 }
+
+// migrateKiosk turns a file of schema 1 (after migrateJSON) or 2 into
+// schema 3 in the caller's transaction: the buckets of teams and visit
+// types exist already (init creates them), and its visits lack what the
+// reception kiosk shows, so the feed sequence goes back to 0 and the
+// edge's next resync asks for the whole feed, which the cloud answers
+// with a snapshot that replaces every visit. The outbox, the counter and
+// the last punches stay.
+func migrateKiosk(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(metaSeq, u64(0)); err != nil {
+		return fmt.Errorf("migrate to schema %s: %w", schemaVersion, err)
+	}
+	return meta.Put(metaSchema, []byte(schemaVersion))
+}

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -100,7 +102,7 @@ func TestOpen_MigratesSchema1(t *testing.T) {
 	c = openCache(t, path)
 	got := c.View()
 	require.Equal(t, want.Counts(), got.Counts())
-	require.Equal(t, want.Seq(), got.Seq())
+	require.Equal(t, uint64(0), got.Seq(), "schema 3 asks for the whole feed again")
 	require.True(t, want.SyncedAt().Equal(got.SyncedAt()))
 	ws, _ := want.Settings()
 	gs, _ := got.Settings()
@@ -115,11 +117,11 @@ func TestOpen_MigratesSchema1(t *testing.T) {
 	}
 	require.NoError(t, c.Close())
 	schema, first = fileForm(t, path)
-	require.Equal(t, "2", schema)
+	require.Equal(t, "3", schema)
 	require.Len(t, first["visits"], len(visits))
 	require.Len(t, first["cloud"], 1)
 	for _, b := range append(first["visits"], first["cloud"]...) {
-		require.Equal(t, byte(0x01), b)
+		require.Equal(t, byte(0x02), b)
 	}
 
 	// The cloud's version was carried over: the Ack takes it whole.
@@ -182,7 +184,7 @@ func TestOpen_Schema1CorruptRefusedUnchanged(t *testing.T) {
 			require.Len(t, first["visits"], 2)
 			migrated := 0
 			for _, b := range append(first["visits"], first["cloud"]...) {
-				if b == 0x01 {
+				if b == 0x01 || b == 0x02 {
 					migrated++
 				}
 			}
@@ -201,11 +203,11 @@ func TestOpen_UnknownSchemaRefused(t *testing.T) {
 	db, err := bolt.Open(path, 0o600, nil)
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte("3"))
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte("4"))
 	}))
 	require.NoError(t, db.Close())
 	_, err = cache.Open(path, cache.Options{EdgeID: edgeID})
-	require.ErrorContains(t, err, `schema "3"`)
+	require.ErrorContains(t, err, `schema "4"`)
 }
 
 func encode(tb testing.TB, v protocol.Visit) []byte {
@@ -213,4 +215,48 @@ func encode(tb testing.TB, v protocol.Visit) []byte {
 	b, err := cache.EncodeVisit(&v)
 	require.NoError(tb, err)
 	return b
+}
+
+// A file of schema 2, from the build before the kiosk, opens with its
+// visits, outbox and counter, gains the buckets of teams and visit types,
+// and sets its feed sequence back to 0: the next resync brings the whole
+// feed, with what the kiosk shows of every visit.
+func TestOpen_MigratesSchema2(t *testing.T) {
+	c, path := newCache(t)
+	v := newVisit()
+	apply(t, c, 1, v)
+	f := record(t, c, checkInFact(v.ID), checkedIn(v))
+	require.NoError(t, c.Close())
+	db, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{"teams", "visit_types"} {
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		// The visit as a build before the kiosk wrote it: visitV1.
+		raw := slices.Clone(tx.Bucket([]byte("visits")).Get([]byte(v.ID)))
+		raw = append([]byte{0x01}, raw[1:len(raw)-6]...)
+		if err := tx.Bucket([]byte("visits")).Put([]byte(v.ID), raw); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte("2"))
+	}))
+	require.NoError(t, db.Close())
+
+	c = openCache(t, path)
+	require.Equal(t, uint64(0), c.View().Seq())
+	require.Equal(t, normalized(checkedIn(v)), visitOf(t, c, v.ID))
+	out, err := c.Outbox(0)
+	require.NoError(t, err)
+	require.Equal(t, []protocol.Fact{f}, out)
+	team := protocol.Team{ID: ids.New(ids.Team), Name: "Sales"}
+	apply(t, c, 1, team) // the feed again from its start
+	got, ok := c.View().Team(team.ID)
+	require.True(t, ok)
+	require.Equal(t, team, got)
+	require.NoError(t, c.Close())
+	schema, _ := fileForm(t, path)
+	require.Equal(t, "3", schema)
 }

@@ -206,6 +206,7 @@ func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
 	// replace it at the acknowledgement; while it stays pending, the one
 	// received so far is kept.
 	for _, u := range r.us {
+		e.markPending(u, true)
 		if c.pending[u] == 0 {
 			if err := tx.Bucket(bucketCloud).Delete([]byte(visitID(u))); err != nil {
 				return err

@@ -27,6 +27,9 @@ var (
 	// start empty: the people arrive with the feed or a snapshot).
 	bucketPeople  = []byte("people")  // person ID → protocol.Person
 	bucketPunches = []byte("punches") // person ID → protocol.Encode of the last punch fact recorded here
+	// Buckets of schema 3, for the reception kiosk.
+	bucketTeams = []byte("teams")       // team ID → protocol.Team
+	bucketTypes = []byte("visit_types") // key → protocol.VisitType
 )
 
 // Keys of the meta bucket.
@@ -42,8 +45,15 @@ var (
 // schemaVersion is the form of the file this build writes. Schema 1 held
 // visits as JSON; Open migrates such a file to 2 (migrate.go). A build
 // that reads only 1 refuses a file of 2 by its schema, not by a visit.
+//
+// Schema 3 (issue 16) adds the buckets of teams and visit types and stores
+// visits as visitV2, with what the reception kiosk shows. A file of schema
+// 1 or 2 lacks that for every visit it holds, so Open sets its feed
+// sequence back to 0 as it migrates (migrateKiosk): the edge then asks for
+// the whole feed, and gets a snapshot, which brings everything.
 const (
-	schemaVersion = "2"
+	schemaVersion = "3"
+	schemaBinary  = "2"
 	schemaJSON    = "1"
 )
 
@@ -67,7 +77,7 @@ func readU64(b []byte) (uint64, error) {
 // check validates the one object a change holds the way the wire does.
 func check(c protocol.Change) error {
 	n := 0
-	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil, c.Person != nil} {
+	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil, c.Person != nil, c.Team != nil, c.VisitType != nil} {
 		if set {
 			n++
 		}
@@ -86,6 +96,10 @@ func check(c protocol.Change) error {
 		return protocol.Validate(c.Key)
 	case c.Person != nil:
 		return protocol.Validate(c.Person)
+	case c.Team != nil:
+		return protocol.Validate(c.Team)
+	case c.VisitType != nil:
+		return protocol.Validate(c.VisitType)
 	}
 	return fmt.Errorf("%w: a change holds no object", protocol.ErrInvalid)
 }

@@ -49,7 +49,7 @@ func parseUID(prefix, id string) (uid, bool) {
 
 // maxPrefix is the longest prefix formatUID is given, so its buffer can be
 // on the stack.
-const maxPrefix = len(ids.Person)
+const maxPrefix = len(ids.Visitor)
 
 func formatUID(prefix string, u uid) string {
 	n := len(prefix) + 1

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
@@ -38,6 +39,16 @@ type View struct {
 	outbox   int
 	people   byUID[protocol.Person]
 	punches  byUID[protocol.Fact] // by person: the last punch recorded here
+
+	// The reception kiosk's (kiosk.go).
+	teams     map[string]protocol.Team
+	types     map[string]protocol.VisitType
+	waiting   byUID[struct{}] // checked-in visits with needs_someone
+	onSite    byUID[struct{}] // checked-in visits
+	byCode    byUID[[]uid]    // codeKey → visits
+	byVisitor byUID[[]uid]    // nameKey of the folded visitor name → visits
+	pending   byUID[struct{}] // visits a waiting fact names
+	search    *peopleIndex    // rebuilt when people change
 }
 
 // Counts are how many objects a View holds and how many facts wait in the
@@ -146,6 +157,7 @@ const (
 	flagRevoked
 	flagDaily
 	flagReentered
+	flagNeedsSomeone
 )
 
 // statuses numbers the visit statuses for visitEntry.status.
@@ -158,7 +170,7 @@ var statuses = []passrule.Status{
 // share one.
 type gateList []string
 
-// visitEntry is a protocol.Visit packed for the View: 120 bytes without
+// visitEntry is a protocol.Visit packed for the View: 184 bytes without
 // the names' bytes, against about 450 bytes and five allocations for a
 // decoded protocol.Visit.
 type visitEntry struct {
@@ -169,11 +181,32 @@ type visitEntry struct {
 	gateIDs                   *gateList // nil: every gate
 	visitorName               string
 	hostName                  string // interned
+	typeKey                   string // interned
+	team                      *teamRef
+	visitor                   *visitorRef
+	hostID                    uid // when hasHost
+	waitingSince              int64
 	uses                      int32
 	before, after             int16 // window, minutes
 	dailyFrom, dailyUntil     int16 // when flagDaily
 	status                    uint8 // index in statuses
 	flags                     uint8
+	source, audience          uint8 // indexes in storedSources, storedAudiences
+	hasHost                   bool
+}
+
+// teamRef is a visit's team, interned: the visits of a team share one.
+type teamRef struct {
+	id   uid
+	name string
+}
+
+// visitorRef is a visit's visitor record as the kiosk shows it, interned:
+// a returning visitor's visits share one.
+type visitorRef struct {
+	id                    uid
+	hasID                 bool
+	email, phone, company string
 }
 
 func (e *visitEntry) visit(id string, u uid) protocol.Visit {
@@ -206,6 +239,20 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	}
 	if e.gateIDs != nil {
 		v.Rules.GateIDs = slices.Clone(*e.gateIDs)
+	}
+	v.Type, v.Source, v.Audience = e.typeKey, storedSources[e.source], storedAudiences[e.audience]
+	v.NeedsSomeone, v.WaitingSince = e.flags&flagNeedsSomeone != 0, fromMicros(e.waitingSince)
+	if e.hasHost {
+		v.HostID = personID(e.hostID)
+	}
+	if e.team != nil {
+		v.TeamID, v.TeamName = formatUID(ids.Team, e.team.id), e.team.name
+	}
+	if r := e.visitor; r != nil {
+		if r.hasID {
+			v.VisitorID = formatUID(ids.Visitor, r.id)
+		}
+		v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.email, r.phone, r.company
 	}
 	return v
 }
@@ -249,12 +296,37 @@ func normalize(v protocol.Visit) protocol.Visit {
 // owns it (under Cache.mu); it only grows, by as many distinct names and
 // lists as the site has, and a snapshot starts a new one.
 type interner struct {
-	names map[string]string
-	gates map[string]*gateList
+	names    map[string]string
+	gates    map[string]*gateList
+	teams    map[teamRef]*teamRef
+	visitors map[visitorRef]*visitorRef
 }
 
 func newInterner() *interner {
-	return &interner{names: map[string]string{}, gates: map[string]*gateList{}}
+	return &interner{names: map[string]string{}, gates: map[string]*gateList{}, teams: map[teamRef]*teamRef{},
+		visitors: map[visitorRef]*visitorRef{}}
+}
+
+func (in *interner) team(id uid, name string) *teamRef {
+	k := teamRef{id: id, name: name}
+	if r, ok := in.teams[k]; ok {
+		return r
+	}
+	r := &teamRef{id: id, name: in.name(name)}
+	in.teams[*r] = r
+	return r
+}
+
+func (in *interner) visitor(k visitorRef) *visitorRef {
+	if k == (visitorRef{}) {
+		return nil
+	}
+	if r, ok := in.visitors[k]; ok {
+		return r
+	}
+	r := &visitorRef{id: k.id, hasID: k.hasID, email: strings.Clone(k.email), phone: strings.Clone(k.phone), company: in.name(k.company)}
+	in.visitors[*r] = r
+	return r
 }
 
 func (in *interner) name(s string) string {
@@ -336,7 +408,46 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	if v.Revoked {
 		e.flags |= flagRevoked
 	}
+	if err := in.kiosk(v, &e); err != nil {
+		return uid{}, visitEntry{}, err
+	}
 	return u, e, nil
+}
+
+// kiosk packs the fields the reception kiosk shows.
+func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
+	src, aud := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
+	if src < 0 || aud < 0 {
+		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
+	}
+	e.source, e.audience, e.typeKey = uint8(src), uint8(aud), in.name(v.Type)
+	if v.NeedsSomeone {
+		e.flags |= flagNeedsSomeone
+	}
+	e.waitingSince = toMicros(v.WaitingSince)
+	var ok bool
+	if v.HostID != "" {
+		if e.hostID, ok = personUID(v.HostID); !ok {
+			return fmt.Errorf("host_id %q is not a person ID", v.HostID)
+		}
+		e.hasHost = true
+	}
+	if v.TeamID != "" {
+		t, ok := parseUID(ids.Team, v.TeamID)
+		if !ok {
+			return fmt.Errorf("team_id %q is not a team ID", v.TeamID)
+		}
+		e.team = in.team(t, v.TeamName)
+	}
+	r := visitorRef{email: v.VisitorEmail, phone: v.VisitorPhone, company: v.VisitorCompany}
+	if v.VisitorID != "" {
+		if r.id, ok = parseUID(ids.Visitor, v.VisitorID); !ok {
+			return fmt.Errorf("visitor_id %q is not a visitor ID", v.VisitorID)
+		}
+		r.hasID = true
+	}
+	e.visitor = in.visitor(r)
+	return nil
 }
 
 // byUID is a copy-on-write map keyed by uid, split into shards as the
@@ -413,6 +524,12 @@ type edit struct {
 	people     byUIDEdit[protocol.Person]
 	punches    byUIDEdit[protocol.Fact]
 	in         *interner
+
+	teamsCopy, typesCopy bool
+	peopleChange         bool
+	waiting, onSite      byUIDEdit[struct{}]
+	pending              byUIDEdit[struct{}]
+	byCode, byVisitor    byUIDEdit[[]uid]
 }
 
 func newEdit(cur *View, in *interner) *edit {
@@ -432,16 +549,19 @@ func (e *edit) putVisit(u uid, x visitEntry) {
 		e.v.visits[s] = m
 		e.copied[s] = true
 	}
-	if _, ok := e.v.visits[s][u]; !ok {
+	old, had := e.v.visits[s][u]
+	if !had {
 		e.v.nVisits++
 	}
 	e.v.visits[s][u] = x
+	e.index(u, old, had, x, true)
 }
 
 // deleteVisit removes a visit from the edit, copying its shard first.
 func (e *edit) deleteVisit(u uid) {
 	s := u.shard()
-	if _, ok := e.v.visits[s][u]; !ok {
+	old, ok := e.v.visits[s][u]
+	if !ok {
 		return
 	}
 	if !e.copied[s] {
@@ -450,6 +570,7 @@ func (e *edit) deleteVisit(u uid) {
 	}
 	delete(e.v.visits[s], u)
 	e.v.nVisits--
+	e.index(u, old, true, visitEntry{}, false)
 }
 
 // putPerson puts a valid person in the edit.
@@ -459,6 +580,7 @@ func (e *edit) putPerson(p protocol.Person) error {
 		return fmt.Errorf("id %q is not a person ID", p.ID)
 	}
 	e.people.put(&e.v.people, u, p)
+	e.peopleChange = true
 	return nil
 }
 
@@ -525,6 +647,9 @@ func (e *edit) setSettings(s protocol.Settings) error {
 
 // done returns the new View.
 func (e *edit) done() (*View, error) {
+	if e.peopleChange || e.v.search == nil {
+		e.v.search = buildPeopleIndex(e.v.people)
+	}
 	if e.keysChange || e.v.keySet == nil {
 		set, err := keySet(e.v.keys)
 		if err != nil {
@@ -564,5 +689,6 @@ func newFullEdit(in *interner) *edit {
 	}
 	e.v.gates = map[string]protocol.Gate{}
 	e.v.keys = map[string]protocol.Key{}
+	e.v.teams, e.v.types, e.teamsCopy, e.typesCopy = map[string]protocol.Team{}, map[string]protocol.VisitType{}, true, true
 	return e
 }

@@ -58,7 +58,7 @@ func TestVisitUID_ShardsSpread(t *testing.T) {
 }
 
 func TestVisitEntry_Size(t *testing.T) {
-	require.Equal(t, uintptr(120), unsafe.Sizeof(visitEntry{}))
+	require.Equal(t, uintptr(184), unsafe.Sizeof(visitEntry{}))
 }
 
 func TestVisitEntry_RoundTrip(t *testing.T) {

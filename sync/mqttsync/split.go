@@ -45,8 +45,8 @@ func splitChanges(cs []protocol.Change) ([][]protocol.Change, error) {
 
 // splitSnapshot cuts a whole snapshot into parts that each fit one Reply:
 // at most protocol.MaxSnapshot objects of a kind and budget bytes. The
-// first part carries the settings; gates, keys, people and visits follow in
-// order.
+// first part carries the settings; gates, keys, people, teams, visit
+// types and visits follow in order.
 func splitSnapshot(s protocol.Snapshot) ([]protocol.Snapshot, error) {
 	newPart := func() protocol.Snapshot {
 		return protocol.Snapshot{Seq: s.Seq, Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{}, People: []protocol.Person{}}
@@ -93,6 +93,24 @@ func splitSnapshot(s protocol.Snapshot) ([]protocol.Snapshot, error) {
 		}
 		room(n, func(p *protocol.Snapshot) int { return len(p.People) })
 		cur.People = append(cur.People, s.People[i])
+		size += n + 1
+	}
+	for i := range s.Teams {
+		n, err := sizeOf(&s.Teams[i])
+		if err != nil {
+			return nil, fmt.Errorf("measure team %s: %w", s.Teams[i].ID, err)
+		}
+		room(n, func(p *protocol.Snapshot) int { return len(p.Teams) })
+		cur.Teams = append(cur.Teams, s.Teams[i])
+		size += n + 1
+	}
+	for i := range s.VisitTypes {
+		n, err := sizeOf(&s.VisitTypes[i])
+		if err != nil {
+			return nil, fmt.Errorf("measure visit type %s: %w", s.VisitTypes[i].Key, err)
+		}
+		room(n, func(p *protocol.Snapshot) int { return len(p.VisitTypes) })
+		cur.VisitTypes = append(cur.VisitTypes, s.VisitTypes[i])
 		size += n + 1
 	}
 	for i := range s.Visits {

@@ -105,7 +105,29 @@ type Visit struct {
 	ReenteredAs   string     `json:"reentered_as,omitempty"`
 	VisitorName   string     `json:"visitor_name,omitempty"` // empty after erasure
 	HostName      string     `json:"host_name,omitempty"`
+	// What the reception kiosk shows of a visit (docs/decisions.md, "Kiosk
+	// data and facts"); each is left out when empty, so a visit without
+	// them reads as before. An edge older than these fields refuses a
+	// visit that carries them: upgrade edges before the cloud.
+	Type           string     `json:"type,omitempty"`     // the visit type's key
+	Source         string     `json:"source,omitempty"`   // invitation, pre_registration, walk_in or booking
+	Audience       string     `json:"audience,omitempty"` // person, people, team or desk
+	HostID         string     `json:"host_id,omitempty"`  // the lead host; empty while nobody has taken the visit
+	TeamID         string     `json:"team_id,omitempty"`
+	TeamName       string     `json:"team_name,omitempty"`
+	NeedsSomeone   bool       `json:"needs_someone,omitempty"`
+	WaitingSince   *time.Time `json:"waiting_since,omitempty"` // when the visitor began to wait for their receiver
+	VisitorID      string     `json:"visitor_id,omitempty"`    // empty after erasure
+	VisitorEmail   string     `json:"visitor_email,omitempty"`
+	VisitorPhone   string     `json:"visitor_phone,omitempty"` // E.164
+	VisitorCompany string     `json:"visitor_company,omitempty"`
 }
+
+// Sources and audiences a visit may carry, as the API names them.
+var (
+	visitSources   = []string{"invitation", "pre_registration", "walk_in", "booking"}
+	visitAudiences = []string{"person", "people", "team", "desk"}
+)
 
 func (v *Visit) validate(where string) error {
 	switch {
@@ -119,8 +141,21 @@ func (v *Visit) validate(where string) error {
 		return invalid("%s.reentered_as is not a visit ID", where)
 	case v.Uses < 0:
 		return invalid("%s.uses is negative", where)
-	case len(v.VisitorName) > maxText || len(v.HostName) > maxText:
+	case len(v.VisitorName) > maxText || len(v.HostName) > maxText || len(v.TeamName) > maxText ||
+		len(v.Type) > maxText || len(v.VisitorEmail) > maxText || len(v.VisitorPhone) > maxText || len(v.VisitorCompany) > maxText:
 		return invalid("%s: a name is longer than %d bytes", where, maxText)
+	case v.Source != "" && !slices.Contains(visitSources, v.Source):
+		return invalid("%s.source %q is not a visit source", where, v.Source)
+	case v.Audience != "" && !slices.Contains(visitAudiences, v.Audience):
+		return invalid("%s.audience %q is not an audience", where, v.Audience)
+	case v.HostID != "" && !ids.Valid(ids.Person, v.HostID):
+		return invalid("%s.host_id is not a person ID", where)
+	case v.TeamID != "" && !ids.Valid(ids.Team, v.TeamID):
+		return invalid("%s.team_id is not a team ID", where)
+	case v.TeamID == "" && v.TeamName != "":
+		return invalid("%s.team_name names no team_id", where)
+	case v.VisitorID != "" && !ids.Valid(ids.Visitor, v.VisitorID):
+		return invalid("%s.visitor_id is not a visitor ID", where)
 	case v.ExpectedAt != nil && v.ExpectedUntil != nil && !v.ExpectedUntil.After(*v.ExpectedAt):
 		return invalid("%s.expected_until is not after expected_at", where)
 	}
@@ -151,6 +186,10 @@ func (g *Gate) validate(where string) error {
 type Settings struct {
 	Timezone            string `json:"timezone"`              // IANA name
 	OfflineLimitMinutes int    `json:"offline_limit_minutes"` // how old the cache may grow before gates fail as configured
+	// For the reception kiosk; left out when empty (an edge older than
+	// them refuses settings that carry them).
+	SiteName         string `json:"site_name,omitempty"`
+	WaitLimitMinutes int    `json:"wait_limit_minutes,omitempty"` // how long a visitor may wait before the queue highlights them; 0: 10
 }
 
 func (s *Settings) validate(where string) error {
@@ -162,6 +201,12 @@ func (s *Settings) validate(where string) error {
 	}
 	if s.OfflineLimitMinutes < 0 {
 		return invalid("%s.offline_limit_minutes is negative", where)
+	}
+	if len(s.SiteName) > maxText {
+		return invalid("%s.site_name is longer than %d bytes", where, maxText)
+	}
+	if s.WaitLimitMinutes < 0 || s.WaitLimitMinutes > 24*60 {
+		return invalid("%s.wait_limit_minutes is not 0 to 1440", where)
 	}
 	return nil
 }
@@ -207,16 +252,74 @@ type Person struct {
 	// PassIssuedAt is the Unix second the person's current pass was issued
 	// at: a token with another issue time was replaced and is refused.
 	PassIssuedAt int64 `json:"pass_issued_at"`
+	// JobTitle is shown beside the name at the reception kiosk; left out
+	// when empty.
+	JobTitle string `json:"job_title,omitempty"`
 }
 
 func (p *Person) validate(where string) error {
 	switch {
 	case !ids.Valid(ids.Person, p.ID):
 		return invalid("%s.id is not a person ID", where)
-	case len(p.Name) > maxText:
-		return invalid("%s.name is longer than %d bytes", where, maxText)
+	case len(p.Name) > maxText || len(p.JobTitle) > maxText:
+		return invalid("%s: a name or job title is longer than %d bytes", where, maxText)
 	case p.PassIssuedAt < 0:
 		return invalid("%s.pass_issued_at is negative", where)
+	}
+	return nil
+}
+
+// Team is one of the organisation's teams as the reception kiosk needs it:
+// a visit can be for it. SiteID is empty for a team at every site. Every
+// site follows every team of its organisation; the edge shows those at
+// its own site or at every site.
+type Team struct {
+	ID                string `json:"id"`
+	Name              string `json:"name"`
+	SiteID            string `json:"site_id,omitempty"`
+	VisitorsCanChoose bool   `json:"visitors_can_choose,omitempty"`
+	Archived          bool   `json:"archived,omitempty"`
+}
+
+func (t *Team) validate(where string) error {
+	switch {
+	case !ids.Valid(ids.Team, t.ID):
+		return invalid("%s.id is not a team ID", where)
+	case len(t.Name) > maxText:
+		return invalid("%s.name is longer than %d bytes", where, maxText)
+	case t.SiteID != "" && !ids.Valid(ids.Site, t.SiteID):
+		return invalid("%s.site_id is not a site ID", where)
+	}
+	return nil
+}
+
+// MaxFormSchema bounds a visit type's form on the wire, in bytes.
+const MaxFormSchema = 64 << 10
+
+// VisitType is a visit type as the reception kiosk needs it: its key,
+// name, order and form (the cloud's JSON Schema with its x-svc
+// annotations). Enabled false takes it off the kiosk's list; Removed takes
+// it out of the cache.
+type VisitType struct {
+	Key      string          `json:"key"`
+	Name     string          `json:"name"`
+	Position int             `json:"position"` // the organisation's order
+	Enabled  bool            `json:"enabled,omitempty"`
+	Form     json.RawMessage `json:"form,omitempty"` // null or absent: no form
+}
+
+func (t *VisitType) validate(where string) error {
+	switch {
+	case t.Key == "" || len(t.Key) > maxText:
+		return invalid("%s.key must hold 1 to %d bytes", where, maxText)
+	case len(t.Name) > maxText:
+		return invalid("%s.name is longer than %d bytes", where, maxText)
+	case t.Position < 0:
+		return invalid("%s.position is negative", where)
+	case len(t.Form) > MaxFormSchema:
+		return invalid("%s.form is longer than %d bytes", where, MaxFormSchema)
+	case len(t.Form) > 0 && !json.Valid(t.Form):
+		return invalid("%s.form is not JSON", where)
 	}
 	return nil
 }
@@ -240,6 +343,10 @@ type Change struct {
 	Settings *Settings `json:"settings,omitempty"`
 	Key      *Key      `json:"key,omitempty"`
 	Person   *Person   `json:"person,omitempty"`
+	// Team and VisitType are for the reception kiosk: an edge older than
+	// them refuses a change that carries one.
+	Team      *Team      `json:"team,omitempty"`
+	VisitType *VisitType `json:"visit_type,omitempty"`
 }
 
 func (c *Change) validate(where string) error {
@@ -262,6 +369,12 @@ func (c *Change) validate(where string) error {
 	}
 	if err == nil && c.Person != nil {
 		n, err = n+1, c.Person.validate(where+".person")
+	}
+	if err == nil && c.Team != nil {
+		n, err = n+1, c.Team.validate(where+".team")
+	}
+	if err == nil && c.VisitType != nil {
+		n, err = n+1, c.VisitType.validate(where+".visit_type")
 	}
 	if err != nil {
 		return err
@@ -315,6 +428,98 @@ const (
 	// window. It is a recorded opening of the door, never a new punch.
 	FactPassage FactKind = "passage"
 )
+
+// The kiosk's fact kinds: what happened at the reception desk of the site,
+// at no gate. Each names the kiosk device (DeviceID) and no gate
+// (docs/decisions.md, "Kiosk data and facts"). A cloud older than them
+// drops such a fact unacknowledged, so it waits in the edge's outbox until
+// the cloud is upgraded.
+const (
+	// FactWalkIn is a walk-in signed in at the desk: VisitID is the new
+	// visit's ID, made at the edge, and WalkIn holds the rest.
+	FactWalkIn FactKind = "walk_in"
+	// FactDeskCheckIn is an expected visit checked in at the desk, by its
+	// pass (PassVisitID, the visit holding the pass scanned) or its short
+	// code.
+	FactDeskCheckIn FactKind = "desk_check_in"
+	// FactDeskCheckOut is a visit checked out at the desk.
+	FactDeskCheckOut FactKind = "desk_check_out"
+	// FactTake is a visit nobody had taken taken by a person (PersonID),
+	// who becomes its lead host.
+	FactTake FactKind = "take"
+	// FactHandOver is a visit nobody has taken passed to another receiver:
+	// To is reception, person (PersonID) or team (TeamID).
+	FactHandOver FactKind = "hand_over"
+)
+
+// DeskKind reports whether k is one of the kiosk's fact kinds, which
+// happen at no gate.
+func DeskKind(k FactKind) bool {
+	switch k {
+	case FactWalkIn, FactDeskCheckIn, FactDeskCheckOut, FactTake, FactHandOver:
+		return true
+	}
+	return false
+}
+
+// The receivers of a hand-over.
+const (
+	ToReception = "reception"
+	ToPerson    = "person"
+	ToTeam      = "team"
+)
+
+// Bounds on a walk-in's fields.
+const (
+	maxDeviceID     = 64
+	MaxCustomFields = 100      // answers in one walk-in
+	maxAnswer       = 16 << 10 // bytes of one answer
+)
+
+// WalkIn is what a walk-in fact carries besides its visit ID: the visit as
+// the visitor made it at the desk. Exactly one receiver, or none for the
+// desk: HostID (a person) or TeamID.
+type WalkIn struct {
+	Type         string                     `json:"type"`
+	HostID       string                     `json:"host_id,omitempty"`
+	TeamID       string                     `json:"team_id,omitempty"`
+	VisitorID    string                     `json:"visitor_id,omitempty"` // a returning visitor's record; empty for a new one
+	Visitor      WalkInVisitor              `json:"visitor"`
+	CustomFields map[string]json.RawMessage `json:"custom_fields,omitempty"`
+}
+
+// WalkInVisitor is the visitor of a walk-in as typed at the desk.
+type WalkInVisitor struct {
+	Name    string `json:"name"`
+	Email   string `json:"email,omitempty"`
+	Phone   string `json:"phone,omitempty"`
+	Company string `json:"company,omitempty"`
+}
+
+func (w *WalkIn) validate() error {
+	switch {
+	case w.Type == "" || len(w.Type) > maxText:
+		return invalid("walk_in.type must hold 1 to %d bytes", maxText)
+	case w.HostID != "" && w.TeamID != "":
+		return invalid("walk_in names a host or a team, not both")
+	case w.HostID != "" && !ids.Valid(ids.Person, w.HostID):
+		return invalid("walk_in.host_id is not a person ID")
+	case w.TeamID != "" && !ids.Valid(ids.Team, w.TeamID):
+		return invalid("walk_in.team_id is not a team ID")
+	case w.VisitorID != "" && !ids.Valid(ids.Visitor, w.VisitorID):
+		return invalid("walk_in.visitor_id is not a visitor ID")
+	case len(w.Visitor.Name) > maxText || len(w.Visitor.Email) > maxText || len(w.Visitor.Phone) > maxText || len(w.Visitor.Company) > maxText:
+		return invalid("walk_in.visitor: a field is longer than %d bytes", maxText)
+	case len(w.CustomFields) > MaxCustomFields:
+		return invalid("walk_in.custom_fields holds more than %d answers", MaxCustomFields)
+	}
+	for k, raw := range w.CustomFields {
+		if k == "" || len(k) > maxText || len(raw) > maxAnswer || !json.Valid(raw) {
+			return invalid("walk_in.custom_fields[%q] is not a key and a JSON value of at most %d bytes", k, maxAnswer)
+		}
+	}
+	return nil
+}
 
 // Directions of a punch.
 const (
@@ -378,9 +583,17 @@ type Fact struct {
 	// Voids names the admit this relay_failed refusal undoes: the gate
 	// recorded the admit, then its relay did not free the passage.
 	Voids string `json:"voids,omitempty"`
+
+	// A kiosk fact's (DeskKind): the device it was made on, which takes
+	// the place of the gate; a hand-over's receiver; a walk-in's visit.
+	DeviceID string  `json:"device_id,omitempty"`
+	To       string  `json:"to,omitempty"`      // a hand-over's: ToReception, ToPerson or ToTeam
+	TeamID   string  `json:"team_id,omitempty"` // a hand-over's to a team
+	WalkIn   *WalkIn `json:"walk_in,omitempty"`
 }
 
 func (f *Fact) validate() error {
+	desk := DeskKind(f.Kind)
 	switch {
 	case !ids.Valid(ids.Fact, f.ID):
 		return invalid("id is not a fact ID")
@@ -390,6 +603,10 @@ func (f *Fact) validate() error {
 		return invalid("counter is 0")
 	case f.At.IsZero():
 		return invalid("at is missing")
+	case desk:
+		return f.validateDesk()
+	case f.DeviceID != "" || f.To != "" || f.TeamID != "" || f.WalkIn != nil:
+		return invalid("a %s has no device_id, to, team_id or walk_in", f.Kind)
 	case !ids.Valid(ids.Gate, f.GateID):
 		return invalid("gate_id is not a gate ID")
 	case f.VisitID != "" && !ids.Valid(ids.Visit, f.VisitID):
@@ -434,6 +651,71 @@ func (f *Fact) validate() error {
 		return invalid("kind %q is not a fact kind", f.Kind)
 	}
 	return nil
+}
+
+// validateDesk checks a kiosk fact: a device and no gate, and per kind
+// exactly the fields it names.
+func (f *Fact) validateDesk() error {
+	switch {
+	case f.GateID != "":
+		return invalid("a %s happens at the desk and names no gate", f.Kind)
+	case f.DeviceID == "" || len(f.DeviceID) > maxDeviceID || !printable(f.DeviceID):
+		return invalid("device_id must hold 1 to %d printable ASCII characters", maxDeviceID)
+	case !ids.Valid(ids.Visit, f.VisitID):
+		return invalid("visit_id is not a visit ID")
+	case f.PassVisitID != "" && (f.Kind != FactDeskCheckIn || !ids.Valid(ids.Visit, f.PassVisitID)):
+		return invalid("only a desk_check_in names the visit of the pass scanned")
+	case f.Reason != "" || f.Direction != "" || f.Voids != "":
+		return invalid("a %s has no reason, direction or voids", f.Kind)
+	case f.PersonID != "" && !ids.Valid(ids.Person, f.PersonID):
+		return invalid("person_id is not a person ID")
+	case f.TeamID != "" && !ids.Valid(ids.Team, f.TeamID):
+		return invalid("team_id is not a team ID")
+	case (f.WalkIn != nil) != (f.Kind == FactWalkIn):
+		return invalid("walk_in goes with a walk_in fact, and only with it")
+	}
+	switch f.Kind {
+	case FactWalkIn:
+		if f.PersonID != "" || f.TeamID != "" || f.To != "" {
+			return invalid("a walk_in names its receiver in walk_in")
+		}
+		return f.WalkIn.validate()
+	case FactTake:
+		if f.PersonID == "" || f.TeamID != "" || f.To != "" {
+			return invalid("a take names the person who takes the visit, and no team or to")
+		}
+	case FactHandOver:
+		switch f.To {
+		case ToReception:
+			if f.PersonID != "" || f.TeamID != "" {
+				return invalid("a hand_over to reception names no person or team")
+			}
+		case ToPerson:
+			if f.PersonID == "" || f.TeamID != "" {
+				return invalid("a hand_over to a person names the person and no team")
+			}
+		case ToTeam:
+			if f.TeamID == "" || f.PersonID != "" {
+				return invalid("a hand_over to a team names the team and no person")
+			}
+		default:
+			return invalid("to %q is not reception, person or team", f.To)
+		}
+	default: // desk check-in and check-out
+		if f.PersonID != "" || f.TeamID != "" || f.To != "" {
+			return invalid("a %s names its visit only", f.Kind)
+		}
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func validReason(r string) bool {
@@ -481,13 +763,18 @@ type Snapshot struct {
 	Keys     []Key     `json:"keys"`
 	Visits   []Visit   `json:"visits"`
 	People   []Person  `json:"people"`
+	// Teams and VisitTypes are for the reception kiosk; left out when
+	// empty, so a snapshot without them reads as before.
+	Teams      []Team      `json:"teams,omitempty"`
+	VisitTypes []VisitType `json:"visit_types,omitempty"`
 }
 
 func (s *Snapshot) validate() error {
 	switch {
 	case s.Parts < 1 || s.Part < 1 || s.Part > s.Parts:
 		return invalid("snapshot part %d of %d", s.Part, s.Parts)
-	case len(s.Visits) > MaxSnapshot || len(s.Gates) > MaxSnapshot || len(s.Keys) > MaxSnapshot || len(s.People) > MaxSnapshot:
+	case len(s.Visits) > MaxSnapshot || len(s.Gates) > MaxSnapshot || len(s.Keys) > MaxSnapshot || len(s.People) > MaxSnapshot ||
+		len(s.Teams) > MaxSnapshot || len(s.VisitTypes) > MaxSnapshot:
 		return invalid("a snapshot part holds more than %d objects of a kind", MaxSnapshot)
 	}
 	if s.Settings != nil {
@@ -512,6 +799,16 @@ func (s *Snapshot) validate() error {
 	}
 	for i := range s.People {
 		if err := s.People[i].validate(fmt.Sprintf("snapshot.people[%d]", i)); err != nil {
+			return err
+		}
+	}
+	for i := range s.Teams {
+		if err := s.Teams[i].validate(fmt.Sprintf("snapshot.teams[%d]", i)); err != nil {
+			return err
+		}
+	}
+	for i := range s.VisitTypes {
+		if err := s.VisitTypes[i].validate(fmt.Sprintf("snapshot.visit_types[%d]", i)); err != nil {
 			return err
 		}
 	}
@@ -639,7 +936,7 @@ func Decode[M Message](b []byte, m M) error {
 // Object is one of the objects a change carries, validated on its own
 // when it is stored rather than sent (the edge's cache keeps them).
 type Object interface {
-	*Visit | *Gate | *Settings | *Key | *Person
+	*Visit | *Gate | *Settings | *Key | *Person | *Team | *VisitType
 	validate(where string) error
 }
 
@@ -673,6 +970,10 @@ func objectName(o any) string {
 		return "settings"
 	case *Person:
 		return "person"
+	case *Team:
+		return "team"
+	case *VisitType:
+		return "visit_type"
 	}
 	return "key"
 }

@@ -1,0 +1,394 @@
+package cache
+
+import (
+	"cmp"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/textfold"
+	"github.com/svc-vms/svc/sync/protocol"
+)
+
+// This file is what the reception kiosk reads (docs/decisions.md, "Kiosk
+// data and facts"): teams, visit types, and the indexes of the View it
+// searches, each kept up to date by the write that changes what it
+// indexes, copy-on-write like the visits, so a read is a lookup and never
+// a scan of 100,000 visits:
+//
+//   - waiting and onSite: the checked-in visits with needs_someone, and
+//     all checked-in visits (a few hundred at a busy site);
+//   - byCode: a visit's short code (the low 40 bits of its UUID) to the
+//     visits with it;
+//   - byVisitor: a hash of the folded visitor name to the visits;
+//   - search: every word of every person's folded name, sorted, so a
+//     prefix is a binary search. People change rarely, one at a time, so
+//     it is rebuilt whole when they do (10,000 people in a few ms).
+
+// codeKey is the byCode key of a visit: the low 40 bits of its UUID, which
+// its short code spells (ids.ShortCode).
+func codeKey(u uid) uid { return uid{lo: u.lo & (1<<40 - 1)} }
+
+// nameKey is the byVisitor key of a visitor name, or false for no name.
+func nameKey(name string) (uid, bool) {
+	f := textfold.Fold(name)
+	if f == "" {
+		return uid{}, false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(f))
+	return uid{hi: h.Sum64(), lo: 1}, true
+}
+
+func checkedIn(x visitEntry) bool { return statuses[x.status] == "checked_in" }
+
+func waiting(x visitEntry) bool { return checkedIn(x) && x.flags&flagNeedsSomeone != 0 }
+
+// index updates the kiosk's indexes for visit u going from old (when had)
+// to x (when has).
+func (e *edit) index(u uid, old visitEntry, had bool, x visitEntry, has bool) {
+	set := func(ed *byUIDEdit[struct{}], m *byUID[struct{}], was, is bool) {
+		switch {
+		case is && !was:
+			ed.put(m, u, struct{}{})
+		case was && !is:
+			ed.del(m, u)
+		}
+	}
+	set(&e.waiting, &e.v.waiting, had && waiting(old), has && waiting(x))
+	set(&e.onSite, &e.v.onSite, had && checkedIn(old), has && checkedIn(x))
+	if had != has {
+		e.multi(&e.byCode, &e.v.byCode, codeKey(u), u, has)
+	}
+	if had && has && old.visitorName == x.visitorName {
+		return
+	}
+	if had {
+		if k, ok := nameKey(old.visitorName); ok {
+			e.multi(&e.byVisitor, &e.v.byVisitor, k, u, false)
+		}
+	}
+	if has {
+		if k, ok := nameKey(x.visitorName); ok {
+			e.multi(&e.byVisitor, &e.v.byVisitor, k, u, true)
+		}
+	}
+}
+
+// multi adds u to (or removes it from) the list under k.
+func (e *edit) multi(ed *byUIDEdit[[]uid], m *byUID[[]uid], k, u uid, add bool) {
+	cur, _ := m.get(k)
+	i := slices.Index(cur, u)
+	switch {
+	case add && i < 0:
+		ed.put(m, k, append(slices.Clip(cur), u))
+	case !add && i >= 0:
+		if len(cur) == 1 {
+			ed.del(m, k)
+			return
+		}
+		ed.put(m, k, slices.Delete(slices.Clone(cur), i, i+1))
+	}
+}
+
+// markPending records whether a waiting fact names visit u.
+func (e *edit) markPending(u uid, pending bool) {
+	_, was := e.v.pending.get(u)
+	switch {
+	case pending && !was:
+		e.pending.put(&e.v.pending, u, struct{}{})
+	case !pending && was:
+		e.pending.del(&e.v.pending, u)
+	}
+}
+
+func (e *edit) putTeam(t protocol.Team) {
+	if !e.teamsCopy {
+		e.v.teams = maps.Clone(e.v.teams)
+		if e.v.teams == nil {
+			e.v.teams = map[string]protocol.Team{}
+		}
+		e.teamsCopy = true
+	}
+	e.v.teams[t.ID] = t
+}
+
+func (e *edit) putVisitType(t protocol.VisitType) {
+	if !e.typesCopy {
+		e.v.types = maps.Clone(e.v.types)
+		if e.v.types == nil {
+			e.v.types = map[string]protocol.VisitType{}
+		}
+		e.typesCopy = true
+	}
+	t.Form = slices.Clone(t.Form)
+	e.v.types[t.Key] = t
+}
+
+// peopleIndex is every word of every person's folded name, sorted.
+type peopleIndex struct {
+	people []indexed
+	words  []wordRef // by word, then person
+}
+
+type indexed struct {
+	u      uid
+	folded string
+	words  []string
+}
+
+type wordRef struct {
+	word string
+	p    int32 // index in people
+	pos  int16 // the word's place in the name
+}
+
+func buildPeopleIndex(m byUID[protocol.Person]) *peopleIndex {
+	ix := &peopleIndex{}
+	if m.s == nil {
+		return ix
+	}
+	for s := range m.s {
+		for u, p := range m.s[s] {
+			if !p.Active {
+				continue // the kiosk lists active people only
+			}
+			f := textfold.Fold(p.Name)
+			words := strings.Fields(f)
+			i := int32(len(ix.people))
+			ix.people = append(ix.people, indexed{u: u, folded: f, words: words})
+			for j, w := range words {
+				ix.words = append(ix.words, wordRef{word: w, p: i, pos: int16(min(j, 1<<15-1))})
+			}
+		}
+	}
+	slices.SortFunc(ix.words, func(a, b wordRef) int {
+		return cmp.Or(strings.Compare(a.word, b.word), cmp.Compare(a.p, b.p))
+	})
+	return ix
+}
+
+// SearchPeople returns up to limit active people with a word of their
+// name starting with each word of q (folded: case and accents do not
+// count), best first: those whose first name matches before those whose
+// later name does, then by folded name. q needs at least 2 letters; fewer
+// finds nobody, so the kiosk never lists all staff.
+func (v *View) SearchPeople(q string, limit int) []protocol.Person {
+	qw := textfold.Words(q)
+	if textfold.Letters(q) < 2 || len(qw) == 0 || limit <= 0 || v.search == nil {
+		return nil
+	}
+	// The longest word of q narrows most.
+	key := slices.MaxFunc(qw, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	ix := v.search
+	i, _ := slices.BinarySearchFunc(ix.words, key, func(w wordRef, k string) int { return strings.Compare(w.word, k) })
+	type hit struct {
+		p     int32
+		first bool
+	}
+	var hits []hit
+	seen := map[int32]int{}
+	for ; i < len(ix.words) && strings.HasPrefix(ix.words[i].word, key); i++ {
+		w := ix.words[i]
+		if j, ok := seen[w.p]; ok {
+			hits[j].first = hits[j].first || w.pos == 0
+			continue
+		}
+		if !allPrefixes(qw, ix.people[w.p].words) {
+			continue
+		}
+		seen[w.p] = len(hits)
+		hits = append(hits, hit{p: w.p, first: w.pos == 0})
+	}
+	slices.SortFunc(hits, func(a, b hit) int {
+		if a.first != b.first {
+			if a.first {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(ix.people[a.p].folded, ix.people[b.p].folded)
+	})
+	out := make([]protocol.Person, 0, min(limit, len(hits)))
+	for _, h := range hits[:min(limit, len(hits))] {
+		p, _ := v.people.get(ix.people[h.p].u)
+		out = append(out, p)
+	}
+	return out
+}
+
+// allPrefixes reports whether each query word starts a distinct word of
+// the name.
+func allPrefixes(q, name []string) bool {
+	used := make([]bool, len(name))
+next:
+	for _, w := range q {
+		for i, n := range name {
+			if !used[i] && strings.HasPrefix(n, w) {
+				used[i] = true
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// Team returns one of the organisation's teams, archived or not.
+func (v *View) Team(id string) (protocol.Team, bool) {
+	t, ok := v.teams[id]
+	return t, ok
+}
+
+// Teams returns the teams the kiosk offers at site siteID: not archived,
+// the site's own and the organisation-wide ones, by folded name.
+func (v *View) Teams(siteID string) []protocol.Team {
+	var out []protocol.Team
+	for _, t := range v.teams {
+		if !t.Archived && (t.SiteID == "" || t.SiteID == siteID) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b protocol.Team) int {
+		return cmp.Or(strings.Compare(textfold.Fold(a.Name), textfold.Fold(b.Name)), strings.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// VisitType returns a visit type by key, enabled or not. Its Form is
+// shared: do not modify it.
+func (v *View) VisitType(key string) (protocol.VisitType, bool) {
+	t, ok := v.types[key]
+	return t, ok
+}
+
+// VisitTypes returns the enabled visit types, in the organisation's order
+// (position, then key). Their forms are shared: do not modify them.
+func (v *View) VisitTypes() []protocol.VisitType {
+	var out []protocol.VisitType
+	for _, t := range v.types {
+		if t.Enabled {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b protocol.VisitType) int {
+		return cmp.Or(cmp.Compare(a.Position, b.Position), strings.Compare(a.Key, b.Key))
+	})
+	return out
+}
+
+// VisitByCode returns the visit whose short code is code (ids.ShortCode:
+// 8 Crockford characters, upper case, no dash): the expected one when
+// several visits share the code, else the most recent.
+func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
+	if len(code) != ids.ShortCodeLen {
+		return protocol.Visit{}, false
+	}
+	var k uint64
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		d := crockfordValue[c]
+		if d == 0xff {
+			return protocol.Visit{}, false
+		}
+		k = k<<5 | uint64(d)
+	}
+	us, _ := v.byCode.get(uid{lo: k})
+	var best protocol.Visit
+	found := false
+	for _, u := range us {
+		x, ok := v.visits[u.shard()][u]
+		if !ok {
+			continue
+		}
+		vis := x.visit(visitID(u), u)
+		switch {
+		case !found, vis.Status == "expected" && best.Status != "expected",
+			(vis.Status == "expected") == (best.Status == "expected") && vis.ID > best.ID:
+			best, found = vis, true
+		}
+	}
+	return best, found
+}
+
+// Waiting returns the checked-in visits with needs_someone, longest
+// waiting first (waiting_since, else checked_in_at).
+func (v *View) Waiting() []protocol.Visit {
+	out := v.collect(v.waiting)
+	slices.SortFunc(out, func(a, b protocol.Visit) int {
+		return cmp.Or(waitStart(a).Compare(waitStart(b)), strings.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+func waitStart(v protocol.Visit) time.Time {
+	switch {
+	case v.WaitingSince != nil:
+		return *v.WaitingSince
+	case v.CheckedInAt != nil:
+		return *v.CheckedInAt
+	}
+	return time.Time{}
+}
+
+// OnSite returns the checked-in visits, by folded visitor name.
+func (v *View) OnSite() []protocol.Visit {
+	out := v.collect(v.onSite)
+	slices.SortFunc(out, func(a, b protocol.Visit) int {
+		return cmp.Or(strings.Compare(textfold.Fold(a.VisitorName), textfold.Fold(b.VisitorName)), strings.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+func (v *View) collect(set byUID[struct{}]) []protocol.Visit {
+	out := make([]protocol.Visit, 0, set.n)
+	if set.s == nil {
+		return out
+	}
+	for s := range set.s {
+		for u := range set.s[s] {
+			if x, ok := v.visits[u.shard()][u]; ok {
+				out = append(out, x.visit(visitID(u), u))
+			}
+		}
+	}
+	return out
+}
+
+// VisitsByVisitorName returns the visits whose visitor's name folds to
+// what name folds to (case, accents and spaces do not count), newest
+// first.
+func (v *View) VisitsByVisitorName(name string) []protocol.Visit {
+	k, ok := nameKey(name)
+	if !ok {
+		return nil
+	}
+	want := textfold.Fold(name)
+	us, _ := v.byVisitor.get(k)
+	var out []protocol.Visit
+	for _, u := range us {
+		x, ok := v.visits[u.shard()][u]
+		if ok && textfold.Fold(x.visitorName) == want { // the hash may collide
+			out = append(out, x.visit(visitID(u), u))
+		}
+	}
+	slices.SortFunc(out, func(a, b protocol.Visit) int { return strings.Compare(b.ID, a.ID) })
+	return out
+}
+
+// Pending reports whether a fact recorded here that names the visit still
+// waits for the cloud's acknowledgement.
+func (v *View) Pending(visitID string) bool {
+	u, ok := visitUID(visitID)
+	if !ok {
+		return false
+	}
+	_, ok = v.pending.get(u)
+	return ok
+}
