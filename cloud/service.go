@@ -4,22 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/mail"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 	_ "time/tzdata" // sites name IANA zones; servers and appliances may lack zoneinfo
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/svc-vms/svc/shared/contact"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
 // Limits on resource fields (docs/decisions.md).
 const (
-	MaxNameLen    = 200
-	MaxEmailLen   = 254
+	MaxNameLen    = contact.MaxNameLen
+	MaxEmailLen   = contact.MaxEmailLen
 	MaxMembers    = 500
 	MaxQueryLen   = 80
 	MaxAddressLen = 200
@@ -82,19 +79,11 @@ func (s *Service) Now() time.Time { return s.now().UTC().Truncate(time.Microseco
 // both folded.
 func Fold(s string) string { return strings.ToLower(s) }
 
-var e164 = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
-
 // ValidPhone reports whether s is an E.164 number.
-func ValidPhone(s string) bool { return e164.MatchString(s) }
+func ValidPhone(s string) bool { return contact.ValidPhone(s) }
 
 // ValidEmail reports whether s is a bare email address.
-func ValidEmail(s string) bool {
-	if len(s) > MaxEmailLen || strings.ContainsAny(s, " <>\"") {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && a.Name == ""
-}
+func ValidEmail(s string) bool { return contact.ValidEmail(s) }
 
 // ValidTimezone reports whether s names an IANA time zone.
 func ValidTimezone(s string) bool {
@@ -106,13 +95,8 @@ func ValidTimezone(s string) bool {
 }
 
 func checkText(v *ValidationError, field, s string, required bool, max int) {
-	switch {
-	case required && strings.TrimSpace(s) == "":
-		v.Add(field, "is required and may not be blank")
-	case utf8.RuneCountInString(s) > max:
-		v.Add(field, "must be at most %d characters", max)
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		v.Add(field, "may not contain control characters")
+	if msg := contact.CheckText(s, required, max); msg != "" {
+		v.Add(field, "%s", msg)
 	}
 }
 

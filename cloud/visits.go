@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svc-vms/svc/shared/contact"
 	"github.com/svc-vms/svc/shared/form"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
@@ -269,14 +270,10 @@ func (s *Service) checkFields(ctx context.Context, v *ValidationError, a Actor, 
 }
 
 func checkVisitor(v *ValidationError, in *VisitorInput) {
-	checkText(v, "visitor.name", in.Name.Value, true, MaxNameLen)
-	if in.Phone.Value != "" && !ValidPhone(in.Phone.Value) {
-		v.Add("visitor.phone", "must be an E.164 number such as +447700900123")
+	c := contact.Visitor{Name: in.Name.Value, Email: in.Email.Value, Phone: in.Phone.Value, Company: in.Company.Value}
+	for _, p := range c.Check() {
+		v.Add(p.Field, "%s", p.Message)
 	}
-	if in.Email.Value != "" && !ValidEmail(in.Email.Value) {
-		v.Add("visitor.email", "must be an email address")
-	}
-	checkText(v, "visitor.company", in.Company.Value, false, MaxNameLen)
 }
 
 // checkTimes checks a visit's expected period at a site and returns the

@@ -6,7 +6,7 @@
 // checks custom_fields with it, and the site's kiosk renders the same form
 // and checks a walk-in's answers with the same rules and the same words
 // (DESIGN.md, "Kiosk"). Like every shared package it may import only the
-// standard library and other shared/ packages (today shared/ids), never
+// standard library and other shared/ packages (today shared/ids and shared/contact), never
 // cloud, edge or kiosk. It knows nothing of tenants, storage, HTTP or
 // HTML: the caller adds body.custom_fields. to a FieldError's Field and
 // checks that the person IDs of PersonRefs exist in the tenant.

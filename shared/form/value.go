@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/mail"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/svc-vms/svc/shared/contact"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -21,11 +20,6 @@ import (
 // exactly.
 const MaxSafeInteger int64 = 1<<53 - 1
 
-// maxEmailLen is the longest email address accepted, as everywhere in the
-// API (docs/decisions.md, "Timestamps and formats").
-const maxEmailLen = 254
-
-var e164 = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
 
 // scalar is one value of a question's type: an answer, an enum value, a
 // const or an x-svc-show-if equals.
@@ -113,7 +107,7 @@ func (q *question) checkString(s string) string {
 		}
 		return ""
 	case xPhone:
-		if !e164.MatchString(s) {
+		if !contact.ValidPhone(s) {
 			return "must be an E.164 number such as +442071838750"
 		}
 	}
@@ -126,7 +120,7 @@ func (q *question) checkString(s string) string {
 	}
 	switch q.format {
 	case formatEmail:
-		if !validEmail(s) {
+		if !contact.ValidEmail(s) {
 			return "must be an email address such as ada@example.com"
 		}
 	case formatDate:
@@ -146,16 +140,6 @@ func (q *question) checkString(s string) string {
 		return "must match the pattern " + q.pattern.String()
 	}
 	return ""
-}
-
-// validEmail reports whether s is a bare email address, as package cloud
-// checks them (this package may not import it).
-func validEmail(s string) bool {
-	if len(s) > maxEmailLen || strings.ContainsAny(s, " <>\"") {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && a.Name == ""
 }
 
 // validDate reports whether s is an RFC 3339 full-date (YYYY-MM-DD).
