@@ -20,7 +20,6 @@ import (
 // exactly.
 const MaxSafeInteger int64 = 1<<53 - 1
 
-
 // scalar is one value of a question's type: an answer, an enum value, a
 // const or an x-svc-show-if equals.
 type scalar struct {
