@@ -179,9 +179,15 @@ func (g *Gate) input(st State, c *passtoken.Claims, v *protocol.Visit, known boo
 			in.Rules.Daily = &passrule.Daily{From: passrule.Clock(c.Daily.From), Until: passrule.Clock(c.Daily.Until)}
 		}
 		in.ExpectedAt, in.ExpectedUntil = c.NotBefore, c.NotAfter // the window is already in them
+		if g.id == "" {
+			in.Rules.GateIDs = nil // at the desk no gate applies
+		}
 		return in
 	}
 	in.Rules, in.Status, in.Revoked, in.Uses = v.Rules.Rules(), passrule.Status(v.Status), v.Revoked, v.Uses
+	if g.id == "" {
+		in.Rules.GateIDs = nil // at the desk no gate applies
+	}
 	if v.ExpectedAt != nil {
 		in.ExpectedAt = *v.ExpectedAt
 	}
