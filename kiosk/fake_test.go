@@ -156,7 +156,8 @@ func (m *memStore) WalkIn(ctx context.Context, in WalkIn) (Visit, error) {
 
 func (m *memStore) CheckIn(ctx context.Context, in CheckIn) (Visit, error) { return m.checkIn(in) }
 
-func (m *memStore) CheckOut(ctx context.Context, id string, at time.Time) (Visit, error) {
+func (m *memStore) CheckOut(ctx context.Context, id string, by Desk) (Visit, error) {
+	at := by.At
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.visits[id]
@@ -170,7 +171,7 @@ func (m *memStore) CheckOut(ctx context.Context, id string, at time.Time) (Visit
 	return *v, nil
 }
 
-func (m *memStore) Take(ctx context.Context, id, personID string, at time.Time) (Visit, error) {
+func (m *memStore) Take(ctx context.Context, id, personID string, by Desk) (Visit, error) {
 	p, ok := m.Person(personID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -185,7 +186,8 @@ func (m *memStore) Take(ctx context.Context, id, personID string, at time.Time) 
 	return *v, nil
 }
 
-func (m *memStore) HandOver(ctx context.Context, id string, to Receiver, at time.Time) (Visit, error) {
+func (m *memStore) HandOver(ctx context.Context, id string, to Receiver, by Desk) (Visit, error) {
+	at := by.At
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.visits[id]
@@ -200,4 +202,15 @@ func (m *memStore) HandOver(ctx context.Context, id string, to Receiver, at time
 		v.Team = &Ref{ID: to.TeamID}
 	}
 	return *v, nil
+}
+
+func (m *memStore) VisitByPass(token string) (Visit, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, v := range m.visits {
+		if v.Pass != "" && v.Pass == token {
+			return *v, true
+		}
+	}
+	return Visit{}, false
 }

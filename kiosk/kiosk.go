@@ -296,6 +296,9 @@ func (s *Server) device(h func(http.ResponseWriter, *http.Request, *request), de
 	})
 }
 
+// desk is who acts and when, for the store.
+func (rq *request) desk() Desk { return Desk{DeviceID: rq.dev.ID, At: rq.now} }
+
 func (s *Server) receptionOpen(dev string, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -140,7 +140,7 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request, rq *request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
-	if _, err := s.cfg.Store.Take(r.Context(), v.ID, r.PostFormValue("person_id"), rq.now); err != nil {
+	if _, err := s.cfg.Store.Take(r.Context(), v.ID, r.PostFormValue("person_id"), rq.desk()); err != nil {
 		s.actionFailed(w, r, rq, err, "take", takeData{Visit: v})
 		return
 	}
@@ -189,7 +189,7 @@ func (s *Server) handOver(w http.ResponseWriter, r *http.Request, rq *request) {
 		http.Error(w, "bad receiver", http.StatusBadRequest)
 		return
 	}
-	if _, err := s.cfg.Store.HandOver(r.Context(), v.ID, to, rq.now); err != nil {
+	if _, err := s.cfg.Store.HandOver(r.Context(), v.ID, to, rq.desk()); err != nil {
 		s.actionFailed(w, r, rq, err, "handover", handOverData{Visit: v, Teams: s.cfg.Store.Teams()})
 		return
 	}
@@ -201,7 +201,7 @@ func (s *Server) checkOut(w http.ResponseWriter, r *http.Request, rq *request) {
 	if !ok {
 		return
 	}
-	if _, err := s.cfg.Store.CheckOut(r.Context(), v.ID, rq.now); err != nil {
+	if _, err := s.cfg.Store.CheckOut(r.Context(), v.ID, rq.desk()); err != nil {
 		var st *StateError
 		if errors.As(err, &st) {
 			d := receptionData{OnSite: s.cfg.Store.OnSite()}

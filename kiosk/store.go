@@ -62,13 +62,23 @@ type Store interface {
 	CheckIn(ctx context.Context, in CheckIn) (Visit, error)
 	// CheckOut checks a visit out. A visit that is not checked in is an
 	// *StateError.
-	CheckOut(ctx context.Context, visitID string, at time.Time) (Visit, error)
+	CheckOut(ctx context.Context, visitID string, by Desk) (Visit, error)
 	// Take gives a waiting visit its host: personID takes it. A visit that
 	// has a host is a *StateError.
-	Take(ctx context.Context, visitID, personID string, at time.Time) (Visit, error)
+	Take(ctx context.Context, visitID, personID string, by Desk) (Visit, error)
 	// HandOver passes a visit nobody has taken to another receiver, with
 	// the API's rule: a visit with a host is a *StateError.
-	HandOver(ctx context.Context, visitID string, to Receiver, at time.Time) (Visit, error)
+	HandOver(ctx context.Context, visitID string, to Receiver, by Desk) (Visit, error)
+	// VisitByPass returns the visit a scanned pass or badge names (its
+	// newest re-entry), verified with the site's keys.
+	VisitByPass(token string) (Visit, bool)
+}
+
+// Desk is where and when a desk action happened: the kiosk device and
+// the time at the desk, which the cloud applies it with.
+type Desk struct {
+	DeviceID string
+	At       time.Time
 }
 
 // Site is what the kiosk shows and obeys of its site.

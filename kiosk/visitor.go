@@ -507,7 +507,7 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
 	}
 	id := r.PostForm.Get("visit_id")
 	if tok := strings.TrimSpace(r.PostForm.Get("pass")); tok != "" {
-		v, ok := s.visitOfPass(tok)
+		v, ok := s.cfg.Store.VisitByPass(tok)
 		if !ok {
 			p := &page{Idle: true, Data: signOutData{}, Problem: rq.cat.T("signout.unknown_badge")}
 			s.render(w, r, rq, http.StatusUnprocessableEntity, "signout", p)
@@ -515,23 +515,12 @@ func (s *Server) signOut(w http.ResponseWriter, r *http.Request, rq *request) {
 		}
 		id = v.ID
 	}
-	v, err := s.cfg.Store.CheckOut(r.Context(), id, rq.now)
+	v, err := s.cfg.Store.CheckOut(r.Context(), id, rq.desk())
 	if err != nil {
 		s.actionFailed(w, r, rq, err, "signout", signOutData{})
 		return
 	}
 	s.render(w, r, rq, http.StatusOK, "signout", &page{Idle: true, Data: signOutData{Done: &v}})
-}
-
-// visitOfPass finds the checked-in visit a badge's token names, reading
-// the visit ID the token carries among the visits on site.
-func (s *Server) visitOfPass(tok string) (Visit, bool) {
-	for _, v := range s.cfg.Store.OnSite() {
-		if v.Pass != "" && v.Pass == tok {
-			return v, true
-		}
-	}
-	return Visit{}, false
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request, rq *request) {
