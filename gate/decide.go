@@ -194,10 +194,7 @@ func (g *Gate) input(st State, c *passtoken.Claims, v *protocol.Visit, known boo
 }
 
 // endOfDay is the last microsecond of t's day at loc.
-func endOfDay(t time.Time, loc *time.Location) time.Time {
-	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC()
-}
+func endOfDay(t time.Time, loc *time.Location) time.Time { return passrule.EndOfDay(t, loc) }
 
 // reEnter returns the new visit a re-entry on cur makes, checked in at
 // at, and cur naming it.
