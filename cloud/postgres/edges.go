@@ -301,12 +301,22 @@ func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		// The site's row is locked so that two edges made at once for one
 		// site are made one after the other, and the second sees the first.
-		var active bool
-		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)
-			FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
+		// The edges are read by a statement of their own, after the lock:
+		// a statement's snapshot is taken when it starts, so one that read
+		// them while waiting for the lock would miss the first edge.
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&one)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+		case err != nil:
+			return translate("create edge", err)
+		}
+		var active bool
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
+		switch {
 		case err != nil:
 			return translate("create edge", err)
 		case active:
