@@ -58,8 +58,11 @@ func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string)
 // are refused from now on, the embedded broker disconnects it (within
 // broker.RecheckEvery), and its facts, statuses and resync requests are
 // refused, so a lost or stolen appliance can neither open the site's feed
-// nor write to it. Its site may then have a new edge. Revoking twice
-// keeps the first time. ErrNotFound when the tenant has no such edge.
+// nor write to it. Its walk-in badge key, if the cloud certified one, goes
+// out retired on its site's feed in the same transaction, so the site's
+// gates stop accepting its badges. Its site may then have a new edge.
+// Revoking twice keeps the first time. ErrNotFound when the tenant has no
+// such edge.
 func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, error) {
 	if !ids.Valid(ids.Edge, id) {
 		return Edge{}, ErrNotFound
@@ -601,9 +604,11 @@ func (s *Service) PublishFeeds(ctx context.Context, limit int, fn func(protocol.
 	return s.store.PublishFeeds(ctx, limit, fn)
 }
 
-// RecordEdgeStatus stores an edge's status, received now. A status that
-// is not well formed, or from an edge that is not one of the site's,
-// returns an error wrapping ErrEdgeRejected.
+// RecordEdgeStatus stores an edge's status, received now, and certifies
+// the walk-in badge key it carries (certifyBadgeKey). A status that is not
+// well formed, or from an edge that is not one of the site's, returns an
+// error wrapping ErrEdgeRejected; so does a badge key the cloud will not
+// certify, after the status itself was recorded.
 func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error {
 	if !site.Valid() {
 		return fmt.Errorf("%w: %q is not a site's topic prefix", ErrEdgeRejected, site.Prefix())
