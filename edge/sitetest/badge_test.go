@@ -23,8 +23,8 @@ import (
 func TestBadge_CertifiedForItsSiteOnly(t *testing.T) {
 	sitetest.Each(t, nil, func(t *testing.T, opts sitetest.Options) {
 		w := sitetest.Start(t, opts)
-		home := w.NewEdge(t, sitetest.EdgeOptions{})
-		away := w.NewEdge(t, sitetest.EdgeOptions{Other: true})
+		home := w.NewEdge(t, sitetest.EdgeOptions{BadgeKeyByStatus: true})
+		away := w.NewEdge(t, sitetest.EdgeOptions{Other: true, BadgeKeyByStatus: true})
 		home.Start()
 		away.Start()
 		key := home.BadgeKey(t)
@@ -74,7 +74,7 @@ func TestBadge_CertifiedForItsSiteOnly(t *testing.T) {
 		_, err = w.Svc().RevokeEdge(t.Context(), w.Tenant, home.ID)
 		require.NoError(t, err)
 		home.Stop()
-		next := w.NewEdge(t, sitetest.EdgeOptions{})
+		next := w.NewEdge(t, sitetest.EdgeOptions{BadgeKeyByStatus: true})
 		next.Start()
 		nextKey := next.BadgeKey(t)
 		sitetest.Eventually(t, settle, func() bool {

@@ -47,6 +47,12 @@ type EdgeOptions struct {
 	// Other enrols the edge at the World's Other site, with its one gate
 	// (OtherGate, both ways), instead of at Site; read by NewEdge only.
 	Other bool
+	// BadgeKeyByStatus leaves the edge's walk-in badge key for its first
+	// status to carry to the cloud, as in production; by default NewEdge
+	// makes the key file and certifies the key at enrolment, so that the
+	// certification does not move the feed's head under a test that
+	// counts changes. Read by NewEdge only.
+	BadgeKeyByStatus bool
 }
 
 // syncConfig is an edge half's configuration for cfg with the test
@@ -171,6 +177,12 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	raw, err := json.MarshalIndent(file, "", "  ")
 	must(t, err)
 	must(t, os.WriteFile(e.ConfigPath, raw, 0o600))
+	if !opts.BadgeKeyByStatus {
+		must(t, os.MkdirAll(filepath.Dir(e.CachePath), 0o700))
+		k, _, err := badgekey.Open(filepath.Join(filepath.Dir(e.CachePath), badgekey.FileName), nil)
+		must(t, err)
+		must(t, w.Svc().Store().CertifyBadgeKey(context.Background(), w.Tenant, site.SiteID, ce.ID, k.Public(), time.Now()))
+	}
 	if w.Opts.Broker == Mosquitto {
 		// Mosquitto keeps sessions and retained messages on disk.
 		t.Cleanup(func() { e.endSession(t, true) })
@@ -327,14 +339,14 @@ func (e *Edge) running() *edgeRun {
 	return e.run
 }
 
-// BadgeKey is the edge's walk-in badge key, as the App made it on its
-// first start beside the cache: what the kiosk signs badges with.
+// BadgeKey is the edge's walk-in badge key, as NewEdge or the App's
+// first start made it beside the cache: what the kiosk signs badges with.
 func (e *Edge) BadgeKey(t testing.TB) *badgekey.Key {
 	t.Helper()
 	k, created, err := badgekey.Open(filepath.Join(filepath.Dir(e.CachePath), badgekey.FileName), nil)
 	must(t, err)
 	if created {
-		t.Fatalf("sitetest: edge %s has not made its badge key: start it first", e.ID)
+		t.Fatalf("sitetest: edge %s has no badge key yet: start it first", e.ID)
 	}
 	return k
 }
