@@ -23,6 +23,12 @@ type Edge struct {
 	Outbox     int        // facts it had not had acknowledged, as it last said
 	Software   string     // its software version, as it last said
 	RevokedAt  *time.Time // when it was revoked; nil while it may connect
+	// BadgeKey is the public half of the appliance's own walk-in badge
+	// key, certified for the edge's site (Service.RecordEdgeStatus); nil
+	// until the edge has sent one. It is certified once and never
+	// replaced; revoking the edge retires it.
+	BadgeKey   []byte
+	BadgeKeyAt *time.Time // when it was certified
 }
 
 // The states of an edge.

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -182,6 +183,19 @@ func EdgeKey(k PassKey) (protocol.Key, error) {
 	return key, nil
 }
 
+// EdgeBadgeKey is the edge's certified walk-in badge key as its site's
+// feed carries it: a key of kind protocol.KeyBadge bound to the edge's
+// site, retired once the edge is revoked. It returns false for an edge
+// with no badge key (or one of the wrong length, which is never stored).
+func EdgeBadgeKey(e Edge) (protocol.Key, bool) {
+	id, err := passtoken.BadgeKeyID(e.BadgeKey)
+	if err != nil {
+		return protocol.Key{}, false
+	}
+	return protocol.Key{ID: id, Public: slices.Clone(e.BadgeKey), Kind: protocol.KeyBadge, SiteID: e.SiteID,
+		Retired: e.RevokedAt != nil}, true
+}
+
 // EdgePerson is a person as every site's edge keeps them: enough to judge
 // their personal pass (active, the current pass's issue time) and show
 // their name. Every site of the tenant follows every person: a person may
@@ -224,7 +238,7 @@ type EdgeSnapshot struct {
 	Seq      uint64
 	Settings protocol.Settings
 	Gates    []protocol.Gate
-	Keys     []protocol.Key // the tenant's keys that are not retired
+	Keys     []protocol.Key // the tenant's keys that are not retired, and the badge key of the site's edge that is not revoked (EdgeBadgeKey)
 	// Visits are the visits at the site whose pass could still admit:
 	// EdgeUntil unset or within EdgeHorizon of the snapshot's time,
 	// whatever their status (a cancelled visit must reach the edge, or its

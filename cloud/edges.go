@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -57,8 +58,11 @@ func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string)
 // are refused from now on, the embedded broker disconnects it (within
 // broker.RecheckEvery), and its facts, statuses and resync requests are
 // refused, so a lost or stolen appliance can neither open the site's feed
-// nor write to it. Its site may then have a new edge. Revoking twice
-// keeps the first time. ErrNotFound when the tenant has no such edge.
+// nor write to it. Its walk-in badge key, if the cloud certified one, goes
+// out retired on its site's feed in the same transaction, so the site's
+// gates stop accepting its badges. Its site may then have a new edge.
+// Revoking twice keeps the first time. ErrNotFound when the tenant has no
+// such edge.
 func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, error) {
 	if !ids.Valid(ids.Edge, id) {
 		return Edge{}, ErrNotFound
@@ -600,9 +604,11 @@ func (s *Service) PublishFeeds(ctx context.Context, limit int, fn func(protocol.
 	return s.store.PublishFeeds(ctx, limit, fn)
 }
 
-// RecordEdgeStatus stores an edge's status, received now. A status that
-// is not well formed, or from an edge that is not one of the site's,
-// returns an error wrapping ErrEdgeRejected.
+// RecordEdgeStatus stores an edge's status, received now, and certifies
+// the walk-in badge key it carries (certifyBadgeKey). A status that is not
+// well formed, or from an edge that is not one of the site's, returns an
+// error wrapping ErrEdgeRejected; so does a badge key the cloud will not
+// certify, after the status itself was recorded.
 func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st protocol.Status) error {
 	if !site.Valid() {
 		return fmt.Errorf("%w: %q is not a site's topic prefix", ErrEdgeRejected, site.Prefix())
@@ -610,15 +616,48 @@ func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st p
 	if _, err := protocol.Encode(&st); err != nil {
 		return fmt.Errorf("%w: %w", ErrEdgeRejected, err)
 	}
-	if _, err := s.siteEdge(ctx, site, st.EdgeID); err != nil {
+	e, err := s.siteEdge(ctx, site, st.EdgeID)
+	if err != nil {
 		return err
 	}
 	t, siteID := SiteTenant(site)
-	err := s.store.RecordEdgeStatus(ctx, t, siteID, st, s.Now())
+	err = s.store.RecordEdgeStatus(ctx, t, siteID, st, s.Now())
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: edge %s is not one of site %s's", ErrEdgeRejected, st.EdgeID, site.Prefix())
 	}
-	return err
+	if err != nil || st.BadgeKey == nil {
+		return err
+	}
+	return s.certifyBadgeKey(ctx, e, st.BadgeKey)
+}
+
+// certifyBadgeKey certifies the walk-in badge key an edge's status
+// carries, for the edge's site alone, the first time the edge sends it
+// (docs/decisions.md, "Offline walk-in badge passes (issue 16)"). Every
+// status carries it again, so a certification lost to an outage is made
+// on the next one. An edge that sends another key than the one certified
+// is refused (ErrEdgeRejected): the first key stays, since badges already
+// printed depend on it, and a thief of the edge's broker credentials must
+// not swap in a key of their own. So is a key whose ID is taken, and an
+// edge revoked since it was read.
+func (s *Service) certifyBadgeKey(ctx context.Context, e Edge, pub []byte) error {
+	switch {
+	case bytes.Equal(e.BadgeKey, pub):
+		return nil
+	case e.BadgeKey != nil:
+		return fmt.Errorf("%w: edge %s sends another badge key than the one certified at %s; the certified key stays (revoke the edge to replace the appliance)",
+			ErrEdgeRejected, e.ID, e.BadgeKeyAt.Format(time.RFC3339))
+	}
+	err := s.store.CertifyBadgeKey(ctx, e.Tenant, e.SiteID, e.ID, pub, s.Now())
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%w: edge %s is no longer an edge of site %s that may sync", ErrEdgeRejected, e.ID, e.SiteID)
+	case errors.Is(err, ErrConflict):
+		return fmt.Errorf("%w: badge key of edge %s: %w", ErrEdgeRejected, e.ID, err)
+	case err != nil:
+		return fmt.Errorf("certify badge key of edge %s: %w", e.ID, err)
+	}
+	return nil
 }
 
 // Edges returns the tenant's edges at the site, or at every site when

@@ -121,6 +121,18 @@ func (f feedStore) ApplyFacts(ctx context.Context, facts []EdgeFact, fn func(int
 	return applied, err
 }
 
+func (f feedStore) CertifyBadgeKey(ctx context.Context, t Tenant, siteID, edgeID string, pub []byte, at time.Time) error {
+	return f.after(f.Store.CertifyBadgeKey(ctx, t, siteID, edgeID, pub, at))
+}
+
+func (f feedStore) RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error) {
+	e, err := f.Store.RevokeEdge(ctx, t, id, at)
+	if e.BadgeKey == nil {
+		return e, err // nothing went on a feed
+	}
+	return e, f.after(err)
+}
+
 // OnChange registers fn to be called after every write of the service
 // that may have appended to a site's change feed, once it has committed:
 // the feed's publisher runs at once instead of at its next poll. It is a

@@ -334,7 +334,9 @@ type Store interface {
 	CreateEdge(ctx context.Context, e Edge) error
 	// RevokeEdge marks the tenant's edge revoked at at, unless it was
 	// already (the first time stays), and returns it; ErrNotFound when
-	// the tenant has no such edge.
+	// the tenant has no such edge. Revoking an edge with a badge key
+	// appends the key, retired (EdgeBadgeKey), to its site's feed in the
+	// same transaction.
 	RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error)
 	// RevokedEdges returns those of the edge IDs given that are revoked,
 	// of whatever tenant, in any order.
@@ -345,6 +347,17 @@ type Store interface {
 	// ListEdges returns the tenant's edges at the site, or at every site
 	// when siteID is empty, oldest first.
 	ListEdges(ctx context.Context, t Tenant, siteID string) ([]Edge, error)
+	// CertifyBadgeKey stores pub as the walk-in badge key of the tenant's
+	// edge edgeID at site siteID, certified at at, and appends it
+	// (EdgeBadgeKey) to that site's feed alone, in one transaction in
+	// which the edge is read and locked: ErrNotFound, storing nothing,
+	// when the site has no edge edgeID that is not revoked. An edge whose
+	// badge key is pub already returns nil and appends nothing; one with
+	// another key, or a key whose ID is one of the tenant's pass keys',
+	// returns an error wrapping ErrConflict and stores nothing. RevokeEdge
+	// appends the key again, retired, in its own transaction, and
+	// SiteSnapshot holds the key of the site's edge that is not revoked.
+	CertifyBadgeKey(ctx context.Context, t Tenant, siteID, edgeID string, pub []byte, at time.Time) error
 	// RecordEdgeStatus stores what an edge of the tenant's site says of
 	// itself, received at at: its state (since at, when it changed) and,
 	// when it says online, its sequence, outbox, software and at as last

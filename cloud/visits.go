@@ -81,10 +81,7 @@ type visitPlan struct {
 
 // endOfDay is the last instant of t's day at the site: the default end of
 // a pass.
-func endOfDay(t time.Time, loc *time.Location) time.Time {
-	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC()
-}
+func endOfDay(t time.Time, loc *time.Location) time.Time { return passrule.EndOfDay(t, loc) }
 
 func (s *Service) siteZone(ctx context.Context, v *ValidationError, t Tenant, field, id string) (Site, *time.Location, error) {
 	if !checkID(v, field, ids.Site, id) {

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"periph.io/x/conn/v3/gpio"
 
+	"github.com/svc-vms/svc/edge/badgekey"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate"
@@ -64,9 +66,11 @@ type Deps struct {
 	// means relay.Open (the board's pins). SimulatedPins serves
 	// --simulate.
 	OpenPin func(name string) (gpio.PinIO, error)
-	// NewSyncer makes the sync half once the cache is open; nil runs the
-	// gates without one (the cache then never gets fresher).
-	NewSyncer func(c *cache.Cache) (Syncer, error)
+	// NewSyncer makes the sync half once the cache and the badge key are
+	// open; badge is the public half of the appliance's walk-in badge
+	// key, for the sync half's status to carry (the cloud certifies it).
+	// Nil runs the gates without one (the cache then never gets fresher).
+	NewSyncer func(c *cache.Cache, badge ed25519.PublicKey) (Syncer, error)
 	// BrokerState reports the sync half's state for GET /status; it is
 	// marshalled as JSON. Nil leaves it out.
 	BrokerState func() any
@@ -146,7 +150,9 @@ func (a *App) Handler() http.Handler {
 
 // site is what Run opens: everything the App closes when it stops.
 type site struct {
-	cache   *cache.Cache
+	cache *cache.Cache
+	// badge signs walk-in badges at the desk (the kiosk's store).
+	badge   *badgekey.Key
 	relays  []*relay.Relay
 	gates   map[string]*gate.Gate
 	doors   map[string]*relay.DoorSensor
@@ -248,6 +254,17 @@ func (a *App) open() (s *site, err error) {
 	if err := os.MkdirAll(filepath.Dir(a.cfg.CachePath), 0o700); err != nil {
 		return s, fmt.Errorf("edge: %w", err)
 	}
+	// The badge key lives beside the cache, on the data partition. A key
+	// file that is there and unusable stops the start: badges already
+	// printed depend on it (badgekey.FileError says what to do).
+	var created bool
+	if s.badge, created, err = badgekey.Open(filepath.Join(filepath.Dir(a.cfg.CachePath), badgekey.FileName), nil); err != nil {
+		return s, fmt.Errorf("edge: %w", err)
+	}
+	if created {
+		a.log.Info("walk-in badge key made; the cloud certifies it for the site when the edge next connects",
+			"path", s.badge.Path(), "key_id", s.badge.ID())
+	}
 	if s.cache, err = cache.Open(a.cfg.CachePath, cache.Options{EdgeID: a.cfg.EdgeID}); err != nil {
 		return s, fmt.Errorf("edge: %w", err)
 	}
@@ -256,7 +273,7 @@ func (a *App) open() (s *site, err error) {
 	// View's size until the scavenger gets to it.
 	debug.FreeOSMemory()
 	if a.d.NewSyncer != nil {
-		if s.syncer, err = a.d.NewSyncer(s.cache); err != nil {
+		if s.syncer, err = a.d.NewSyncer(s.cache, s.badge.Public()); err != nil {
 			return s, fmt.Errorf("edge: sync: %w", err)
 		}
 	}

@@ -5,7 +5,7 @@
 // it all together.
 //
 // It may import the standard library, golang.org/x/sync/errgroup,
-// periph.io/x/conn (pin types, for the pin opener), edge/cache,
+// periph.io/x/conn (pin types, for the pin opener), edge/badgekey, edge/cache,
 // edge/config, gate and its subpackages, shared/ and sync/protocol; never
 // a transport of its own (the MQTT half comes in through Syncer).
 //

@@ -3,6 +3,7 @@ package edge_test
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"log/slog"
@@ -207,7 +208,7 @@ func (s *site) deps() edge.Deps {
 	return edge.Deps{
 		Logger:  s.logs.logger(),
 		OpenPin: s.openPin,
-		NewSyncer: func(c *cache.Cache) (edge.Syncer, error) {
+		NewSyncer: func(c *cache.Cache, _ ed25519.PublicKey) (edge.Syncer, error) {
 			if !s.noFill {
 				if err := s.fill(c); err != nil {
 					return nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/svc-vms/svc/shared/contact"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
-	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -34,6 +33,7 @@ type kioskStore struct {
 	badges BadgeSigner // nil: badges carry no pass
 	// online reports whether the cloud takes the site's facts now.
 	online func() bool
+	now    func() time.Time
 	log    func(msg string, args ...any)
 
 	// mu makes each desk write read its visit and record it changed with
@@ -192,12 +192,8 @@ func (k *kioskStore) VisitByCode(code string) (kiosk.Visit, bool) {
 // an invited visitor, or a badge this site's appliance printed.
 func (k *kioskStore) VisitByPass(token string) (kiosk.Visit, bool) {
 	view := k.c.View()
-	token = strings.TrimSpace(token)
-	id := ""
-	if c, err := passtoken.Verify(token, view.KeysAt(time.Now())); err == nil && c.SiteID == k.siteID {
-		id = c.VisitID
-	}
-	if id == "" {
+	id, ok := gate.PassVisit(view, k.siteID, token, k.now())
+	if !ok {
 		return kiosk.Visit{}, false
 	}
 	v, ok := view.Visit(id)

@@ -62,7 +62,7 @@ func newDeskSite(t *testing.T) *deskSite {
 	}
 	_, err = c.Apply(objs)
 	require.NoError(t, err)
-	d.k = &kioskStore{c: c, siteID: d.siteID, notify: func() { d.sent++ }, log: func(string, ...any) {}}
+	d.k = &kioskStore{c: c, siteID: d.siteID, notify: func() { d.sent++ }, log: func(string, ...any) {}, now: func() time.Time { return d.now }}
 	return d
 }
 
@@ -73,7 +73,9 @@ func (d *deskSite) outbox(t *testing.T) []protocol.Fact {
 	return out
 }
 
-func (d *deskSite) desk() kiosk.Desk { return kiosk.Desk{DeviceID: "kiosk_01jdq7n4ybfzrt6k5m8c1qx2va", At: d.now} }
+func (d *deskSite) desk() kiosk.Desk {
+	return kiosk.Desk{DeviceID: "kiosk_01jdq7n4ybfzrt6k5m8c1qx2va", At: d.now}
+}
 
 func TestKioskStore_WalkInForTeamThenTakeAndCheckOut(t *testing.T) {
 	d := newDeskSite(t)

@@ -78,15 +78,42 @@ func (g *Gate) Decide(text string, at time.Time) Decision {
 		}
 		return g.decidePerson(st, &claims, at)
 	}
-	claims, err := passtoken.Verify(text, st.KeysAt(at))
+	claims, badge, err := g.verify(st, text, at)
 	if err != nil {
 		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 	}
-	return g.decide(st, &claims, at)
+	return g.decide(st, &claims, badge, at)
 }
 
-// decide is the decision on a verified token.
-func (g *Gate) decide(st State, c *passtoken.Claims, at time.Time) Decision {
+// verify checks a visit pass against the organisation's keys, or a
+// walk-in badge against the badge keys certified for this gate's site
+// alone, and returns its claims as a pass's; badge says which it was. A
+// badge of another site is an error, so it is refused invalid_token as a
+// token of another organisation would be: no key of this site vouches
+// for it.
+func (g *Gate) verify(st State, text string, at time.Time) (passtoken.Claims, bool, error) {
+	if !isBadge(text) {
+		c, err := passtoken.Verify(text, st.KeysAt(at))
+		return c, false, err
+	}
+	b, err := passtoken.VerifyBadge(text, st.BadgeKeysAt(g.siteID, at))
+	if err != nil {
+		return passtoken.Claims{}, true, err
+	}
+	if b.SiteID != g.siteID {
+		return passtoken.Claims{}, true, fmt.Errorf("verify badge: site %s, not the gate's: %w", b.SiteID, passtoken.ErrUnknownKey)
+	}
+	// A badge admits at every gate of its site, from its issue to the end
+	// of its day: a walk-in's pass, as the cloud makes it.
+	return passtoken.Claims{VisitID: b.VisitID, SiteID: b.SiteID, NotAfter: b.NotAfter, IssuedAt: b.IssuedAt}, true, nil
+}
+
+// isBadge reports whether text is a walk-in badge rather than a visit pass.
+func isBadge(text string) bool { return strings.HasPrefix(text, passtoken.BadgePrefix) }
+
+// decide is the decision on a verified token; badge says it is a walk-in
+// badge, whose day bounds it whatever the cache says of its visit.
+func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) Decision {
 	d := Decision{Kind: protocol.FactRefused, PassVisitID: c.VisitID}
 	if c.SiteID != g.siteID {
 		d.Reason = string(passrule.WrongGate)
@@ -121,6 +148,9 @@ func (g *Gate) decide(st State, c *passtoken.Claims, at time.Time) Decision {
 		d.VisitID, d.judged = cur.ID, cur.ID
 	}
 	in := g.input(st, c, &cur, known, at)
+	if badge && known {
+		badgeDay(&in, c.NotAfter)
+	}
 
 	checkedIn := known && !linkMissing && cur.Status == string(passrule.CheckedIn)
 	if dir == Exit || dir == Both && checkedIn {
@@ -135,6 +165,13 @@ func (g *Gate) decide(st State, c *passtoken.Claims, at time.Time) Decision {
 	}
 
 	reentry := known && !linkMissing && cur.Status == string(passrule.CheckedOut)
+	if reentry && badge {
+		// A walk-in who signed out, at the desk or through an exit gate,
+		// has ended their visit: a badge makes no re-entry, and the
+		// visitor signs in again at the desk.
+		d.Reason = string(passrule.Ended)
+		return d
+	}
 	if reentry {
 		in.Status = passrule.Expected // the pass works as on a visit still expected: its own check-out does not end it
 	}
@@ -199,11 +236,20 @@ func (g *Gate) input(st State, c *passtoken.Claims, v *protocol.Visit, known boo
 	return in
 }
 
-// endOfDay is the last microsecond of t's day at loc.
-func endOfDay(t time.Time, loc *time.Location) time.Time {
-	y, m, d := t.In(loc).Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC()
+// badgeDay bounds a known visit's pass by its badge's day: the cache's
+// visit wins over the token (a check-out or a cancellation stops the
+// badge), but a badge is a day pass whatever the visit has become since
+// (the cloud's visit, which may last longer, has a pass of its own). The
+// earlier of the two ends decides, as expired.
+func badgeDay(in *passrule.Input, until time.Time) {
+	end := in.ExpectedUntil.Add(time.Duration(in.Rules.Window.After) * time.Minute)
+	if in.ExpectedUntil.IsZero() || until.Before(end) {
+		in.ExpectedUntil, in.Rules.Window.After = until, 0
+	}
 }
+
+// endOfDay is the last microsecond of t's day at loc.
+func endOfDay(t time.Time, loc *time.Location) time.Time { return passrule.EndOfDay(t, loc) }
 
 // reEnter returns the new visit a re-entry on cur makes, checked in at
 // at, and cur naming it.

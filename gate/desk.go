@@ -24,11 +24,27 @@ func DecideAtDesk(st State, siteID, text string, at time.Time) Decision {
 	if isPersonal(text) {
 		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 	}
-	claims, err := passtoken.Verify(text, st.KeysAt(at))
+	g := desk(siteID)
+	claims, badge, err := g.verify(st, text, at)
 	if err != nil {
 		return Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 	}
-	return desk(siteID).decide(st, &claims, at)
+	return g.decide(st, &claims, badge, at)
+}
+
+// PassVisit returns the visit a visitor's pass or walk-in badge names,
+// verified as at the desk of site siteID: the organisation's keys for a
+// pass, the badge keys certified for this site for a badge.
+func PassVisit(st State, siteID, text string, at time.Time) (visitID string, ok bool) {
+	text = strings.TrimSpace(text)
+	if isPersonal(text) {
+		return "", false
+	}
+	c, _, err := desk(siteID).verify(st, text, at)
+	if err != nil || c.SiteID != siteID {
+		return "", false
+	}
+	return c.VisitID, true
 }
 
 // DecideVisitAtDesk decides on the cached visit visitID at the desk, as
@@ -38,5 +54,5 @@ func DecideVisitAtDesk(st State, siteID, visitID string, at time.Time) Decision 
 	if _, ok := st.Visit(visitID); !ok {
 		return Decision{Kind: protocol.FactRefused, Reason: string(passrule.Ended)}
 	}
-	return desk(siteID).decide(st, &passtoken.Claims{VisitID: visitID, SiteID: siteID}, at)
+	return desk(siteID).decide(st, &passtoken.Claims{VisitID: visitID, SiteID: siteID}, false, at)
 }

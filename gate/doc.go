@@ -39,6 +39,25 @@
 // Store.Record as one fact (with the visits it changed, in one
 // transaction); a relay failure adds the voiding refusal.
 //
+// # Walk-in badges
+//
+// Text starting with "B1:" is a walk-in badge (passtoken.VerifyBadge),
+// signed by a site appliance's own key for a visitor who walked in at the
+// desk. It is verified with the badge keys the cloud certified for this
+// gate's site (State.BadgeKeysAt) and with nothing else, and a badge key
+// is never among the keys that verify passes (State.KeysAt): a badge
+// naming another site, or signed by a key of another site or by an
+// organisation key, is invalid_token, as is a pass or personal pass
+// signed by a badge key. A verified badge then decides as a pass for
+// every gate of the site with no lower bound and the end of the badge's
+// day (its not-after) as its end: by the token alone for a visit the edge
+// has never received, and on the cached visit otherwise, which wins (a
+// cancellation, a revocation or a check-out stops the badge). Two rules
+// are the badge's own: its day bounds the cached visit's pass too (a
+// badge is a day pass, whatever the cloud's visit has become), and a
+// checked-out visit is refused ended rather than re-entered (a walk-in
+// who signed out signs in again at the desk).
+//
 // # Directions
 //
 // The gate's direction comes from the cache (entry, exit or both); a gate

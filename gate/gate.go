@@ -31,6 +31,10 @@ type State interface {
 	// rotated key retires at a time of its own); the gate does not modify
 	// them.
 	KeysAt(at time.Time) passtoken.KeySet
+	// BadgeKeysAt are the walk-in badge keys certified for the site
+	// siteID that verify at the time at: the only keys a badge is verified
+	// with, and never used for another kind of pass.
+	BadgeKeysAt(siteID string, at time.Time) passtoken.KeySet
 	// Location is the site's time zone for daily hours.
 	Location() *time.Location
 	// Settings returns the site's settings; false until the cloud sent them.
@@ -180,7 +184,7 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 	if isPersonal(text) {
 		return g.scanPerson(ctx, text, at, st, start)
 	}
-	claims, err := passtoken.Verify(text, st.KeysAt(at))
+	claims, badge, err := g.verify(st, text, at)
 	if err != nil {
 		d := Decision{Kind: protocol.FactRefused, Reason: protocol.ReasonInvalidToken}
 		res := Result{GateID: g.id, Decision: time.Since(start)}
@@ -193,7 +197,7 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 		return Result{GateID: g.id, PassVisitID: claims.VisitID, Err: err}
 	}
 	defer unlock()
-	d := g.decide(g.store.State(), &claims, at)
+	d := g.decide(g.store.State(), &claims, badge, at)
 	res := Result{GateID: g.id, Decision: time.Since(start)}
 	if d.unknownGate {
 		g.log.Warn("gate not in the cache; deciding as an entry gate")

@@ -783,8 +783,11 @@ func (s state) Person(string) (protocol.Person, bool)  { return protocol.Person{
 func (s state) LastPunch(string) (protocol.Fact, bool) { return protocol.Fact{}, false }
 func (s state) Gate(string) (protocol.Gate, bool)      { return protocol.Gate{}, false }
 func (s state) KeysAt(time.Time) passtoken.KeySet      { return nil }
-func (s state) Location() *time.Location               { return time.UTC }
-func (s state) SyncedAt() time.Time                    { return s.synced }
+func (s state) BadgeKeysAt(string, time.Time) passtoken.KeySet {
+	return nil
+}
+func (s state) Location() *time.Location { return time.UTC }
+func (s state) SyncedAt() time.Time      { return s.synced }
 func (s state) Settings() (protocol.Settings, bool) {
 	if s.settings == nil {
 		return protocol.Settings{}, false

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -272,17 +273,21 @@ func (s *Store) EdgeFact(ctx context.Context, t cloud.Tenant, id string) (cloud.
 
 const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
+// edgeRead are the columns scanEdge reads: edgeCols and the badge key,
+// which an edge is made without.
+const edgeRead = edgeCols + `, badge_key, badge_key_at`
+
 func scanEdge(row scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var seq int64
-	var stateAt, seen, revoked pgtype.Timestamptz
+	var stateAt, seen, revoked, badgeAt pgtype.Timestamptz
 	if err := row.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &e.CreatedAt, &e.State,
-		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked); err != nil {
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt); err != nil {
 		return cloud.Edge{}, err
 	}
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), e.CreatedAt.UTC(), timePtr(stateAt), timePtr(seen)
-	e.RevokedAt = timePtr(revoked)
+	e.RevokedAt, e.BadgeKeyAt = timePtr(revoked), timePtr(badgeAt)
 	e.Seq = uint64(seq)
 	return e, nil
 }
@@ -296,12 +301,22 @@ func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		// The site's row is locked so that two edges made at once for one
 		// site are made one after the other, and the second sees the first.
-		var active bool
-		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)
-			FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
+		// The edges are read by a statement of their own, after the lock:
+		// a statement's snapshot is taken when it starts, so one that read
+		// them while waiting for the lock would miss the first edge.
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&one)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+		case err != nil:
+			return translate("create edge", err)
+		}
+		var active bool
+		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)`,
+			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
+		switch {
 		case err != nil:
 			return translate("create edge", err)
 		case active:
@@ -317,25 +332,80 @@ func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
 	})
 }
 
-// RevokeEdge implements cloud.Store.
+// RevokeEdge implements cloud.Store. The update locks the edge's row, so
+// a CertifyBadgeKey under way finishes first (and its key is retired
+// here) or waits and finds the edge revoked.
 func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time) (cloud.Edge, error) {
 	var e cloud.Edge
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE edges SET revoked_at = $4 WHERE id = $1 AND org_id = $2 AND mode = $3 AND revoked_at IS NULL`,
-			id, t.OrgID, string(t.Mode), at); err != nil {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
+		tag, err := tx.Exec(ctx, `UPDATE edges SET revoked_at = $4 WHERE id = $1 AND org_id = $2 AND mode = $3 AND revoked_at IS NULL`,
+			id, t.OrgID, string(t.Mode), at)
+		if err != nil {
 			return err
 		}
-		var err error
-		e, err = scanEdge(tx.QueryRow(ctx, `SELECT `+edgeCols+` FROM edges WHERE id = $1 AND org_id = $2 AND mode = $3`, id, t.OrgID, string(t.Mode)))
+		e, err = scanEdge(tx.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1 AND org_id = $2 AND mode = $3`, id, t.OrgID, string(t.Mode)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return cloud.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if k, ok := cloud.EdgeBadgeKey(e); ok && tag.RowsAffected() > 0 {
+			f.add(e.SiteID, protocol.Change{At: at, Key: &k}) // retired, now
+		}
+		return nil
 	})
 	if err != nil && !errors.Is(err, cloud.ErrNotFound) {
 		return cloud.Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
 	return e, err
+}
+
+// CertifyBadgeKey implements cloud.Store. It takes the tenant's feed lock
+// (so no pass key is made meanwhile with the same ID) and then the edge's
+// row, as RevokeEdge does, so the two take turns.
+func (s *Store) CertifyBadgeKey(ctx context.Context, t cloud.Tenant, siteID, edgeID string, pub []byte, at time.Time) error {
+	k, ok := cloud.EdgeBadgeKey(cloud.Edge{SiteID: siteID, BadgeKey: pub})
+	if !ok {
+		return fmt.Errorf("certify badge key: %d bytes, not an Ed25519 public key", len(pub))
+	}
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
+		if err := lockTenantFeeds(ctx, tx, t); err != nil {
+			return err
+		}
+		e, err := scanEdge(tx.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1 AND org_id = $2 AND mode = $3 AND site_id = $4
+			AND revoked_at IS NULL FOR UPDATE`, edgeID, t.OrgID, string(t.Mode), siteID))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("edge %s: %w", edgeID, cloud.ErrNotFound)
+		case err != nil:
+			return err
+		case bytes.Equal(e.BadgeKey, pub):
+			return nil
+		case e.BadgeKey != nil:
+			return fmt.Errorf("edge %s has another badge key: %w", edgeID, cloud.ErrConflict)
+		}
+		var taken bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pass_keys WHERE org_id = $1 AND mode = $2 AND id = $3)`,
+			t.OrgID, string(t.Mode), k.ID).Scan(&taken); err != nil {
+			return err
+		}
+		if taken {
+			return fmt.Errorf("key ID %s is a pass key's: %w", k.ID, cloud.ErrConflict)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE edges SET badge_key = $2, badge_key_at = $3 WHERE id = $1`, edgeID, pub, at); err != nil {
+			return err
+		}
+		f.add(siteID, protocol.Change{At: at, Key: &k})
+		return nil
+	})
+	if err != nil && !errors.Is(err, cloud.ErrNotFound) && !errors.Is(err, cloud.ErrConflict) {
+		return translate("certify badge key", err)
+	}
+	if err != nil {
+		return fmt.Errorf("certify badge key: %w", err)
+	}
+	return nil
 }
 
 // RevokedEdges implements cloud.Store.
@@ -353,7 +423,7 @@ func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error
 
 // Edge implements cloud.Store.
 func (s *Store) Edge(ctx context.Context, id string) (cloud.Edge, error) {
-	e, err := scanEdge(s.pool.QueryRow(ctx, `SELECT `+edgeCols+` FROM edges WHERE id = $1`, id))
+	e, err := scanEdge(s.pool.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return cloud.Edge{}, cloud.ErrNotFound
 	}
@@ -365,7 +435,7 @@ func (s *Store) Edge(ctx context.Context, id string) (cloud.Edge, error) {
 
 // ListEdges implements cloud.Store.
 func (s *Store) ListEdges(ctx context.Context, t cloud.Tenant, siteID string) ([]cloud.Edge, error) {
-	q := `SELECT ` + edgeCols + ` FROM edges WHERE org_id = $1 AND mode = $2`
+	q := `SELECT ` + edgeRead + ` FROM edges WHERE org_id = $1 AND mode = $2`
 	args := []any{t.OrgID, string(t.Mode)}
 	if siteID != "" {
 		q += ` AND site_id = $3`

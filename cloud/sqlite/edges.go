@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -120,15 +121,19 @@ func scanEdgeFact(r scanner) (cloud.EdgeFact, error) {
 
 const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
+// edgeRead are the columns scanEdge reads: edgeCols and the badge key,
+// which an edge is made without.
+const edgeRead = edgeCols + `, badge_key, badge_key_at`
+
 func scanEdge(r scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var created, seq int64
-	var stateAt, seen, revoked sql.NullInt64
+	var stateAt, seen, revoked, badgeAt sql.NullInt64
 	err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &created, &e.State,
-		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked)
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt)
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), fromMicros(created), fromNullMicros(stateAt), fromNullMicros(seen)
-	e.RevokedAt = fromNullMicros(revoked)
+	e.RevokedAt, e.BadgeKeyAt = fromNullMicros(revoked), fromNullMicros(badgeAt)
 	e.Seq = uint64(seq)
 	return e, err
 }
@@ -169,19 +174,63 @@ func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
 // RevokeEdge implements cloud.Store.
 func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time) (cloud.Edge, error) {
 	var e cloud.Edge
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE edges SET revoked_at = ? WHERE id = ? AND org_id = ? AND mode = ? AND revoked_at IS NULL`,
-			micros(at), id, t.OrgID, string(t.Mode)); err != nil {
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		res, err := tx.ExecContext(ctx, `UPDATE edges SET revoked_at = ? WHERE id = ? AND org_id = ? AND mode = ? AND revoked_at IS NULL`,
+			micros(at), id, t.OrgID, string(t.Mode))
+		if err != nil {
 			return fmt.Errorf("revoke edge: %w", err)
 		}
-		var err error
-		e, err = scanEdge(tx.QueryRowContext(ctx, `SELECT `+edgeCols+` FROM edges WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)))
+		e, err = scanEdge(tx.QueryRowContext(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)))
 		if errors.Is(err, sql.ErrNoRows) {
 			return cloud.ErrNotFound
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("revoke edge: %w", err)
+		} else if k, ok := cloud.EdgeBadgeKey(e); ok && n > 0 {
+			f.add(e.SiteID, protocol.Change{At: at, Key: &k}) // retired, now
+		}
+		return nil
 	})
 	return e, err
+}
+
+// CertifyBadgeKey implements cloud.Store. The one writer connection makes
+// it and RevokeEdge take turns, so an edge revoked meanwhile is seen.
+func (s *Store) CertifyBadgeKey(ctx context.Context, t cloud.Tenant, siteID, edgeID string, pub []byte, at time.Time) error {
+	k, ok := cloud.EdgeBadgeKey(cloud.Edge{SiteID: siteID, BadgeKey: pub})
+	if !ok {
+		return fmt.Errorf("certify badge key: %d bytes, not an Ed25519 public key", len(pub))
+	}
+	return s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		e, err := scanEdge(tx.QueryRowContext(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = ? AND org_id = ? AND mode = ? AND site_id = ?
+			AND revoked_at IS NULL`, edgeID, t.OrgID, string(t.Mode), siteID))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("certify badge key: edge %s: %w", edgeID, cloud.ErrNotFound)
+		case err != nil:
+			return fmt.Errorf("certify badge key: %w", err)
+		case bytes.Equal(e.BadgeKey, pub):
+			return nil
+		case e.BadgeKey != nil:
+			return fmt.Errorf("certify badge key: edge %s has another badge key: %w", edgeID, cloud.ErrConflict)
+		}
+		var taken int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pass_keys WHERE org_id = ? AND mode = ? AND id = ?`,
+			t.OrgID, string(t.Mode), k.ID).Scan(&taken); err != nil {
+			return fmt.Errorf("certify badge key: %w", err)
+		}
+		if taken > 0 {
+			return fmt.Errorf("certify badge key: key ID %s is a pass key's: %w", k.ID, cloud.ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE edges SET badge_key = ?, badge_key_at = ? WHERE id = ?`, pub, micros(at), edgeID); err != nil {
+			return fmt.Errorf("certify badge key: %w", err)
+		}
+		f.add(siteID, protocol.Change{At: at, Key: &k})
+		return nil
+	})
 }
 
 // RevokedEdges implements cloud.Store.
@@ -217,12 +266,12 @@ func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error
 
 // Edge implements cloud.Store.
 func (s *Store) Edge(ctx context.Context, id string) (cloud.Edge, error) {
-	return get(ctx, s.r, scanEdge, `SELECT `+edgeCols+` FROM edges WHERE id = ?`, id)
+	return get(ctx, s.r, scanEdge, `SELECT `+edgeRead+` FROM edges WHERE id = ?`, id)
 }
 
 // ListEdges implements cloud.Store.
 func (s *Store) ListEdges(ctx context.Context, t cloud.Tenant, siteID string) ([]cloud.Edge, error) {
-	q := `SELECT ` + edgeCols + ` FROM edges WHERE org_id = ? AND mode = ?`
+	q := `SELECT ` + edgeRead + ` FROM edges WHERE org_id = ? AND mode = ?`
 	args := []any{t.OrgID, string(t.Mode)}
 	if siteID != "" {
 		q += ` AND site_id = ?`

@@ -1,8 +1,8 @@
 // Package cache is the site appliance's durable state, in one bbolt file,
 // and the in-memory View of it that gates decide from.
 //
-// It may import the standard library, go.etcd.io/bbolt, sync/protocol and
-// shared/ packages.
+// It may import the standard library, go.etcd.io/bbolt, edge/durable,
+// sync/protocol and shared/ packages.
 //
 // # What the file holds
 //

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/svc-vms/svc/edge/durable"
 )
 
 // boltOptions are the options every open of a cache file uses.
@@ -108,48 +110,11 @@ func create(path, edgeID string) error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if err := linkNew(name, path); err != nil {
+	if err := durable.LinkNew(name, path); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil // made meanwhile by another process: open that one
 		}
 		return fmt.Errorf("create: %w", err)
-	}
-	return nil
-}
-
-// linkNew gives the file old the name new too, failing with an error
-// wrapping fs.ErrExist when new exists: it never replaces a file. Where
-// the file system has no hard links it renames old to new after checking
-// new does not exist, which is as safe unless two processes race. It
-// syncs the directory, so the name survives a power cut.
-func linkNew(old, new string) error {
-	err := os.Link(old, new)
-	if err != nil && !errors.Is(err, fs.ErrExist) {
-		if _, serr := os.Lstat(new); serr == nil {
-			return fmt.Errorf("link %s: %w", new, fs.ErrExist)
-		} else if !errors.Is(serr, fs.ErrNotExist) {
-			return serr
-		}
-		err = os.Rename(old, new)
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(new))
-}
-
-// syncDir makes the names in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/svc-vms/svc/edge/durable"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -150,13 +151,13 @@ func Reset(path string, opts Options, now time.Time) (Recovery, error) {
 	}
 	defer os.Remove(tmp) // once renamed, a no-op
 	rec.Aside = fmt.Sprintf("%s.damaged-%s", path, now.UTC().Format("20060102T150405Z"))
-	if err := linkNew(path, rec.Aside); err != nil {
+	if err := durable.LinkNew(path, rec.Aside); err != nil {
 		return Recovery{}, fmt.Errorf("reset cache: keep the old file as %s: %w", rec.Aside, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return Recovery{}, fmt.Errorf("reset cache: the old file is kept as %s; put the new one at %s: %w", rec.Aside, path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return Recovery{}, fmt.Errorf("reset cache: %w", err)
 	}
 	return rec, nil

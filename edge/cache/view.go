@@ -29,9 +29,10 @@ type View struct {
 	visits   [shards]map[uid]visitEntry // never modified once the View is published
 	nVisits  int
 	gates    map[string]protocol.Gate
-	keys     map[string]protocol.Key // retired ones included
-	keySet   passtoken.KeySet        // the keys not retired
-	retireAt int64                   // the earliest RetireAt of keySet's keys; 0 when none has one
+	keys     map[string]protocol.Key     // retired ones included
+	keySet   passtoken.KeySet            // the organisation's keys not retired
+	badges   map[string]passtoken.KeySet // by site: the badge keys not retired
+	retireAt int64                       // the earliest RetireAt of keySet's keys; 0 when none has one
 	settings *protocol.Settings
 	loc      *time.Location
 	seq      uint64
@@ -132,6 +133,27 @@ func (v *View) KeysAt(at time.Time) passtoken.KeySet {
 	for id, pub := range v.keySet {
 		if k := v.keys[id]; k.Verifies(at) {
 			set[id] = pub
+		}
+	}
+	return set
+}
+
+// BadgeKeysAt returns the walk-in badge keys (protocol.KeyBadge) certified
+// for the site siteID that verify at the time at, for
+// passtoken.VerifyBadge; none for another site. They are never among Keys
+// or KeysAt: a badge key verifies badges only. The set may be shared: do
+// not modify it.
+func (v *View) BadgeKeysAt(siteID string, at time.Time) passtoken.KeySet {
+	set := v.badges[siteID]
+	for id := range set {
+		if k := v.keys[id]; !k.Verifies(at) {
+			out := make(passtoken.KeySet, len(set))
+			for id, pub := range set {
+				if k := v.keys[id]; k.Verifies(at) {
+					out[id] = pub
+				}
+			}
+			return out
 		}
 	}
 	return set
@@ -656,6 +678,9 @@ func (e *edit) done() (*View, error) {
 			return nil, err
 		}
 		e.v.keySet, e.v.retireAt = set, 0
+		if e.v.badges, err = badgeSets(e.v.keys); err != nil {
+			return nil, err
+		}
 		for id := range set {
 			if at := e.v.keys[id].RetireAt; at != 0 && (e.v.retireAt == 0 || at < e.v.retireAt) {
 				e.v.retireAt = at
@@ -669,7 +694,7 @@ func (e *edit) done() (*View, error) {
 func keySet(keys map[string]protocol.Key) (passtoken.KeySet, error) {
 	pub := make([]passtoken.PublicKey, 0, len(keys))
 	for _, k := range keys {
-		if !k.Retired {
+		if !k.Retired && k.Kind == protocol.KeyPass {
 			pub = append(pub, passtoken.PublicKey{ID: k.ID, Key: k.Public})
 		}
 	}
@@ -678,6 +703,30 @@ func keySet(keys map[string]protocol.Key) (passtoken.KeySet, error) {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
 	return set, nil
+}
+
+// badgeSets are the badge keys not retired, by the site each is
+// certified for.
+func badgeSets(keys map[string]protocol.Key) (map[string]passtoken.KeySet, error) {
+	var out map[string]passtoken.KeySet
+	for _, k := range keys {
+		if k.Retired || k.Kind != protocol.KeyBadge {
+			continue
+		}
+		set, err := passtoken.NewKeySet(passtoken.PublicKey{ID: k.ID, Key: k.Public})
+		if err != nil {
+			return nil, fmt.Errorf("badge keys: %w", err)
+		}
+		if out == nil {
+			out = map[string]passtoken.KeySet{}
+		}
+		if out[k.SiteID] == nil {
+			out[k.SiteID] = set
+			continue
+		}
+		out[k.SiteID][k.ID] = k.Public
+	}
+	return out, nil
 }
 
 // newFullEdit starts a View from nothing, for Open and ReplaceSnapshot.

@@ -3,6 +3,7 @@ package sitetest
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -74,8 +75,8 @@ func runChild(raw string) error {
 	app, err := edge.New(cfg, edge.Deps{
 		Logger:  log,
 		OpenPin: edge.SimulatedPins(slog.New(slog.DiscardHandler)),
-		NewSyncer: func(c *cache.Cache) (edge.Syncer, error) {
-			h, err := mqttsync.NewEdge(syncConfig(cfg, c, spec.Options, log))
+		NewSyncer: func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
+			h, err := mqttsync.NewEdge(syncConfig(cfg, c, badge, spec.Options, log))
 			mu.Lock()
 			half = h
 			mu.Unlock()

@@ -39,13 +39,17 @@ func (w *World) CacheDiff(t testing.TB, v *cache.View) string {
 			return fmt.Sprintf("gate %s: the cache has %+v (%v), the cloud %+v", g.ID, got, ok, g)
 		}
 	}
-	keys := v.Keys()
-	if len(keys) != len(snap.Keys) {
-		return fmt.Sprintf("the cache has %d keys, the cloud %d", len(keys), len(snap.Keys))
+	keys, badges := v.Keys(), v.BadgeKeysAt(w.Site.SiteID, time.Now())
+	if len(keys)+len(badges) != len(snap.Keys) {
+		return fmt.Sprintf("the cache has %d keys and %d badge keys, the cloud %d in all", len(keys), len(badges), len(snap.Keys))
 	}
 	for _, k := range snap.Keys {
-		if !bytes.Equal(keys[k.ID], k.Public) {
-			return fmt.Sprintf("key %s differs or is missing", k.ID)
+		set := keys
+		if k.Kind == protocol.KeyBadge {
+			set = badges
+		}
+		if !bytes.Equal(set[k.ID], k.Public) {
+			return fmt.Sprintf("key %s (kind %q) differs or is missing", k.ID, k.Kind)
 		}
 	}
 	if counts.People != len(snap.People) {

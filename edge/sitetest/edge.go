@@ -3,6 +3,7 @@ package sitetest
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,10 +21,12 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/svc-vms/svc/edge"
+	"github.com/svc-vms/svc/edge/badgekey"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/sync/mqttsync"
 	"github.com/svc-vms/svc/sync/mqttsync/mqtttest"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // EdgeOptions adjust an edge's sync half; a zero field takes the
@@ -41,16 +44,25 @@ type EdgeOptions struct {
 	// FailOpen makes the gates decide from a stale cache (when_stale
 	// fail_open), for tests that move the edge's clock days ahead.
 	FailOpen bool
+	// Other enrols the edge at the World's Other site, with its one gate
+	// (OtherGate, both ways), instead of at Site; read by NewEdge only.
+	Other bool
+	// BadgeKeyByStatus leaves the edge's walk-in badge key for its first
+	// status to carry to the cloud, as in production; by default NewEdge
+	// makes the key file and certifies the key at enrolment, so that the
+	// certification does not move the feed's head under a test that
+	// counts changes. Read by NewEdge only.
+	BadgeKeyByStatus bool
 }
 
 // syncConfig is an edge half's configuration for cfg with the test
 // timings: an unacknowledged fact is published again after a second,
 // an unanswered resync asked again after a second, reconnections within
 // 200 ms.
-func syncConfig(cfg *config.Config, store mqttsync.EdgeStore, o EdgeOptions, log *slog.Logger) mqttsync.EdgeConfig {
+func syncConfig(cfg *config.Config, store mqttsync.EdgeStore, badge ed25519.PublicKey, o EdgeOptions, log *slog.Logger) mqttsync.EdgeConfig {
 	ec := mqttsync.EdgeConfig{
 		BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
-		Site: cfg.Site, EdgeID: cfg.EdgeID, Store: store, Logger: log, Software: "sitetest",
+		Site: cfg.Site, EdgeID: cfg.EdgeID, Store: store, Logger: log, Software: "sitetest", BadgeKey: badge,
 		ResyncEvery: time.Second, ResyncTimeout: time.Second, AckTimeout: time.Second,
 		StatusEvery: 2 * time.Second, SyncedEvery: 100 * time.Millisecond,
 		KeepAlive: 10 * time.Second, ConnectTimeout: 2 * time.Second,
@@ -91,6 +103,7 @@ func (c *Clock) Real() { c.fixed.Store(nil) }
 // file; it reaches the broker through Proxy.
 type Edge struct {
 	ID         string
+	Site       protocol.Site // the site it is enrolled at: the World's Site, or Other
 	Dir        string
 	ConfigPath string
 	CachePath  string
@@ -126,10 +139,14 @@ type edgeRun struct {
 // does not start it.
 func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	t.Helper()
-	ce, secret, err := w.Svc().CreateEdge(context.Background(), w.Tenant, w.Site.SiteID, "Sitetest edge")
+	site := w.Site
+	if opts.Other {
+		site = w.Other
+	}
+	ce, secret, err := w.Svc().CreateEdge(context.Background(), w.Tenant, site.SiteID, "Sitetest edge")
 	must(t, err)
 	dir := t.TempDir()
-	e := &Edge{ID: ce.ID, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
+	e := &Edge{ID: ce.ID, Site: site, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
 		Proxy: mqtttest.NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts, username: ce.Username, password: secret}
 	ports := freePorts(t, 3)
 	whenStale := "fail_secure"
@@ -144,18 +161,28 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 			"when_stale": whenStale,
 		}
 	}
+	gates := []any{gate(w.Entry, ports[1], "SIM17"), gate(w.Exit, ports[2], "SIM22")}
+	if opts.Other {
+		gates = []any{gate(w.OtherGate, ports[1], "SIM17")}
+	}
 	file := map[string]any{
-		"site":       map[string]any{"mode": w.Site.Mode, "org_id": w.Site.OrgID, "site_id": w.Site.SiteID},
+		"site":       map[string]any{"mode": site.Mode, "org_id": site.OrgID, "site_id": site.SiteID},
 		"edge_id":    ce.ID,
 		"broker":     map[string]any{"url": e.Proxy.URL(), "username": ce.Username, "password": secret},
 		"data_dir":   dir,
 		"cache_path": e.CachePath,
 		"listen":     fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"gates":      []any{gate(w.Entry, ports[1], "SIM17"), gate(w.Exit, ports[2], "SIM22")},
+		"gates":      gates,
 	}
 	raw, err := json.MarshalIndent(file, "", "  ")
 	must(t, err)
 	must(t, os.WriteFile(e.ConfigPath, raw, 0o600))
+	if !opts.BadgeKeyByStatus {
+		must(t, os.MkdirAll(filepath.Dir(e.CachePath), 0o700))
+		k, _, err := badgekey.Open(filepath.Join(filepath.Dir(e.CachePath), badgekey.FileName), nil)
+		must(t, err)
+		must(t, w.Svc().Store().CertifyBadgeKey(context.Background(), w.Tenant, site.SiteID, ce.ID, k.Public(), time.Now()))
+	}
 	if w.Opts.Broker == Mosquitto {
 		// Mosquitto keeps sessions and retained messages on disk.
 		t.Cleanup(func() { e.endSession(t, true) })
@@ -208,7 +235,7 @@ func (e *Edge) endSession(t testing.TB, clearStatus bool) error {
 		return fmt.Errorf("end the session of %s: %v", e.ID, tok.Error())
 	}
 	if clearStatus {
-		c.Publish(e.w.Site.Status(e.ID), 1, true, []byte{}).WaitTimeout(5 * time.Second)
+		c.Publish(e.Site.Status(e.ID), 1, true, []byte{}).WaitTimeout(5 * time.Second)
 	}
 	c.Disconnect(100)
 	return nil
@@ -239,8 +266,8 @@ func (e *Edge) Start() {
 	deps := edge.Deps{
 		Logger:  log,
 		OpenPin: edge.SimulatedPins(slog.New(slog.DiscardHandler)),
-		NewSyncer: func(c *cache.Cache) (edge.Syncer, error) {
-			half, err := mqttsync.NewEdge(syncConfig(cfg, c, opts, log))
+		NewSyncer: func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
+			half, err := mqttsync.NewEdge(syncConfig(cfg, c, badge, opts, log))
 			if err != nil {
 				return nil, err
 			}
@@ -310,6 +337,18 @@ func (e *Edge) running() *edgeRun {
 		e.t.Fatal("sitetest: the edge is not running in the test process")
 	}
 	return e.run
+}
+
+// BadgeKey is the edge's walk-in badge key, as NewEdge or the App's
+// first start made it beside the cache: what the kiosk signs badges with.
+func (e *Edge) BadgeKey(t testing.TB) *badgekey.Key {
+	t.Helper()
+	k, created, err := badgekey.Open(filepath.Join(filepath.Dir(e.CachePath), badgekey.FileName), nil)
+	must(t, err)
+	if created {
+		t.Fatalf("sitetest: edge %s has no badge key yet: start it first", e.ID)
+	}
+	return k
 }
 
 // View is the running edge's cache as the gates see it now.

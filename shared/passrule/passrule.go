@@ -161,3 +161,15 @@ func localClock(t time.Time, loc *time.Location) Clock {
 	h, m, _ := t.In(loc).Clock()
 	return Clock(h*60 + m)
 }
+
+// EndOfDay is the last microsecond of t's day at loc (UTC when loc is
+// nil), in UTC: the end of a walk-in's pass, which lasts the day of
+// arrival at the site, for the cloud, the gates and the badges an
+// appliance signs alike.
+func EndOfDay(t time.Time, loc *time.Location) time.Time {
+	if loc == nil {
+		loc = time.UTC
+	}
+	y, m, d := t.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Add(-time.Microsecond).UTC()
+}

@@ -602,3 +602,27 @@ func TestRules_ValidateMessages(t *testing.T) {
 	assert.Equal(t, "window.after: must be from 0 to 10080 minutes", errs[0].Error())
 	assert.Equal(t, "gate_ids[2]: repeats gate_ids[0]", errs[1].Error())
 }
+
+func TestEndOfDay(t *testing.T) {
+	london, err := time.LoadLocation("Europe/London")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		at   time.Time
+		loc  *time.Location
+		want time.Time
+	}{
+		{"UTC", time.Date(2026, 3, 9, 8, 30, 0, 0, time.UTC), time.UTC, time.Date(2026, 3, 9, 23, 59, 59, 999999000, time.UTC)},
+		{"nil is UTC", time.Date(2026, 3, 9, 8, 30, 0, 0, time.UTC), nil, time.Date(2026, 3, 9, 23, 59, 59, 999999000, time.UTC)},
+		// 23:30 UTC on the 28th of June is already the 29th in London (BST).
+		{"the site's day, not UTC's", time.Date(2026, 6, 28, 23, 30, 0, 0, time.UTC), london, time.Date(2026, 6, 29, 22, 59, 59, 999999000, time.UTC)},
+		// The clocks go back on the 25th of October 2026: a 25-hour day.
+		{"a long day", time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC), london, time.Date(2026, 10, 25, 23, 59, 59, 999999000, time.UTC)},
+	} {
+		if got := passrule.EndOfDay(tt.at, tt.loc); !got.Equal(tt.want) || got.Location() != time.UTC {
+			t.Errorf("%s: EndOfDay = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 // Package passtoken signs and verifies the tokens QR passes hold, so that a
 // site appliance can check a pass offline: a visitor's pass ([Sign],
-// [Verify]), even for a visit it has never received, and an employee's
-// personal pass ([SignPerson], [VerifyPerson]), which clocks them in and out.
+// [Verify]), even for a visit it has never received, an employee's
+// personal pass ([SignPerson], [VerifyPerson]), which clocks them in and
+// out, and a walk-in badge an appliance signed itself ([SignBadge],
+// [VerifyBadge]).
 //
 // It may import only the standard library.
 //
@@ -75,4 +77,28 @@
 // issue time of their one current pass, and reissuing a pass moves it on.
 // The token depends only on the key and the claims, so the same pass can be
 // shown again without storing it.
+//
+// # Walk-in badges, version 1
+//
+// A visitor who walks in at a site's desk while the site cannot reach the
+// cloud gets a badge signed by the site appliance's own Ed25519 key, not
+// an organisation key (the cloud never hands those out). The token is the
+// text "B1:" ([BadgePrefix]) followed by base32 of payload‖signature as
+// above. The payload, big-endian, always 44 bytes, so a token is always
+// [BadgeLen] (176) characters and fits a QR code of version 7 at error
+// correction M:
+//
+//	offset size
+//	     0    4  key ID ([BadgeKeyID]: SHA-256 of the public key, first 4 bytes)
+//	     4   16  visit ID (UUID of visit_…)
+//	    20   16  site ID (UUID of site_…)
+//	    36    4  issued at, Unix seconds, never 0
+//	    40    4  not after, Unix seconds: the end of the local day of issue;
+//	             at or after issued at, at most MaxBadgeValidity after it
+//
+// The signature covers "B1:"‖payload, so a badge is read as no other kind
+// of token and no other kind as a badge ([VerifyBadge] refuses them as
+// [ErrMalformed]). Badge keys and organisation keys are kept in separate
+// KeySets by their verifiers: a badge key never verifies a visit or
+// personal pass, and an organisation key never a badge.
 package passtoken

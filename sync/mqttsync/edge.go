@@ -2,6 +2,7 @@ package mqttsync
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -64,6 +65,10 @@ type EdgeConfig struct {
 	Now    func() time.Time // nil: time.Now
 
 	Software string // reported in the status, e.g. "svc-edge 1.4.2"
+	// BadgeKey is the public half of the appliance's walk-in badge key
+	// (edge/badgekey), sent in every online status for the cloud to
+	// certify for the site; nil sends none.
+	BadgeKey ed25519.PublicKey
 
 	// ResyncEvery is how often the edge asks "anything after my
 	// sequence?" when nothing else happens: the answer refreshes the sync
@@ -112,6 +117,8 @@ func (c *EdgeConfig) Validate() error {
 		return bad("Window %d is not between 1 and 10000", c.Window)
 	case len(c.Software) > 64:
 		return bad("Software is longer than 64 bytes")
+	case c.BadgeKey != nil && len(c.BadgeKey) != ed25519.PublicKeySize:
+		return bad("BadgeKey has %d bytes, not an Ed25519 public key's %d", len(c.BadgeKey), ed25519.PublicKeySize)
 	}
 	for name, d := range map[string]time.Duration{
 		"ResyncEvery": c.ResyncEvery, "ResyncTimeout": c.ResyncTimeout, "AckTimeout": c.AckTimeout,
@@ -637,6 +644,9 @@ func (e *Edge) status(state string) ([]byte, error) {
 	st := protocol.Status{
 		EdgeID: e.cfg.EdgeID, State: state, At: e.cfg.Now().UTC().Truncate(time.Microsecond),
 		Seq: e.cfg.Store.Seq(), Outbox: depth, Software: e.cfg.Software,
+	}
+	if state == "online" {
+		st.BadgeKey = e.cfg.BadgeKey
 	}
 	b, err := protocol.Encode(&st)
 	if err != nil {

@@ -241,6 +241,7 @@ func TestEdgeConfig_Validate(t *testing.T) {
 		{"negative window", func(c *EdgeConfig) { c.Window = -1 }, "Window"},
 		{"negative timeout", func(c *EdgeConfig) { c.AckTimeout = -time.Second }, "AckTimeout"},
 		{"long software", func(c *EdgeConfig) { c.Software = string(make([]byte, 65)) }, "Software"},
+		{"short badge key", func(c *EdgeConfig) { c.BadgeKey = make([]byte, 31) }, "BadgeKey"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ok

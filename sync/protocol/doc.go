@@ -46,6 +46,13 @@
 // edge stops accepting the key by its own clock (a rotated key keeps
 // verifying until the passes it signed have expired).
 //
+// An edge's online Status carries badge_key, the public half of the
+// appliance's own walk-in badge key; the cloud certifies it for the
+// edge's site only, and sends it on that site's feed alone as a Key of
+// kind walk_in_badge naming the site (retired when the edge is revoked).
+// An edge verifies badges with such keys only, and passes with the
+// organisation's keys only.
+//
 // # Transport
 //
 // Plain MQTT (tcp://, ws://) carries passwords and messages in clear: it is

@@ -222,7 +222,27 @@ type Key struct {
 	// the passes it signed have expired. Edges older than this field do not
 	// decode a key that carries it: upgrade edges before rotating keys.
 	RetireAt int64 `json:"retire_at,omitempty"`
+	// Kind is what the key verifies: KeyPass (empty) for one of the
+	// organisation's keys, which verify visit and personal passes, or
+	// KeyBadge for a site appliance's own key, which verifies only the
+	// walk-in badges it signed (shared/passtoken's "B1:" tokens). Edges
+	// older than this field do not decode a key that carries it; the
+	// cloud sends badge keys only to sites whose edge certified one, which
+	// only an edge that knows the field does.
+	Kind string `json:"kind,omitempty"`
+	// SiteID is the one site a badge key is certified for; empty for an
+	// organisation's key.
+	SiteID string `json:"site_id,omitempty"`
 }
+
+// The kinds of Key.
+const (
+	// KeyPass is an organisation's pass-verification key.
+	KeyPass = ""
+	// KeyBadge is a site appliance's walk-in badge key, certified by the
+	// cloud for that appliance's site.
+	KeyBadge = "walk_in_badge"
+)
 
 // Verifies reports whether the key verifies passes at now.
 func (k *Key) Verifies(now time.Time) bool {
@@ -238,6 +258,14 @@ func (k *Key) validate(where string) error {
 	}
 	if k.RetireAt < 0 {
 		return invalid("%s.retire_at is negative", where)
+	}
+	switch {
+	case k.Kind == KeyPass && k.SiteID != "":
+		return invalid("%s.site_id is set on an organisation key; only a badge key is bound to a site", where)
+	case k.Kind == KeyBadge && !ids.Valid(ids.Site, k.SiteID):
+		return invalid("%s.site_id is not a site ID: a badge key is certified for one site", where)
+	case k.Kind != KeyPass && k.Kind != KeyBadge:
+		return invalid("%s.kind %q is not %q", where, k.Kind, KeyBadge)
 	}
 	return nil
 }
@@ -861,6 +889,12 @@ type Status struct {
 	Seq      uint64    `json:"seq"`    // last change applied
 	Outbox   int       `json:"outbox"` // facts not yet acknowledged
 	Software string    `json:"software,omitempty"`
+	// BadgeKey is the public half of the edge's own walk-in badge key, in
+	// every online status, for the cloud to certify for the edge's site
+	// (docs/decisions.md, "Offline walk-in badge passes"). A retained
+	// status carries it again after every reconnection, so a certification
+	// lost to an outage is asked for again with no state of its own.
+	BadgeKey []byte `json:"badge_key,omitempty"`
 }
 
 func (s *Status) validate() error {
@@ -873,6 +907,10 @@ func (s *Status) validate() error {
 		return invalid("outbox is negative")
 	case len(s.Software) > maxSoftwareVer:
 		return invalid("software is longer than %d bytes", maxSoftwareVer)
+	case s.BadgeKey != nil && len(s.BadgeKey) != ed25519.PublicKeySize:
+		return invalid("badge_key is not a %d-byte Ed25519 key", ed25519.PublicKeySize)
+	case s.BadgeKey != nil && s.State != "online":
+		return invalid("an offline status carries no badge_key")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -46,10 +47,10 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	// The MQTT edge half (sync/mqttsync), made by the App once the cache
 	// is open: the cache is its store.
 	var half atomic.Pointer[mqttsync.Edge]
-	deps.NewSyncer = func(c *cache.Cache) (edge.Syncer, error) {
+	deps.NewSyncer = func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
 			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
-			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software,
+			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software, BadgeKey: badge,
 		})
 		if err != nil {
 			return nil, err

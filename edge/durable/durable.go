@@ -1,0 +1,82 @@
+// Package durable puts new files on the appliance's data partition so that
+// a power cut at any instant leaves either no file or the whole of it,
+// never one in between: the cache's new file, its damaged file moved
+// aside, and the appliance's badge key are made this way.
+//
+// It may import the standard library only.
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// LinkNew gives the file old the name new too, failing with an error
+// wrapping fs.ErrExist when new exists: it never replaces a file. Where
+// the file system has no hard links it renames old to new after checking
+// new does not exist, which is as safe unless two processes race. It
+// syncs the directory, so the name survives a power cut.
+func LinkNew(old, new string) error {
+	err := os.Link(old, new)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		if _, serr := os.Lstat(new); serr == nil {
+			return fmt.Errorf("link %s: %w", new, fs.ErrExist)
+		} else if !errors.Is(serr, fs.ErrNotExist) {
+			return serr
+		}
+		err = os.Rename(old, new)
+	}
+	if err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(new))
+}
+
+// SyncDir makes the names in dir durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// CreateNew writes data to a new file at path with permissions perm,
+// durably (the data fsync'd before the file gets its name, the directory
+// after): built under a temporary name beside path and linked into place
+// with LinkNew, so a file at path is always whole. It fails with an error
+// wrapping fs.ErrExist, writing nothing, when path exists.
+func CreateNew(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // once linked, path keeps the file
+	if err := tmp.Chmod(perm); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return LinkNew(name, path)
+}

@@ -1,0 +1,196 @@
+package passtoken
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+)
+
+const (
+	// BadgePrefix starts every walk-in badge token: a pass signed by a site
+	// appliance's own key for a visitor who walked in, valid at that site
+	// until the end of the local day. The digit is the version. A reader
+	// tells it from a visit pass ([Prefix]) and a personal pass
+	// ([PersonPrefix]) by these three bytes.
+	BadgePrefix = "B1:"
+
+	// BadgeLen is the length of every badge token: the payload has no
+	// optional parts, so anything longer or shorter is ErrMalformed.
+	BadgeLen = len(BadgePrefix) + (8*(badgeSize+ed25519.SignatureSize)+4)/5
+
+	// MaxBadgeValidity bounds how long after its issue a badge may be
+	// valid. A badge lasts until the end of its local day of issue: at
+	// most a day and the longest daylight-saving shift (2 hours, in
+	// Antarctica/Troll). Two days leaves room for any zone's oddity while
+	// keeping a badge a day pass, whoever signed it.
+	MaxBadgeValidity = 48 * time.Hour
+)
+
+// Layout of the badge payload; doc.go draws it.
+const (
+	offBadgeVisit  = keyIDSize
+	offBadgeSite   = offBadgeVisit + uuidSize
+	offBadgeIssued = offBadgeSite + uuidSize
+	offBadgeUntil  = offBadgeIssued + 4
+	badgeSize      = offBadgeUntil + 4
+	badgeRawSize   = badgeSize + ed25519.SignatureSize
+)
+
+// BadgeClaims is what a walk-in badge asserts. Times are whole Unix
+// seconds: SignBadge drops any fraction, and VerifyBadge returns them in
+// UTC.
+type BadgeClaims struct {
+	VisitID  string    // TypeID "visit_..." of the walk-in's visit, made at the site
+	SiteID   string    // TypeID "site_..." of the site whose appliance signed it
+	IssuedAt time.Time // required
+	// NotAfter is the last second the badge admits: the end of the local
+	// day of issue at the site. At or after IssuedAt, and at most
+	// MaxBadgeValidity after it.
+	NotAfter time.Time
+}
+
+// BadgeKeyID is the ID a walk-in badge key goes by: the first 4 bytes of
+// the SHA-256 of its public key, as 8 lower-case hex digits. Deriving it
+// means the appliance's key file needs to hold only the key, and the
+// cloud and the appliance cannot disagree on it. It returns an error
+// wrapping ErrInvalidKey for a key that is not ed25519.PublicKeySize bytes.
+func BadgeKeyID(pub ed25519.PublicKey) (string, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return "", fmt.Errorf("badge key ID: key has %d bytes, want %d: %w", len(pub), ed25519.PublicKeySize, ErrInvalidKey)
+	}
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:keyIDSize]), nil
+}
+
+// BadgeKey returns the Key that signs walk-in badges with priv, under its
+// BadgeKeyID. It returns an error wrapping ErrInvalidKey when priv is not
+// ed25519.PrivateKeySize bytes.
+func BadgeKey(priv ed25519.PrivateKey) (Key, error) {
+	if len(priv) != ed25519.PrivateKeySize {
+		return Key{}, fmt.Errorf("badge key: private key has %d bytes, want %d: %w", len(priv), ed25519.PrivateKeySize, ErrInvalidKey)
+	}
+	pub, _ := priv.Public().(ed25519.PublicKey)
+	id, err := BadgeKeyID(pub)
+	if err != nil {
+		return Key{}, err
+	}
+	return Key{ID: id, Private: priv}, nil
+}
+
+// checkBadge holds the rules on a badge's times both SignBadge and
+// VerifyBadge enforce.
+func checkBadge(issued, until uint32) error {
+	switch {
+	case issued == 0:
+		return fmt.Errorf("issued at is zero")
+	case until < issued:
+		return fmt.Errorf("not after %d is before issued at %d", until, issued)
+	case time.Duration(until-issued)*time.Second > MaxBadgeValidity:
+		return fmt.Errorf("not after is %ds after issued at, more than %s", until-issued, MaxBadgeValidity)
+	}
+	return nil
+}
+
+// SignBadge returns the walk-in badge token for c signed by k. It returns
+// an error wrapping ErrInvalidKey when k is not a usable key and
+// ErrInvalidClaims when c cannot be encoded: an ID that is not a TypeID
+// of its prefix, a zero IssuedAt, a time outside 1970-01-01 00:00:01 to
+// 2106-02-07 06:28:15 UTC, or NotAfter before IssuedAt or more than
+// MaxBadgeValidity after it. The token depends only on k and c.
+func SignBadge(k Key, c BadgeClaims) (string, error) {
+	keyID, ok := parseKeyID(k.ID)
+	if !ok {
+		return "", fmt.Errorf("sign badge: key ID %q is not %d lower-case hex digits: %w", k.ID, 2*keyIDSize, ErrInvalidKey)
+	}
+	if len(k.Private) != ed25519.PrivateKeySize {
+		return "", fmt.Errorf("sign badge: private key has %d bytes, want %d: %w", len(k.Private), ed25519.PrivateKeySize, ErrInvalidKey)
+	}
+	visit, ok := parseTypeID(visitPrefix, c.VisitID)
+	if !ok {
+		return "", fmt.Errorf("sign badge: %w: visit ID %q is not a %s_ TypeID", ErrInvalidClaims, c.VisitID, visitPrefix)
+	}
+	site, ok := parseTypeID(sitePrefix, c.SiteID)
+	if !ok {
+		return "", fmt.Errorf("sign badge: %w: site ID %q is not a %s_ TypeID", ErrInvalidClaims, c.SiteID, sitePrefix)
+	}
+	if c.IssuedAt.IsZero() || c.NotAfter.IsZero() {
+		return "", fmt.Errorf("sign badge: %w: issued at and not after are required", ErrInvalidClaims)
+	}
+	issued, err := unixSeconds("issued at", c.IssuedAt)
+	if err != nil {
+		return "", fmt.Errorf("sign badge: %w: %w", ErrInvalidClaims, err)
+	}
+	until, err := unixSeconds("not after", c.NotAfter)
+	if err != nil {
+		return "", fmt.Errorf("sign badge: %w: %w", ErrInvalidClaims, err)
+	}
+	if err := checkBadge(issued, until); err != nil {
+		return "", fmt.Errorf("sign badge: %w: %w", ErrInvalidClaims, err)
+	}
+
+	var buf [len(BadgePrefix) + badgeRawSize]byte
+	n := copy(buf[:], BadgePrefix)
+	copy(buf[n:], keyID[:])
+	copy(buf[n+offBadgeVisit:], visit[:])
+	copy(buf[n+offBadgeSite:], site[:])
+	binary.BigEndian.PutUint32(buf[n+offBadgeIssued:], issued)
+	binary.BigEndian.PutUint32(buf[n+offBadgeUntil:], until)
+	n += badgeSize
+	copy(buf[n:], ed25519.Sign(k.Private, buf[:n]))
+
+	var text [BadgeLen]byte
+	copy(text[:], BadgePrefix)
+	b32.Encode(text[len(BadgePrefix):], buf[len(BadgePrefix):])
+	return string(text[:]), nil
+}
+
+// VerifyBadge checks a walk-in badge token against keys and returns its
+// claims. Like Verify it returns an error wrapping ErrMalformed,
+// ErrUnknownKey or ErrBadSignature, checked in that order, never panics,
+// and accepts exactly the text SignBadge writes. keys must hold only badge
+// keys certified for the verifier's own site: the token's site is the
+// caller's to compare, and whether it admits now (its day, the visit's
+// state) is the caller's to judge.
+func VerifyBadge(token string, keys KeySet) (BadgeClaims, error) {
+	if len(token) != BadgeLen || !strings.HasPrefix(token, BadgePrefix) {
+		return BadgeClaims{}, fmt.Errorf("verify badge: no %q prefix or not %d characters: %w", BadgePrefix, BadgeLen, ErrMalformed)
+	}
+	var buf [len(BadgePrefix) + badgeRawSize]byte
+	copy(buf[:], BadgePrefix)
+	n, ok := decodeBase32(buf[len(BadgePrefix):], token[len(BadgePrefix):])
+	if !ok || n != badgeRawSize {
+		return BadgeClaims{}, fmt.Errorf("verify badge: not canonical base32 of a payload and signature: %w", ErrMalformed)
+	}
+	raw := buf[len(BadgePrefix):]
+	issued := binary.BigEndian.Uint32(raw[offBadgeIssued:])
+	until := binary.BigEndian.Uint32(raw[offBadgeUntil:])
+	if err := checkBadge(issued, until); err != nil {
+		return BadgeClaims{}, fmt.Errorf("verify badge: %w: %w", ErrMalformed, err)
+	}
+
+	var id [2 * keyIDSize]byte
+	hex.Encode(id[:], raw[:keyIDSize])
+	pub, ok := keys[string(id[:])]
+	if !ok {
+		return BadgeClaims{}, fmt.Errorf("verify badge: key %s: %w", string(id[:]), ErrUnknownKey)
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return BadgeClaims{}, fmt.Errorf("verify badge: key %s has %d bytes: %w", string(id[:]), len(pub), ErrUnknownKey)
+	}
+	if !ed25519.Verify(pub, buf[:len(BadgePrefix)+badgeSize], raw[badgeSize:]) {
+		return BadgeClaims{}, fmt.Errorf("verify badge: key %s: %w", string(id[:]), ErrBadSignature)
+	}
+	var visit, site [uuidSize]byte
+	copy(visit[:], raw[offBadgeVisit:])
+	copy(site[:], raw[offBadgeSite:])
+	// One string holds both IDs: the conversion copies once.
+	var tmp [2 * typeIDSize]byte
+	b := appendTypeID(tmp[:0], visitPrefix, &visit)
+	visitEnd := len(b)
+	ids := string(appendTypeID(b, sitePrefix, &site))
+	return BadgeClaims{VisitID: ids[:visitEnd], SiteID: ids[visitEnd:], IssuedAt: fromUnix(issued), NotAfter: fromUnix(until)}, nil
+}
