@@ -24,6 +24,7 @@ import (
 	"github.com/svc-vms/svc/gate"
 	"github.com/svc-vms/svc/gate/reader"
 	"github.com/svc-vms/svc/gate/relay"
+	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -71,6 +72,12 @@ type Deps struct {
 	// key, for the sync half's status to carry (the cloud certifies it).
 	// Nil runs the gates without one (the cache then never gets fresher).
 	NewSyncer func(c *cache.Cache, badge ed25519.PublicKey) (Syncer, error)
+	// Online reports whether the cloud takes the site's facts now, for the
+	// kiosk's offline indicator; nil: never (the kiosk says offline).
+	Online func() bool
+	// KioskPrinter is the label printer a kiosk paired without one prints
+	// on ("" for none): --simulate's simulated printer.
+	KioskPrinter string
 	// BrokerState reports the sync half's state for GET /status; it is
 	// marshalled as JSON. Nil leaves it out.
 	BrokerState func() any
@@ -93,12 +100,16 @@ type App struct {
 	readyOnce sync.Once
 	listening Listening
 	handler   atomic.Pointer[http.Handler]
+	// kioskDevices are the kiosk's paired devices once Run opened them.
+	kioskDevices atomic.Pointer[kiosk.Devices]
 }
 
 // Listening is where a running App listens.
 type Listening struct {
 	// HTTP is the local HTTP server's address.
 	HTTP net.Addr
+	// Kiosk is the kiosk's address; nil when the config has no kiosk.
+	Kiosk net.Addr
 	// Readers holds each gate's TCP readers' addresses, in config order.
 	Readers map[string][]net.Addr
 }
@@ -153,6 +164,8 @@ type site struct {
 	cache *cache.Cache
 	// badge signs walk-in badges at the desk (the kiosk's store).
 	badge   *badgekey.Key
+	kiosk   *kioskSite // nil without a kiosk
+	notify  func()     // tells the sync half a fact waits
 	relays  []*relay.Relay
 	gates   map[string]*gate.Gate
 	doors   map[string]*relay.DoorSensor
@@ -199,6 +212,9 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { return s.syncer.Run(gctx) })
 	}
 	g.Go(func() error { return a.pruneLoop(gctx, s.cache) })
+	if s.kiosk != nil {
+		g.Go(func() error { return a.serveKiosk(gctx, s.kiosk) })
+	}
 	// A cache whose file can no longer be read refuses every call from
 	// then on: stop, naming the file, rather than run the gates on it.
 	g.Go(func() error {
@@ -277,11 +293,11 @@ func (a *App) open() (s *site, err error) {
 			return s, fmt.Errorf("edge: sync: %w", err)
 		}
 	}
-	notify := func() {}
+	s.notify = func() {}
 	if s.syncer != nil {
-		notify = s.syncer.Notify
+		s.notify = s.syncer.Notify
 	}
-	st := store{c: s.cache, notify: notify}
+	st := store{c: s.cache, notify: s.notify}
 	passes := new(gate.Passes)
 	for _, gc := range a.cfg.Gates {
 		pin, err := a.d.OpenPin(gc.Relay.Pin)
@@ -341,6 +357,12 @@ func (a *App) open() (s *site, err error) {
 		return s, fmt.Errorf("edge: local http: %w", err)
 	}
 	a.listening = Listening{HTTP: s.http.Addr(), Readers: map[string][]net.Addr{}}
+	if a.cfg.Kiosk != nil {
+		if err := a.openKiosk(s); err != nil {
+			return s, err
+		}
+		a.listening.Kiosk = s.kiosk.ln.Addr()
+	}
 	for id, rs := range s.tcp {
 		for _, r := range rs {
 			a.listening.Readers[id] = append(a.listening.Readers[id], r.Addr())
@@ -354,6 +376,9 @@ func (a *App) open() (s *site, err error) {
 func (a *App) close(s *site) {
 	if s.http != nil {
 		_ = s.http.Close()
+	}
+	if s.kiosk != nil {
+		_ = s.kiosk.ln.Close()
 	}
 	for _, rs := range s.tcp {
 		for _, r := range rs {

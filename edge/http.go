@@ -22,6 +22,9 @@ func (a *App) routes(s *site) http.Handler {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) { a.metrics(w, s) })
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) { a.status(w, s) })
 	mux.HandleFunc("POST /gates/{gate_id}/scan", func(w http.ResponseWriter, r *http.Request) { a.scan(w, r, s) })
+	if s.kiosk != nil {
+		mux.Handle("/kiosk/", s.kiosk.srv.AdminHandler()) // loopback clients only, whatever listen is
+	}
 	mux.Handle("POST /gates/{gate_id}/frames", reader.NewFrames(reader.FramesConfig{
 		Gates:   func(id string) bool { return s.cameras[id] },
 		Deliver: s.debounced,

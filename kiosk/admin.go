@@ -77,6 +77,9 @@ func (s *Server) adminCode(w http.ResponseWriter, r *http.Request) {
 	if in.Mode == "" {
 		in.Mode = ModeVisitor
 	}
+	if in.Printer == "" {
+		in.Printer = s.cfg.DefaultPrinter
+	}
 	c, err := s.cfg.Devices.NewCode(in.Name, in.Mode, in.Printer, s.cfg.Now())
 	if err != nil {
 		adminJSON(w, http.StatusUnprocessableEntity, AdminError{Error: err.Error()})

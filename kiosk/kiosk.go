@@ -75,6 +75,9 @@ type Config struct {
 	Printer *printer.Queue
 	// Label is the label badges are rendered for ("62x100" when empty).
 	Label string
+	// DefaultPrinter is the printer of devices paired without one ("" for
+	// none): the demo's simulated printer.
+	DefaultPrinter string
 	// DecodeImage reads a pass's QR from a camera photo.
 	DecodeImage func(b []byte) (string, error)
 	// Secure marks cookies Secure (the kiosk is served over TLS).

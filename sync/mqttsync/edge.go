@@ -179,6 +179,13 @@ type EdgeState struct {
 	Counters     EdgeCounters
 }
 
+// TakingFacts reports whether the cloud takes the site's facts at now: the
+// broker is connected and no fact has waited longer than wait for its
+// acknowledgement. The reception kiosk says the site is offline when not.
+func (s EdgeState) TakingFacts(now time.Time, wait time.Duration) bool {
+	return s.Connected && (s.OutboxDepth == 0 || s.OutboxOldest.IsZero() || now.Sub(s.OutboxOldest) < wait)
+}
+
 // EdgeCounters count events since NewEdge.
 type EdgeCounters struct {
 	Connects       uint64

@@ -38,7 +38,20 @@ type edgeFile struct {
 	} `json:"broker"`
 	DataDir string         `json:"data_dir,omitempty"`
 	Gates   []edgeFileGate `json:"gates"`
+	Kiosk   *edgeFileKiosk `json:"kiosk,omitempty"`
 }
+
+// edgeFileKiosk is the reception kiosk the appliance serves.
+type edgeFileKiosk struct {
+	Comment   string   `json:"//,omitempty"`
+	Listen    string   `json:"listen"`
+	Languages []string `json:"languages"`
+	Label     string   `json:"label"`
+}
+
+// kioskComment says how the kiosk is reached and who may use it.
+const kioskComment = "The reception kiosk: tablets on the site's LAN open http://THIS-APPLIANCE:PORT/ and pair " +
+	"with a code from svc-edge kiosk pair; nothing but the pairing page answers an unpaired browser."
 
 type edgeFileGate struct {
 	GateID  string           `json:"gate_id"`
@@ -70,6 +83,7 @@ const readerComment = "Loopback only: a reader on this machine. To take passes f
 const (
 	firstReaderPort = 9001
 	firstRelayPin   = 17
+	kioskPort       = 8088
 )
 
 // edgeConfig is the configuration of an appliance for the edge at the
@@ -88,6 +102,7 @@ func edgeConfig(e cloud.Edge, password string, broker edgeBroker, gates []cloud.
 		fg.WhenStale = "fail_secure"
 		f.Gates = append(f.Gates, fg)
 	}
+	f.Kiosk = &edgeFileKiosk{Comment: kioskComment, Listen: fmt.Sprintf("0.0.0.0:%d", kioskPort), Languages: []string{"en", "fr"}, Label: "62x100"}
 	return f
 }
 
@@ -394,6 +409,7 @@ func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path string, b
 	}
 	file := edgeConfig(e, secret, broker, gates)
 	file.DataDir = "edge"
+	file.Kiosk.Listen = fmt.Sprintf("127.0.0.1:%d", kioskPort) // the demo's browser is on this machine
 	raw, _ := json.MarshalIndent(file, "", "  ")
 	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
 		return fmt.Errorf("demo edge: %w", err)

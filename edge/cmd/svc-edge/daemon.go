@@ -8,13 +8,18 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/kiosk"
+	"github.com/svc-vms/svc/kiosk/badge"
+	"github.com/svc-vms/svc/kiosk/printer"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
@@ -64,10 +69,26 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
+	deps.Online = func() bool {
+		e := half.Load()
+		return e != nil && e.State().TakingFacts(time.Now(), edge.OnlineWait)
+	}
+	if *simulate && cfg.Kiosk != nil {
+		// The demo's label printer: a simulated Brother QL that keeps what
+		// it prints as PNGs beside the cache.
+		sim, err := simulatedPrinter(ctx, filepath.Join(filepath.Dir(cfg.CachePath), "printed"), cfg.Kiosk.Label, log)
+		if err != nil {
+			return err
+		}
+		deps.KioskPrinter = sim
+	}
 
 	app, err := edge.New(cfg, deps)
 	if err != nil {
 		return err
+	}
+	if *simulate && cfg.Kiosk != nil {
+		go announceKiosk(ctx, app, stderr)
 	}
 	if err := app.Run(ctx); errors.Is(err, cache.ErrDamaged) {
 		return fmt.Errorf("%w\n%s", err, damagedHelp(*path))
@@ -75,6 +96,57 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// simulatedPrinter starts a simulated label printer on 127.0.0.1:9100, or
+// on a free port when that is taken, loaded with label's labels, and
+// returns its address.
+func simulatedPrinter(ctx context.Context, dir, label string, log *slog.Logger) (string, error) {
+	sim, err := printer.ListenSimulator("127.0.0.1:9100", dir, log)
+	if err != nil {
+		if sim, err = printer.ListenSimulator("127.0.0.1:0", dir, log); err != nil {
+			return "", fmt.Errorf("simulated printer: %w", err)
+		}
+	}
+	if l, ok := badge.LabelByName(label); ok {
+		sim.Load(printer.MediaOf(l))
+	}
+	go func() {
+		if err := sim.Run(ctx); err != nil {
+			log.Error("simulated printer stopped", "error", err.Error())
+		}
+	}()
+	log.Info("simulated label printer", "addr", sim.Addr(), "printed", dir)
+	return sim.Addr(), nil
+}
+
+// announceKiosk prints the demo kiosk's address and two pairing codes once
+// the App serves: one for a visitor tablet, one for the reception desk.
+func announceKiosk(ctx context.Context, app *edge.App, w io.Writer) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-app.Ready():
+	}
+	visitor, err := app.NewPairingCode("Demo visitor tablet", kiosk.ModeVisitor)
+	if err != nil {
+		return
+	}
+	desk, err := app.NewPairingCode("Demo reception desk", kiosk.ModeReception)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "\nreception kiosk: http://%s/\n  pairing code for a visitor tablet:  %s\n  pairing code for the reception desk: %s\n"+
+		"  (each works once, for %s; more with: svc-edge kiosk pair --addr %s [--mode reception])\n\n",
+		app.Listening().Kiosk, dash(visitor.Code), dash(desk.Code), kiosk.PairingTTL, app.Listening().HTTP)
+}
+
+// dash shows a 6-digit pairing code as 123-456.
+func dash(code string) string {
+	if len(code) != 6 {
+		return code
+	}
+	return code[:3] + "-" + code[3:]
 }
 
 // defaultGCPercent is the daemon's GOGC unless the environment sets one.

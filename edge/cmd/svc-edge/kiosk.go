@@ -54,8 +54,8 @@ func kioskCommand(args []string, stdin io.Reader, stdout, stderr io.Writer) erro
 		if err := c.do(http.MethodPost, "/kiosk/pairing-codes", kiosk.CodeRequest{Name: *name, Mode: *mode, Printer: *printer}, &code); err != nil {
 			return fmt.Errorf("kiosk pair: %w", err)
 		}
-		_, err := fmt.Fprintf(stdout, "pairing code: %s-%s\nType it on the kiosk's pairing page within %s (until %s). It works once.\n",
-			code.Code[:3], code.Code[3:], kiosk.PairingTTL, code.Expires.Local().Format("15:04"))
+		_, err := fmt.Fprintf(stdout, "pairing code: %s\nType it on the kiosk's pairing page within %s (until %s). It works once.\n",
+			dash(code.Code), kiosk.PairingTTL, code.Expires.Local().Format("15:04"))
 		return err
 	case "list":
 		var devs []kiosk.DeviceJSON
