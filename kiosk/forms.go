@@ -85,3 +85,14 @@ func (s *Server) parseForm(rq *request, vt VisitType, values url.Values) (answer
 	res := formview.Parse(f, values, s.formOptions(rq))
 	return res.Answers, res.Errors, res.OK()
 }
+
+// formAsksCompany reports whether the type's form has a company question,
+// a text one: the visitor's company is then its answer.
+func (s *Server) formAsksCompany(vt VisitType) bool {
+	f, err := s.forms.get(vt.Schema)
+	if err != nil {
+		return false
+	}
+	q, ok := f.Question("company")
+	return ok && q.Type == "string"
+}

@@ -52,6 +52,12 @@ func TestKiosk_WalkInAsksTheTypesFormAndEnforcesRequired(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("complete answers: %d %s", res.StatusCode, body(t, res))
 	}
+	if c := h.store.walkIns[0].Visitor.Company; c != "Sparks Ltd" {
+		t.Errorf("visitor company = %q, want the form's answer", c)
+	}
+	if strings.Contains(page, `id="company"`) {
+		t.Errorf("the company is asked twice: by the kiosk and by the form")
+	}
 	got := h.store.walkIns[0].CustomFields
 	for k, want := range map[string]string{"company": `"Sparks Ltd"`, "work_area": `"electrical"`, "permit_number": `"PTW-118"`, "supervisor": `"` + super.ID + `"`} {
 		if string(got[k]) != want {

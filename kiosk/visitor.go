@@ -166,6 +166,9 @@ type walkIn struct {
 	Phone     string
 	Company   string
 	Form      any // the type's questions, rendered
+	// FormAsksCompany: the type's form has a company question, which then
+	// gives the visitor's company (asked once, not twice).
+	FormAsksCompany bool
 }
 
 // walkInStart reads the receiver and type every later step carries.
@@ -251,6 +254,7 @@ func (s *Server) walkInDetails(w http.ResponseWriter, r *http.Request, rq *reque
 		wi.VisitorID, wi.Email, wi.Phone = v.ID, v.Email, v.Phone
 	}
 	wi.VisitID = ids.New(ids.Visit)
+	wi.FormAsksCompany = s.formAsksCompany(wi.Type)
 	wi.Form = s.renderForm(rq, wi.Type, nil, nil)
 	s.render(w, r, rq, http.StatusOK, "walkin_details", &page{Idle: true, Data: wi})
 }
@@ -290,6 +294,12 @@ func (s *Server) walkInSubmit(w http.ResponseWriter, r *http.Request, rq *reques
 	}
 	answers, formErrs, ok := s.parseForm(rq, wi.Type, f)
 	in.CustomFields = answers
+	if wi.FormAsksCompany = s.formAsksCompany(wi.Type); wi.FormAsksCompany {
+		var company string
+		if json.Unmarshal(answers["company"], &company) == nil {
+			in.Visitor.Company, wi.Company = strings.TrimSpace(company), strings.TrimSpace(company)
+		}
+	}
 	var errs map[string]string
 	if ok {
 		v, err := s.cfg.Store.WalkIn(r.Context(), in)
