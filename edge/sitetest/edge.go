@@ -53,6 +53,15 @@ type EdgeOptions struct {
 	// certification does not move the feed's head under a test that
 	// counts changes. Read by NewEdge only.
 	BadgeKeyByStatus bool
+	// Kiosk serves the reception kiosk on a free port (English and
+	// French), its badges printed on KioskPrinter when that is set; read
+	// by NewEdge (Kiosk) and Start (KioskPrinter).
+	Kiosk        bool
+	KioskPrinter string
+	// OnlineWait is how long facts may wait unacknowledged before the
+	// kiosk says the site is offline; default 2s (edge.OnlineWait in
+	// production).
+	OnlineWait time.Duration
 }
 
 // syncConfig is an edge half's configuration for cfg with the test
@@ -174,6 +183,9 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 		"listen":     fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		"gates":      gates,
 	}
+	if opts.Kiosk {
+		file["kiosk"] = map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]), "languages": []string{"en", "fr"}}
+	}
 	raw, err := json.MarshalIndent(file, "", "  ")
 	must(t, err)
 	must(t, os.WriteFile(e.ConfigPath, raw, 0o600))
@@ -277,6 +289,15 @@ func (e *Edge) Start() {
 		},
 		BrokerState: func() any { return r.half.Load().State() },
 		Now:         e.Clock.Now,
+		Online: func() bool {
+			wait := opts.OnlineWait
+			if wait == 0 {
+				wait = 2 * time.Second
+			}
+			h := r.half.Load()
+			return h != nil && h.State().TakingFacts(time.Now(), wait)
+		},
+		KioskPrinter: opts.KioskPrinter,
 	}
 	app, err := edge.New(cfg, deps)
 	must(e.t, err)
@@ -327,6 +348,19 @@ func (e *Edge) stopAll() {
 	if c != nil {
 		c.Kill()
 	}
+}
+
+// App is the in-process App.
+func (e *Edge) App() *edge.App { return e.running().app }
+
+// KioskURL is the running kiosk's base URL, http://127.0.0.1:PORT.
+func (e *Edge) KioskURL() string {
+	e.t.Helper()
+	a := e.running().app.Listening().Kiosk
+	if a == nil {
+		e.t.Fatal("sitetest: the edge serves no kiosk (EdgeOptions.Kiosk)")
+	}
+	return "http://" + a.String()
 }
 
 func (e *Edge) running() *edgeRun {

@@ -31,7 +31,9 @@ async function shot(page, name) {
   await page.screenshot({ path: file, fullPage: true });
 }
 
-// check runs axe-core on the page and keeps what it reports.
+// check runs axe-core on the page and keeps what it reports. The pages'
+// Content-Security-Policy allows no injected script: the contexts bypass
+// it for axe alone.
 async function check(page, name) {
   await page.addScriptTag({ path: axePath });
   const res = await page.evaluate(async () =>
@@ -58,6 +60,7 @@ async function pair(context, code) {
   const page = await context.newPage();
   await page.goto(plan.url + "/");
   if (!page.url().endsWith("/pair")) fail(`an unpaired browser was not sent to /pair but ${page.url()}`);
+  await setLanguage(page);
   await screen(page, "pair");
   await page.getByLabel(T["pair.code"]).fill(code);
   await page.getByRole("button", { name: T["pair.submit"] }).click();
@@ -74,33 +77,49 @@ async function setLanguage(page) {
   if (lang !== plan.lang) fail(`language switch: html lang is ${lang}`);
 }
 
+// waitForText reloads the page until it shows text: what depends on the
+// cloud's acknowledgement (the host told) shows within seconds online.
+async function waitForText(page, text, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const body = await page.textContent("main");
+    if (body.includes(text)) return;
+    if (Date.now() > end) fail(`"${text}" did not appear on ${page.url()}: ${body.slice(0, 300)}`);
+    await page.waitForTimeout(250);
+    await page.reload();
+  }
+}
+
 // walkIn signs a visitor in for a team, answering the type's form.
 async function walkIn(page, who) {
   await page.goto(plan.url + "/");
   await screen(page, "welcome");
   await page.getByRole("link", { name: T["welcome.sign_in"] }).click();
+  await page.waitForLoadState();
   await screen(page, "walkin-who");
-  await page.getByRole("link", { name: who.team }).click();
+  await page.getByRole("link", { name: who.team, exact: true }).click();
+  await page.waitForLoadState();
   await screen(page, "walkin-type");
-  await page.getByRole("link", { name: who.typeName }).click();
+  await page.getByRole("link", { name: who.typeName, exact: true }).click();
+  await page.waitForLoadState();
   await page.getByLabel(T["field.name"]).fill(who.name);
   await screen(page, "walkin-name");
   await page.getByRole("button", { name: T["nav.next"] }).click();
   await page.waitForLoadState();
   await page.getByLabel(T["field.phone"]).fill(who.phone);
   await page.getByLabel(T["field.email"]).fill(who.email);
-  await page.getByLabel(T["field.company"]).fill(who.company);
   for (const a of who.answers || []) {
-    if (a.check) await page.getByLabel(a.label, { exact: true }).check();
-    else await page.getByLabel(a.label, { exact: true }).fill(a.value);
+    // A question's label may end with its required mark.
+    const field = page.getByLabel(new RegExp("^" + a.label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+    if (a.check) await field.check();
+    else await field.fill(a.value);
   }
   await screen(page, "walkin-details");
   await page.getByRole("button", { name: T["walkin.submit"] }).click();
   await page.waitForLoadState();
   if (!/\/visits\/visit_[0-9a-z]{26}\/done$/.test(page.url())) {
-    fail(`walk-in did not finish: ${page.url()}: ${(await page.textContent("main")).slice(0, 300)}`);
+    fail(`walk-in did not finish: ${page.url()}: ${(await page.textContent("main")).slice(0, 400)}`);
   }
-  await screen(page, "walkin-done");
   return page.url().match(/visit_[0-9a-z]{26}/)[0];
 }
 
@@ -111,16 +130,15 @@ async function main() {
       "--disable-sync", "--no-first-run", "--disable-quic"],
   });
   try {
-    const visitor = await browser.newContext({ locale: plan.lang });
+    const visitor = await browser.newContext({ locale: plan.lang, bypassCSP: true });
     const vpage = await pair(visitor, plan.codes.visitor);
-    await setLanguage(vpage);
+    const D = plan.data;
 
-    // Walk-in for a team: it joins the queue.
-    results.walkIn = await walkIn(vpage, plan.data.walkIn);
-    if (plan.phase === "offline") await expectText(vpage, T["done.told_later"].split("%s")[1].trim().slice(0, 20));
-    // The badge's image is there and the printer prints it.
-    const img = await vpage.locator("img.badge").getAttribute("src");
-    if (!img) fail("no badge on the done page");
+    // Walk-in for a team: the team is told (online) or will be (offline).
+    results.walkIn = await walkIn(vpage, D.walkIn);
+    await waitForText(vpage, D.expect.walkInTold, 15000);
+    if (D.expect.offline && (await vpage.locator(".offline").count()) === 0) fail("the offline indicator is not shown");
+    await screen(vpage, "walkin-done");
     await vpage.getByRole("button", { name: T["badge.print"] }).click();
     await vpage.waitForLoadState();
     await expectText(vpage, T["print.printed"]);
@@ -134,75 +152,73 @@ async function main() {
     await vpage.waitForURL(plan.url + "/");
     results.idleReset = true;
 
-    // Express check-in by the invitation's short code, and by a scanned pass.
+    // Express check-in by the invitation's short code, and a pass refused
+    // in plain words.
     await vpage.goto(plan.url + "/check-in");
     await screen(vpage, "checkin");
-    await vpage.getByLabel(T["checkin.code"]).fill(plan.data.invitedCode);
-    await vpage.locator("form", { has: vpage.getByLabel(T["checkin.code"]) }).getByRole("button").click();
+    await vpage.getByLabel(T["checkin.code"]).fill(D.invitedCode);
+    await vpage.getByLabel(T["checkin.code"]).press("Enter");
     await vpage.waitForLoadState();
     if (!/\/done$/.test(vpage.url())) fail(`check-in by code: ${vpage.url()}: ${(await vpage.textContent("main")).slice(0, 300)}`);
-    await screen(vpage, "checkin-done");
     results.checkInByCode = vpage.url().match(/visit_[0-9a-z]{26}/)[0];
+    await screen(vpage, "checkin-done");
 
     await vpage.goto(plan.url + "/check-in");
-    await vpage.getByLabel(T["checkin.scan"]).fill(plan.data.earlyPass);
+    await vpage.getByLabel(T["checkin.scan"]).fill(D.earlyPass);
     await vpage.getByLabel(T["checkin.scan"]).press("Enter");
     await vpage.waitForLoadState();
     await expectText(vpage, T["reason.not_yet"]);
     await screen(vpage, "checkin-refused");
 
-    // Sign-out by name: masked results, then goodbye.
+    // Sign-out by name: short names only, then goodbye.
     await vpage.goto(plan.url + "/sign-out");
-    await vpage.getByLabel(T["signout.search"]).fill(plan.data.signOut.search);
+    await vpage.getByLabel(T["signout.search"]).fill(D.signOut.search);
     await vpage.getByLabel(T["signout.search"]).press("Enter");
     await vpage.waitForLoadState();
-    const main = await vpage.textContent("main");
-    if (main.includes(plan.data.signOut.fullName)) fail("sign-out search shows a full name");
+    if ((await vpage.textContent("main")).includes(D.signOut.fullName)) fail("sign-out search shows a full name");
     await screen(vpage, "signout-search");
-    await vpage.getByRole("button", { name: new RegExp(plan.data.signOut.shortName) }).first().click();
+    await vpage.getByRole("button", { name: new RegExp(D.signOut.shortName.replace(".", "\\.")) }).first().click();
     await vpage.waitForLoadState();
     await screen(vpage, "signout-done");
     results.signedOut = true;
 
-    // Reception: on its own paired device.
-    const desk = await browser.newContext({ locale: plan.lang });
+    // Reception, on its own paired device.
+    const desk = await browser.newContext({ locale: plan.lang, bypassCSP: true });
     const dpage = await pair(desk, plan.codes.reception);
-    await setLanguage(dpage);
     await dpage.goto(plan.url + "/reception");
     await screen(dpage, "reception");
-    const row = dpage.locator("tr", { hasText: plan.data.walkIn.name });
-    if ((await row.count()) === 0) fail("the walk-in is not in the queue");
-    if (plan.data.handOver) {
-      const hrow = dpage.locator("tr", { hasText: plan.data.handOver.name });
-      await hrow.getByRole("link", { name: T["reception.hand_over"] }).click();
-      await screen(dpage, "handover");
-      await dpage.getByRole("button", { name: plan.data.handOver.team }).click();
-      await dpage.waitForLoadState();
-      results.handedOver = true;
-    }
-    await row.getByRole("link", { name: T["reception.take"] }).click();
-    await dpage.getByLabel(T["walkin.search_person"]).fill(plan.data.taker.search);
+    const queued = (name) => dpage.locator('section[aria-labelledby="queue"] tr', { hasText: name });
+    if ((await queued(D.walkIn.name).count()) === 0) fail("the walk-in is not in the queue");
+
+    await queued(D.walkIn.name).getByRole("link", { name: T["reception.hand_over"] }).click();
+    await dpage.waitForLoadState();
+    await screen(dpage, "handover");
+    await dpage.getByRole("button", { name: D.handOver.team, exact: true }).click();
+    await dpage.waitForLoadState();
+    if (!(await queued(D.walkIn.name).textContent()).includes(D.handOver.team)) fail("the hand-over's team is not shown in the queue");
+    results.handedOver = true;
+
+    await queued(D.walkIn.name).getByRole("link", { name: T["reception.take"] }).click();
+    await dpage.waitForLoadState();
+    await dpage.getByLabel(T["walkin.search_person"]).fill(D.taker.search);
     await dpage.getByLabel(T["walkin.search_person"]).press("Enter");
     await dpage.waitForLoadState();
     await screen(dpage, "take");
-    await dpage.getByRole("button", { name: new RegExp(plan.data.taker.name) }).click();
+    await dpage.getByRole("button", { name: new RegExp(D.taker.name) }).click();
     await dpage.waitForLoadState();
-    if ((await dpage.locator("#queue ~ table tr", { hasText: plan.data.walkIn.name }).count()) !== 0) {
-      fail("the taken visit is still in the queue");
-    }
+    if ((await queued(D.walkIn.name).count()) !== 0) fail("the taken visit is still in the queue");
     results.taken = true;
 
     await dpage.goto(plan.url + "/reception/on-site/print");
-    await expectText(dpage, plan.data.walkIn.name);
+    await expectText(dpage, D.walkIn.name);
     await screen(dpage, "evacuation");
 
-    if (plan.data.checkOut) {
-      await dpage.goto(plan.url + "/reception");
-      const orow = dpage.locator("tr", { hasText: plan.data.checkOut });
-      await orow.getByRole("button", { name: T["reception.check_out"] }).click();
-      await dpage.waitForLoadState();
-      results.checkedOut = true;
-    }
+    await dpage.goto(plan.url + "/reception");
+    const onsite = dpage.locator('section[aria-labelledby="onsite"] tr', { hasText: D.walkIn.name });
+    await onsite.getByRole("button", { name: T["reception.check_out"] }).click();
+    await dpage.waitForLoadState();
+    if ((await onsite.count()) !== 0) fail("the checked-out visitor is still on site");
+    results.checkedOut = true;
     console.log(JSON.stringify({ ok: true, results, violations }));
   } finally {
     await browser.close();
@@ -210,6 +226,6 @@ async function main() {
 }
 
 main().catch((e) => {
-  console.log(JSON.stringify({ ok: false, error: String(e && e.stack || e), results, violations }));
+  console.log(JSON.stringify({ ok: false, error: String((e && e.stack) || e), results, violations }));
   process.exitCode = 1;
 });
