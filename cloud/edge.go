@@ -64,7 +64,9 @@ type EdgeFact struct {
 // records the fact.
 type FactWrites struct {
 	Visits   []Visit      // visits read through the transaction's load, stored again whole
-	New      []Visit      // visits the fact makes (a re-entry)
+	New      []Visit      // visits the fact makes (a re-entry, a walk-in)
+	Visitors []Visitor    // visitor records the fact makes (a walk-in's new visitor)
+	Messages []Message    // the outbox: a walk-in's pass, notices to a visit's receivers
 	Audit    []AuditEvent // the audit trail
 	Conflict string       // recorded with the fact; "" when the fact agreed with the cloud
 }
