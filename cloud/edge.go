@@ -86,4 +86,10 @@ const (
 	ConflictUnknownPerson     = "unknown_person"  // a punch by no person of the organisation: recorded, no attendance event
 	ConflictPersonInactive    = "person_inactive" // a punch by a deactivated person: recorded, and counted
 	ConflictNotVoided         = "not_voided"      // a relay_failed refusal voids an admit the visit no longer shows: left as it is
+
+	// The desk's (docs/decisions.md, "Kiosk data and facts").
+	ConflictWalkInUnvalidated = "walk_in_unvalidated" // a walk-in the API would refuse now: made all the same, the problems audited
+	ConflictTakenElsewhere    = "taken_elsewhere"     // a take of a visit that got a host, or was handed over, in the cloud meanwhile: the desk's take stands
+	ConflictHasHost           = "has_host"            // a hand-over of a visit with a host: the API's rule, not applied
+	ConflictInvalidReceiver   = "invalid_receiver"    // a hand-over to a receiver the API refuses now (deactivated, archived, elsewhere): not applied
 )
