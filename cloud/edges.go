@@ -132,11 +132,12 @@ func (s *Service) siteEdge(ctx context.Context, site protocol.Site, edgeID strin
 // conflict, and an audit event by the edge; the cloud's ending of a visit
 // stands. Every visit a fact touches goes out on the site's feed again,
 // so the edge converges. The rules are in docs/decisions.md ("Edge facts
-// in the cloud").
+// in the cloud"; the desk's kinds: "Kiosk data and facts").
 //
 // A fact that is not well formed, or whose edge is not one of the site's,
-// returns an error wrapping ErrEdgeRejected and is not recorded; other
-// errors are the store's, and the fact may be applied again later.
+// returns an error wrapping ErrEdgeRejected and is not recorded; so does
+// a desk fact about a visit whose walk_in has not arrived (ErrFactEarly).
+// Other errors are the store's, and the fact may be applied again later.
 func (s *Service) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error {
 	errs, err := s.ApplyFacts(ctx, site, []protocol.Fact{f})
 	if err != nil {
