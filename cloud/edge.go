@@ -70,7 +70,9 @@ type EdgeFact struct {
 // records the fact.
 type FactWrites struct {
 	Visits   []Visit      // visits read through the transaction's load, stored again whole
-	New      []Visit      // visits the fact makes (a re-entry)
+	New      []Visit      // visits the fact makes (a re-entry, a walk-in)
+	Visitors []Visitor    // visitor records the fact makes (a walk-in's new visitor)
+	Messages []Message    // the outbox: a walk-in's pass, notices to a visit's receivers
 	Audit    []AuditEvent // the audit trail
 	Conflict string       // recorded with the fact; "" when the fact agreed with the cloud
 }
@@ -90,4 +92,10 @@ const (
 	ConflictUnknownPerson     = "unknown_person"  // a punch by no person of the organisation: recorded, no attendance event
 	ConflictPersonInactive    = "person_inactive" // a punch by a deactivated person: recorded, and counted
 	ConflictNotVoided         = "not_voided"      // a relay_failed refusal voids an admit the visit no longer shows: left as it is
+
+	// The desk's (docs/decisions.md, "Kiosk data and facts").
+	ConflictWalkInUnvalidated = "walk_in_unvalidated" // a walk-in the API would refuse now: made all the same, the problems audited
+	ConflictTakenElsewhere    = "taken_elsewhere"     // a take of a visit that got a host, or was handed over, in the cloud meanwhile: the desk's take stands
+	ConflictHasHost           = "has_host"            // a hand-over of a visit with a host: the API's rule, not applied
+	ConflictInvalidReceiver   = "invalid_receiver"    // a hand-over to a receiver the API refuses now (deactivated, archived, elsewhere): not applied
 )

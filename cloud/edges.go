@@ -136,11 +136,12 @@ func (s *Service) siteEdge(ctx context.Context, site protocol.Site, edgeID strin
 // conflict, and an audit event by the edge; the cloud's ending of a visit
 // stands. Every visit a fact touches goes out on the site's feed again,
 // so the edge converges. The rules are in docs/decisions.md ("Edge facts
-// in the cloud").
+// in the cloud"; the desk's kinds: "Kiosk data and facts").
 //
 // A fact that is not well formed, or whose edge is not one of the site's,
-// returns an error wrapping ErrEdgeRejected and is not recorded; other
-// errors are the store's, and the fact may be applied again later.
+// returns an error wrapping ErrEdgeRejected and is not recorded; so does
+// a desk fact about a visit whose walk_in has not arrived (ErrFactEarly).
+// Other errors are the store's, and the fact may be applied again later.
 func (s *Service) ApplyFact(ctx context.Context, site protocol.Site, f protocol.Fact) error {
 	errs, err := s.ApplyFacts(ctx, site, []protocol.Fact{f})
 	if err != nil {
@@ -172,6 +173,8 @@ func (s *Service) ApplyFacts(ctx context.Context, site protocol.Site, facts []pr
 	now := s.Now()
 	batch := make([]EdgeFact, 0, len(facts))
 	judges := make([]factJudge, 0, len(facts))
+	var desk *deskBatch       // read at the batch's first desk fact
+	made := map[string]bool{} // the visits the batch's walk-ins make
 	for i, f := range facts {
 		if _, err := protocol.Encode(&f); err != nil {
 			errs[i] = fmt.Errorf("apply fact %s: %w: %w", f.ID, ErrEdgeRejected, err)
@@ -193,7 +196,7 @@ func (s *Service) ApplyFacts(ctx context.Context, site protocol.Site, facts []pr
 			continue
 		}
 		gateOK, ok := gates[f.GateID]
-		if !ok {
+		if !ok && !protocol.DeskKind(f.Kind) {
 			g, err := s.store.Gate(ctx, t, f.GateID)
 			switch {
 			case err == nil:
@@ -213,8 +216,25 @@ func (s *Service) ApplyFacts(ctx context.Context, site protocol.Site, facts []pr
 				return nil, fmt.Errorf("apply fact %s: %w", f.ID, err)
 			}
 		}
+		var prep deskPrep
+		if protocol.DeskKind(f.Kind) {
+			if desk == nil {
+				if desk, err = s.newDeskBatch(ctx, t, siteID); err != nil {
+					return nil, fmt.Errorf("apply facts: %w", err)
+				}
+			}
+			prep, err = desk.prepare(f, made, now)
+			switch {
+			case errors.Is(err, ErrEdgeRejected):
+				errs[i] = fmt.Errorf("apply fact %s: %w", f.ID, err)
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("apply fact %s: %w", f.ID, err)
+			}
+		}
 		batch = append(batch, EdgeFact{Tenant: t, SiteID: siteID, Fact: f, ReceivedAt: now})
-		judges = append(judges, factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now, punchConflict: punchConflict})
+		judges = append(judges, factJudge{t: t, siteID: siteID, f: f, gateOK: gateOK, now: now, punchConflict: punchConflict,
+			desk: desk, prep: prep})
 	}
 	if len(batch) == 0 {
 		return errs, nil
@@ -245,6 +265,9 @@ type factJudge struct {
 	// stands (ConflictUnknownPerson, ConflictPersonInactive); "" when it
 	// was.
 	punchConflict string
+	desk          *deskBatch     // a desk fact's batch; nil for a gate's
+	prep          deskPrep       // what a desk fact read before the transaction
+	detail        map[string]any // more for the fact's audit event
 	load          func(string) (Visit, error)
 	w             *FactWrites
 }
@@ -278,15 +301,21 @@ func (j *factJudge) judge() error {
 			j.w.Audit = append(j.w.Audit, ev)
 		}
 		return nil
-	case protocol.FactCheckIn, protocol.FactCheckOut:
+	case protocol.FactCheckIn, protocol.FactCheckOut, protocol.FactDeskCheckIn, protocol.FactDeskCheckOut:
 		conflict, status, err = j.entryOrExit()
 	case protocol.FactReEntry:
 		conflict, status, err = j.reEntry()
+	case protocol.FactWalkIn:
+		conflict, status, err = j.walkIn()
+	case protocol.FactTake:
+		conflict, status, err = j.take()
+	case protocol.FactHandOver:
+		conflict, status, err = j.handOver()
 	}
 	if err != nil {
 		return err
 	}
-	if conflict == "" && !j.gateOK {
+	if conflict == "" && !j.gateOK && j.desk == nil {
 		conflict = ConflictUnknownGate
 	}
 	if conflict != "" {
@@ -341,10 +370,19 @@ func (j *factJudge) entryOrExit() (string, VisitStatus, error) {
 	}
 	status := v.Status
 	var conflict string
-	if j.f.Kind == protocol.FactCheckIn {
+	switch j.f.Kind {
+	case protocol.FactCheckIn, protocol.FactDeskCheckIn:
 		conflict = j.checkIn(v)
-	} else {
+	default:
 		conflict = j.checkOut(v)
+	}
+	if j.f.Kind == protocol.FactDeskCheckIn && status == VisitExpected && v.Status == VisitCheckedIn {
+		// Host told: the visitor came to the desk, not through a gate.
+		told, err := j.desk.s.tellArrival(j.desk.ctx, v, j.desk.site, j.f.At, j.now)
+		if err != nil {
+			return "", "", err
+		}
+		j.w.Messages = append(j.w.Messages, told...)
 	}
 	j.touch(v)
 	return conflict, status, nil
@@ -570,6 +608,13 @@ func (j *factJudge) event(conflict string, status VisitStatus) AuditEvent {
 	}
 	if status != "" {
 		detail["status"] = status // the cloud's, when the fact arrived
+	}
+	if f.DeviceID != "" { // a desk's fact: its device, no gate
+		delete(detail, "gate_id")
+		detail["device_id"] = f.DeviceID
+	}
+	for k, v := range j.detail {
+		detail[k] = v
 	}
 	raw, _ := json.Marshal(detail) // strings, numbers and a time always marshal
 	return AuditEvent{ID: ids.New(ids.AuditEvent), Tenant: j.t, Action: AuditEdgeFactConflicted, ActorKind: ActorEdge,

@@ -62,6 +62,7 @@ type edgeEnv struct {
 	entry   string // the site's entry gate
 	exit    string // and its exit
 	other   cloud.SeedSite
+	live    cloud.SeedMode // the organisation's live people and teams
 	edge    cloud.Edge
 	secret  string
 	counter uint64
@@ -77,7 +78,7 @@ func newEdgeEnv(t *testing.T, store cloud.Store) *edgeEnv {
 	london := res.Live.Sites[0]
 	e := &edgeEnv{svc: svc, store: store, clock: c, tenant: tn, site: cloud.EdgeSite(tn, london.ID),
 		actor: cloud.Actor{Tenant: tn, KeyID: ids.New(ids.Key), Plan: cloud.PlanPro},
-		entry: london.Gates[0], exit: london.Gates[1], other: res.Live.Sites[1]}
+		entry: london.Gates[0], exit: london.Gates[1], other: res.Live.Sites[1], live: res.Live}
 	e.edge, e.secret, err = svc.CreateEdge(t.Context(), tn, london.ID, "Reception")
 	require.NoError(t, err)
 	return e

@@ -45,6 +45,12 @@ var (
 	// edge of the site it names. Nothing is stored, and the edge must not
 	// be told it was applied.
 	ErrEdgeRejected = errors.New("edge message rejected")
+
+	// ErrFactEarly is returned (wrapped, with ErrEdgeRejected) for a desk
+	// fact about a visit the cloud does not have yet: the walk_in that
+	// makes it has not arrived (docs/decisions.md, "Kiosk data and
+	// facts"). The fact is not recorded, so the edge sends it again.
+	ErrFactEarly = errors.New("the fact's visit has not arrived yet")
 )
 
 // FieldError names one problem with one input field. Field is the path

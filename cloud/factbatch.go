@@ -9,7 +9,8 @@ import (
 // gathered in memory so each visit is read once and stored once per
 // batch. Both stores use it: they read the visits (locked) through the
 // load given to NewFactBatch, call Apply for each fact they recorded,
-// then store Written, Audit and Conflicts, and put each written visit on
+// then store Visitors, Written, Messages, Audit and Conflicts, and put
+// each written visit on
 // the feed as the batch left it (the visitor's name is the one the
 // transaction read, so the visit need not be read again).
 type FactBatch struct {
@@ -17,6 +18,8 @@ type FactBatch struct {
 	visits    map[string]*BatchVisit
 	missing   map[string]bool // read and not found, nor made since
 	order     []*BatchVisit   // written, in the order first written
+	Visitors  []Visitor       // new visitor records, every fact's, in order
+	Messages  []Message       // every fact's outbox messages, in order
 	Audit     []AuditEvent    // every fact's, in order
 	Conflicts []FactConflict  // the facts that conflicted, in order
 }
@@ -116,6 +119,8 @@ func (b *FactBatch) Apply(factID string, fn func(load func(id string) (Visit, er
 		b.visits[v.ID] = bv
 		b.wrote(bv)
 	}
+	b.Visitors = append(b.Visitors, w.Visitors...)
+	b.Messages = append(b.Messages, w.Messages...)
 	b.Audit = append(b.Audit, w.Audit...)
 	if w.Conflict != "" {
 		b.Conflicts = append(b.Conflicts, FactConflict{FactID: factID, Conflict: w.Conflict})

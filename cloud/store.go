@@ -303,7 +303,8 @@ type Store interface {
 	// writes what fn decides: fn reads visits of f.Tenant through load
 	// (locked for the transaction; ErrNotFound for a visit the tenant does
 	// not have) and fills w. The visits in w.Visits are stored again
-	// whole, w.New stored as new visits, w.Audit appended to the audit
+	// whole, w.New stored as new visits, w.Visitors as new visitor
+	// records, w.Messages put in the outbox, w.Audit appended to the audit
 	// trail and w.Conflict recorded with the fact; every visit written
 	// goes out on its site's feed. A fact ID recorded before returns
 	// applied false and changes nothing, fn not called: each ID is

@@ -307,6 +307,25 @@ func (s *Service) HandOver(ctx context.Context, a Actor, id string, in HandOverI
 	if err != nil {
 		return Visit{}, err
 	}
+	to, team, err := s.handOverTo(ctx, a.Tenant, in, cur.SiteID)
+	if err != nil {
+		return Visit{}, err
+	}
+	site, err := s.store.Site(ctx, a.Tenant, cur.SiteID)
+	if err != nil {
+		return Visit{}, err
+	}
+	return s.apply(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
+		now := s.Now()
+		return s.handOver(ctx, vt, w, to, team, site, now, now)
+	})
+}
+
+// handOverTo checks whom a visit at the site siteID is handed over to:
+// the receiver, and the team's name when it is a team. It returns a
+// *ValidationError listing every problem, or the store's error. The API's
+// hand-over and the desk's (a hand_over fact) both ask it.
+func (s *Service) handOverTo(ctx context.Context, t Tenant, in HandOverInput, siteID string) (Receiver, *Ref, error) {
 	var v ValidationError
 	var to Receiver
 	var team *Ref
@@ -335,12 +354,12 @@ func (s *Service) HandOver(ctx context.Context, a Actor, id string, in HandOverI
 		v.Add("team_id", "goes only with to: team")
 	}
 	if to.Kind == ReceiverPerson && in.PersonID.Set && checkID(&v, "person_id", ids.Person, in.PersonID.Value) {
-		p, err := s.store.Person(ctx, a.Tenant, in.PersonID.Value)
+		p, err := s.store.Person(ctx, t, in.PersonID.Value)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			v.Add("person_id", "no person with this ID")
 		case err != nil:
-			return Visit{}, err
+			return Receiver{}, nil, err
 		case !p.Active:
 			v.Add("person_id", "%s is deactivated and cannot receive visits", p.Name)
 		default:
@@ -348,51 +367,54 @@ func (s *Service) HandOver(ctx context.Context, a Actor, id string, in HandOverI
 		}
 	}
 	if to.Kind == ReceiverTeam && in.TeamID.Set && checkID(&v, "team_id", ids.Team, in.TeamID.Value) {
-		tm, err := s.store.Team(ctx, a.Tenant, in.TeamID.Value)
+		tm, err := s.store.Team(ctx, t, in.TeamID.Value)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			v.Add("team_id", "no team with this ID")
 		case err != nil:
-			return Visit{}, err
+			return Receiver{}, nil, err
 		case tm.Archived:
 			v.Add("team_id", "the team is archived")
-		case tm.SiteID != "" && tm.SiteID != cur.SiteID:
+		case tm.SiteID != "" && tm.SiteID != siteID:
 			v.Add("team_id", "the team is at another site")
 		default:
 			to.TeamID, team = tm.ID, &Ref{ID: tm.ID, Name: tm.Name}
 		}
 	}
-	if err := v.Err(); err != nil {
-		return Visit{}, err
+	return to, team, v.Err()
+}
+
+// stateTaken is the state a visit with a host is in for hand-over: the
+// API's rule that such a visit cannot be handed over.
+const stateTaken = "taken by a host"
+
+// handOver passes vt, at the site, to the receiver to (team: the team's
+// name) at time at, inside the transaction that stores it, and puts the
+// notice telling the receiver into w (made now). A visit with a host, or
+// one that has ended, is a *StateError and is left as it was: State is
+// stateTaken for the first.
+func (s *Service) handOver(ctx context.Context, vt *Visit, w *VisitWrites, to Receiver, team *Ref, site Site, at, now time.Time) error {
+	if len(vt.Hosts) > 0 || vt.HostID != "" {
+		return &StateError{Object: "visit", State: stateTaken, Action: "hand over"}
 	}
-	site, err := s.store.Site(ctx, a.Tenant, cur.SiteID)
+	if !slices.Contains(handable, vt.Status) {
+		return &StateError{Object: "visit", State: string(vt.Status), Action: "hand over"}
+	}
+	vt.Receiver = to
+	if vt.Audience == AudienceDesk {
+		vt.Team = team // the team receiving a visit for no one in particular
+	}
+	body := fmt.Sprintf("%s at %s has been passed to you: nobody has taken the visit yet.", visitorName(vt.Visitor), site.Name)
+	if vt.Status == VisitCheckedIn {
+		body = fmt.Sprintf("%s is waiting at %s and has been passed to you.", visitorName(vt.Visitor), site.Name)
+		vt.WaitingSince = &at // waiting for the new receiver from then
+	}
+	notices, err := s.notices(ctx, *vt, []Receiver{to}, "A visitor has been passed to you", body, now)
 	if err != nil {
-		return Visit{}, err
+		return err
 	}
-	return s.apply(ctx, a, id, func(vt *Visit, w *VisitWrites) error {
-		if len(vt.Hosts) > 0 || vt.HostID != "" {
-			return &StateError{Object: "visit", State: "taken by a host", Action: "hand over"}
-		}
-		if !slices.Contains(handable, vt.Status) {
-			return &StateError{Object: "visit", State: string(vt.Status), Action: "hand over"}
-		}
-		now := s.Now()
-		vt.Receiver = to
-		if vt.Audience == AudienceDesk {
-			vt.Team = team // the team receiving a visit for no one in particular
-		}
-		body := fmt.Sprintf("%s at %s has been passed to you: nobody has taken the visit yet.", visitorName(vt.Visitor), site.Name)
-		if vt.Status == VisitCheckedIn {
-			body = fmt.Sprintf("%s is waiting at %s and has been passed to you.", visitorName(vt.Visitor), site.Name)
-			vt.WaitingSince = &now // waiting for the new receiver from now
-		}
-		notices, err := s.notices(ctx, *vt, []Receiver{to}, "A visitor has been passed to you", body, now)
-		if err != nil {
-			return err
-		}
-		w.Messages = append(w.Messages, notices...)
-		return nil
-	})
+	w.Messages = append(w.Messages, notices...)
+	return nil
 }
 
 // ReEnter lets a visitor who checked out come in again on the same pass,

@@ -460,8 +460,29 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 	if err != nil {
 		return Visit{}, fmt.Errorf("create visit: %w", err)
 	}
+	vt := s.newVisit(a, in, p, ids.New(ids.Visit), vis, now, now, &w)
+	shown, err := s.shown(ctx, a, vt)
+	if err != nil {
+		return Visit{}, err
+	}
+	if err := respond(ctx, shown); err != nil {
+		return Visit{}, err
+	}
+	if err := s.store.CreateVisit(ctx, vt, w); err != nil {
+		return Visit{}, fmt.Errorf("create visit: %w", err)
+	}
+	return shown, nil
+}
+
+// newVisit makes the visit id that plan p of input in describes, for the
+// visitor vis, as POST /visits makes it: an invitation (expected), a
+// pre-registration (awaiting approval when its type needs it), or a
+// walk-in checked in at at, made now. Its pass goes into w unless
+// SendPass is false or the visit awaits approval. A walk-in from the desk
+// (Service.ApplyFacts) is made here too, so both paths make one visit.
+func (s *Service) newVisit(a Actor, in VisitInput, p *visitPlan, id string, vis Visitor, at, now time.Time, w *VisitWrites) Visit {
 	vt := Visit{
-		ID: ids.New(ids.Visit), Tenant: a.Tenant, Status: VisitExpected, Type: p.vt.Key, Source: SourceInvitation,
+		ID: id, Tenant: a.Tenant, Status: VisitExpected, Type: in.Type.Value, Source: SourceInvitation,
 		SiteID: p.site.ID, Audience: p.audience, Hosts: p.hosts, Team: p.team, VisitorID: vis.ID, Visitor: vis,
 		Purpose: in.Purpose.Value, VehiclePlate: in.VehiclePlate.Value, ExpectedAt: utcPtr(in.ExpectedAt.Value),
 		ExpectedUntil: utcPtr(p.until), CustomFields: p.fields, CreatedAt: now, UpdatedAt: now,
@@ -484,30 +505,20 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visi
 	switch {
 	case a.Publishable:
 		vt.Source = SourcePreRegistration
-		if p.vt.NeedsApproval {
+		if p.vt != nil && p.vt.NeedsApproval {
 			vt.Status = VisitAwaitingApproval
 		}
 	case in.WalkIn.Value:
 		// Here now: checked in at the desk, waiting for someone when
 		// nobody hosts the visit. The pass serves re-entry the same day.
-		vt.Source, vt.Status, vt.CheckedInAt, vt.NeedsSomeone = SourceWalkIn, VisitCheckedIn, &now, len(vt.Hosts) == 0
+		vt.Source, vt.Status, vt.CheckedInAt, vt.NeedsSomeone = SourceWalkIn, VisitCheckedIn, &at, len(vt.Hosts) == 0
 		vt.Pass.Uses = 1
-		vt.WaitingSince = &now
+		vt.WaitingSince = &at
 	}
 	if vt.Status != VisitAwaitingApproval && (!in.SendPass.Set || in.SendPass.Value) {
-		s.sendPass(&vt, &w, vis, p.channels, p.site, now)
+		s.sendPass(&vt, w, vis, p.channels, p.site, now)
 	}
-	shown, err := s.shown(ctx, a, vt)
-	if err != nil {
-		return Visit{}, err
-	}
-	if err := respond(ctx, shown); err != nil {
-		return Visit{}, err
-	}
-	if err := s.store.CreateVisit(ctx, vt, w); err != nil {
-		return Visit{}, fmt.Errorf("create visit: %w", err)
-	}
-	return shown, nil
+	return vt
 }
 
 // visitorFor returns the visitor record a new visit or booking uses, and

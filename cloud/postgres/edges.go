@@ -31,8 +31,8 @@ func (s *Store) ApplyFact(ctx context.Context, ef cloud.EdgeFact, fn func(func(s
 // ApplyFacts implements cloud.Store in a few round trips and statements
 // whatever the number of facts: the facts' rows inserted in one statement,
 // the visits they name read and locked in one query, the visits updated
-// in one statement sent in one pipeline with the rest (new visits, hosts,
-// audit events, conflicts), then the feed.
+// in one statement sent in one pipeline with the rest (new visitors, new
+// visits, hosts, messages, audit events, conflicts), then the feed.
 //
 // Each fact's row is inserted first: a second delivery of the ID, in
 // this process or another, waits at the insert for the first to end and
@@ -129,6 +129,9 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 		}
 
 		var writes pgx.Batch
+		for _, v := range b.Visitors {
+			writes.Queue(qInsertVisitor, append(visitorArgs(t, v.ID, v), v.SelfRegistered)...)
+		}
 		var updates visitUpdates
 		for _, bv := range b.Written() {
 			v := bv.Visit
@@ -166,6 +169,9 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 				WHERE v.org_id = $1 AND v.mode = $2 AND v.id = u.id`,
 				t.OrgID, string(t.Mode), u.id, u.status, u.typ, u.site, u.host, u.visitor, u.booking, u.expected, u.doc,
 				u.updated, u.edgeUntil)
+		}
+		for _, m := range b.Messages {
+			writes.Queue(qInsertMessage, messageArgs(t, m)...)
 		}
 		for _, a := range b.Audit {
 			writes.Queue(qInsertAudit, auditArgs(t, a)...)

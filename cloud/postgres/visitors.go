@@ -35,11 +35,14 @@ func visitorArgs(t cloud.Tenant, id string, v cloud.Visitor) []any {
 		v.CreatedAt, v.UpdatedAt}
 }
 
+// qInsertVisitor stores a new visitor: visitorArgs, then self_registered.
+const qInsertVisitor = `INSERT INTO visitors (org_id, mode, id, name, email, email_fold, phone, company, created_at, updated_at,
+		self_registered)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+
 // insertVisitor stores a new visitor in the tenant t.
 func insertVisitor(ctx context.Context, q querier, t cloud.Tenant, v cloud.Visitor) error {
-	_, err := q.Exec(ctx, `INSERT INTO visitors (org_id, mode, id, name, email, email_fold, phone, company, created_at, updated_at,
-			self_registered)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, append(visitorArgs(t, v.ID, v), v.SelfRegistered)...)
+	_, err := q.Exec(ctx, qInsertVisitor, append(visitorArgs(t, v.ID, v), v.SelfRegistered)...)
 	if err != nil {
 		return translate("create visitor", err)
 	}

@@ -38,6 +38,15 @@ const (
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 )
 
+// qInsertMessage stores an outbox message; messageArgs are its arguments.
+const qInsertMessage = `INSERT INTO messages (org_id, mode, id, visit_id, channel, to_addr, subject, body, status, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
+// messageArgs are qInsertMessage's arguments for m in the tenant t.
+func messageArgs(t cloud.Tenant, m cloud.Message) []any {
+	return []any{t.OrgID, string(t.Mode), m.ID, null(m.VisitID), m.Channel, m.To, m.Subject, m.Body, m.Status, m.CreatedAt}
+}
+
 // auditArgs are qInsertAudit's arguments for a in the tenant t.
 func auditArgs(t cloud.Tenant, a cloud.AuditEvent) []any {
 	return []any{t.OrgID, string(t.Mode), a.ID, a.Action, a.ActorKind,
@@ -155,9 +164,7 @@ func writeAlong(ctx context.Context, q querier, f *feed, t cloud.Tenant, w cloud
 		}
 	}
 	for _, m := range w.Messages {
-		if _, err := q.Exec(ctx, `INSERT INTO messages (org_id, mode, id, visit_id, channel, to_addr, subject, body, status, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, t.OrgID, string(t.Mode), m.ID, null(m.VisitID), m.Channel, m.To,
-			m.Subject, m.Body, m.Status, m.CreatedAt); err != nil {
+		if _, err := q.Exec(ctx, qInsertMessage, messageArgs(t, m)...); err != nil {
 			return translate("create message", err)
 		}
 	}

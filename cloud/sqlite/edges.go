@@ -70,6 +70,11 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 				return err
 			}
 		}
+		for _, v := range b.Visitors {
+			if err := insertVisitor(ctx, tx, t, v); err != nil {
+				return err
+			}
+		}
 		for _, bv := range b.Written() {
 			var err error
 			if bv.New() {
@@ -82,7 +87,7 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 			}
 			fd.visitAs(bv.Visit)
 		}
-		if err := writeAlong(ctx, tx, fd, t, cloud.VisitWrites{Audit: b.Audit}); err != nil {
+		if err := writeAlong(ctx, tx, fd, t, cloud.VisitWrites{Messages: b.Messages, Audit: b.Audit}); err != nil {
 			return err
 		}
 		for _, c := range b.Conflicts {

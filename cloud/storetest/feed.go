@@ -738,6 +738,7 @@ func factTests() []test {
 		{"BatchReadsItsOwnWrites", testFactBatchSameVisit},
 		{"BatchConflictsAndNewVisits", testFactBatchConflicts},
 		{"BatchAbortsWhole", testFactBatchAborts},
+		{"NewVisitorAndMessagesOnce", testFactVisitorAndMessages},
 	}
 }
 
@@ -1423,4 +1424,60 @@ func testFeedKiosk(t *testing.T, e *env) {
 	require.True(t, pv.NeedsSomeone)
 	require.Equal(t, got.Visitor.ID, pv.VisitorID)
 	require.True(t, pv.WaitingSince.Equal(e.now.Add(time.Minute)))
+}
+
+// A fact's new visitor record and outbox messages are written in its
+// transaction, once: a walk-in's visit points at the visitor it makes (the
+// feed carries the name), and a second delivery, in a later batch or in
+// the same one, writes neither again.
+func testFactVisitorAndMessages(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	at := e.tick()
+	f := protocol.Fact{V: protocol.Version, ID: ids.New(ids.Fact), Kind: protocol.FactWalkIn, EdgeID: ids.New(ids.Edge),
+		Counter: 3, At: at, DeviceID: "kiosk-1", VisitID: ids.New(ids.Visit),
+		WalkIn: &protocol.WalkIn{Type: "meeting", Visitor: protocol.WalkInVisitor{Name: "Vera Walk"}}}
+	ef := cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: f, ReceivedAt: e.tick()}
+	calls := 0
+	fn := func(_ int, _ func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+		calls++
+		vr := cloud.Visitor{ID: ids.New(ids.Visitor), Tenant: e.a, Name: "Vera Walk", Email: "vera@example.com", CreatedAt: at, UpdatedAt: at}
+		v := cloud.Visit{ID: f.VisitID, Tenant: e.a, Status: cloud.VisitCheckedIn, Type: "meeting", Source: cloud.SourceWalkIn,
+			SiteID: s.ID, Audience: cloud.AudienceDesk, VisitorID: vr.ID, Visitor: vr, CheckedInAt: &at, NeedsSomeone: true,
+			Receiver: cloud.Receiver{Kind: cloud.ReceiverReception}, Pass: cloud.Pass{ForVisitID: f.VisitID, Uses: 1},
+			CreatedAt: at, UpdatedAt: at}
+		w.Visitors = append(w.Visitors, vr)
+		w.New = append(w.New, v)
+		for _, to := range []string{"vera@example.com", cloud.Reception} {
+			w.Messages = append(w.Messages, cloud.Message{ID: ids.New(ids.Message), Tenant: e.a, VisitID: v.ID,
+				Channel: cloud.ChannelConsole, To: to, Subject: "Arrived", Body: "Vera is here.", Status: cloud.MessageQueued, CreatedAt: at})
+		}
+		return nil
+	}
+	before := e.head(t, e.a, s.ID)
+	applied, err := e.s.ApplyFacts(t.Context(), []cloud.EdgeFact{ef, ef}, fn)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false}, applied)
+	applied, err = e.s.ApplyFacts(t.Context(), []cloud.EdgeFact{ef}, fn)
+	require.NoError(t, err)
+	require.Equal(t, []bool{false}, applied)
+	require.Equal(t, 1, calls)
+
+	got, err := e.s.Visit(t.Context(), e.a, f.VisitID)
+	require.NoError(t, err)
+	require.Equal(t, "Vera Walk", got.Visitor.Name)
+	require.Equal(t, "vera@example.com", got.Visitor.Email)
+	vr, err := e.s.Visitor(t.Context(), e.a, got.VisitorID)
+	require.NoError(t, err)
+	require.Equal(t, "Vera Walk", vr.Name)
+	found, err := e.s.FindVisitor(t.Context(), e.a, "VERA@example.com", "")
+	require.NoError(t, err)
+	require.Equal(t, vr.ID, found.ID, "the new record is matched as any other")
+	msgs := e.listMessages(t, e.a, cloud.MessageFilter{VisitID: f.VisitID})
+	require.Len(t, msgs, 2)
+	to := []string{msgs[0].To, msgs[1].To}
+	require.ElementsMatch(t, []string{"vera@example.com", cloud.Reception}, to)
+	cs, _ := e.changes(t, e.a, s.ID, before)
+	require.Len(t, cs, 1)
+	require.Equal(t, "Vera Walk", cs[0].Visit.VisitorName)
+	require.Equal(t, "walk_in", cs[0].Visit.Source)
 }
