@@ -77,6 +77,15 @@ type walkInPlan struct {
 	Email    string       `json:"email"`
 	Company  string       `json:"company"`
 	Answers  []answerPlan `json:"answers"`
+	Reveal   *revealPlan  `json:"reveal,omitempty"`
+}
+
+// revealPlan is a conditional question: hidden until yes is chosen.
+type revealPlan struct {
+	Question string   `json:"question"` // the question's block
+	Yes      string   `json:"yes"`
+	No       string   `json:"no"`
+	Answers  []string `json:"answers"` // controls to choose once it shows (it and what it requires)
 }
 
 type answerPlan struct {
@@ -174,10 +183,10 @@ func (kw *kioskWorld) invite(t *testing.T, name string, at time.Time) cloud.Visi
 
 // run runs flows.cjs once and returns what it did; it fails the test on
 // a failed flow or on any accessibility violation.
-func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string) browserResult {
+func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string, n int) browserResult {
 	t.Helper()
 	now := time.Now().UTC()
-	invited := kw.invite(t, "Vera Visitor "+suffix, now.Add(-10*time.Minute))
+	invited := kw.invite(t, "Vera "+suffix+" Visitor", now.Add(-10*time.Minute))
 	early := kw.invite(t, "Eddie Early "+suffix, now.Add(26*time.Hour))
 	earlyPass := kw.w.Token(t, early.ID)
 	kw.w.WaitConverged(t, kw.e, settle)
@@ -200,14 +209,21 @@ func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string) browserResul
 	if phase == "offline" {
 		told = cat.T("done.told_later", "Facilities")
 	}
-	plan := browserPlan{URL: kw.e.KioskURL(), Chromium: kw.chrome, Screenshots: os.Getenv("SVC_KIOSK_SCREENSHOTS"), Lang: lang, Phase: phase,
+	shots := os.Getenv("SVC_KIOSK_SCREENSHOTS") // docs/screenshots/kiosk: the online runs' screens
+	if phase != "online" {
+		shots = ""
+	}
+	plan := browserPlan{URL: kw.e.KioskURL(), Chromium: kw.chrome, Screenshots: shots, Lang: lang, Phase: phase,
 		Codes: map[string]string{"visitor": code(kiosk.ModeVisitor), "reception": code(kiosk.ModeReception)}, Texts: texts,
 		Data: browserData{
-			WalkIn: walkInPlan{Team: "Facilities", TypeName: "Meeting", Name: walkName, Phone: "+447700900123", Email: "ada@example.com",
-				Answers: []answerPlan{{Label: "Company", Value: "Analytical Engines"}, {Label: cat.T("form.agree"), Check: true}}},
+			WalkIn: walkInPlan{Team: "Facilities", TypeName: "Meeting", Name: walkName, Phone: fmt.Sprintf("+4477009001%02d", n), Email: "ada." + strings.ToLower(suffix) + "@example.com",
+				Answers: []answerPlan{{Label: "Company", Value: "Analytical Engines"}, {Label: cat.T("form.agree"), Check: true}},
+				// The meeting form asks the vehicle's type only of a
+				// visitor who comes by vehicle (x-svc-show-if).
+				Reveal: &revealPlan{Question: "#cf-vehicle_type-0", Yes: "#cf-has_vehicle-0", No: "#cf-has_vehicle-1", Answers: []string{"#cf-vehicle_type-0", "#cf-needs_parking-1"}}},
 			InvitedCode: ids.FormatShortCode(ids.ShortCode(invited.ID)),
 			EarlyPass:   earlyPass,
-			SignOut:     signOutPlan{Search: "Vera", FullName: "Vera Visitor " + suffix, ShortName: "Vera V."},
+			SignOut:     signOutPlan{Search: "Vera", FullName: "Vera " + suffix + " Visitor", ShortName: "Vera V."},
 			Taker:       takerPlan{Search: "gra", Name: "Grace Hopper"},
 			HandOver:    &handOverPlan{Name: walkName, Team: "Sales"},
 			Expect:      map[string]any{"walkInTold": told, "offline": phase == "offline"},
@@ -254,14 +270,25 @@ func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string) browserResul
 func TestKioskBrowser(t *testing.T) {
 	chromium, modules := browserEnv(t)
 	kw := newKioskWorld(t, chromium, modules)
-	for _, tc := range []struct{ lang, phase string }{{"en", "online"}, {"fr", "online"}, {"en", "offline"}, {"fr", "offline"}} {
+	for n, tc := range []struct{ lang, phase string }{{"en", "online"}, {"fr", "online"}, {"en", "offline"}, {"fr", "offline"}} {
 		t.Run(tc.lang+"_"+tc.phase, func(t *testing.T) {
 			suffix := fmt.Sprintf("%s%s", strings.ToUpper(tc.lang), tc.phase[:3])
-			res := kw.run(t, tc.lang, tc.phase, suffix)
+			res := kw.run(t, tc.lang, tc.phase, suffix, n)
+			require.GreaterOrEqual(t, res.Results["screensChecked"], float64(15), "axe-core checked every screen")
+			require.Equal(t, true, res.Results["revealed"], "a conditional question showed and hid as answered")
 			walkIn, _ := res.Results["walkIn"].(string)
 			require.True(t, ids.Valid(ids.Visit, walkIn), "walk-in visit %q", walkIn)
 			sitetest.Eventually(t, heal, func() bool { return kw.e.Outbox() == 0 }, "the kiosk's facts did not reach the cloud")
 			kw.w.WaitConverged(t, kw.e, settle)
+
+			// The cloud holds what happened at the desk, as it happened.
+			v := kw.w.Visit(t, walkIn)
+			require.Equal(t, cloud.SourceWalkIn, v.Source)
+			require.Equal(t, cloud.VisitCheckedOut, v.Status)
+			require.Equal(t, "Ada Lovelace "+suffix, v.Visitor.Name)
+			require.Equal(t, kw.host.ID, v.HostID, "taken at reception by Grace Hopper")
+			invited := kw.w.Visit(t, res.Results["invited"].(string))
+			require.Equal(t, cloud.VisitCheckedOut, invited.Status, "checked in by code, then signed out")
 		})
 	}
 	require.GreaterOrEqual(t, len(kw.sim.Printed()), 4, "a badge printed in each run")

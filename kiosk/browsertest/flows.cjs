@@ -35,6 +35,7 @@ async function shot(page, name) {
 // Content-Security-Policy allows no injected script: the contexts bypass
 // it for axe alone.
 async function check(page, name) {
+  results.screensChecked = (results.screensChecked || 0) + 1;
   await page.addScriptTag({ path: axePath });
   const res = await page.evaluate(async () =>
     // eslint-disable-next-line no-undef
@@ -113,6 +114,19 @@ async function walkIn(page, who) {
     const field = page.getByLabel(new RegExp("^" + a.label.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
     if (a.check) await field.check();
     else await field.fill(a.value);
+  }
+  // A conditional question appears as its condition is answered (the
+  // form script), and goes again when it is not.
+  if (who.reveal) {
+    const hidden = page.locator(who.reveal.question);
+    if (await hidden.isVisible()) fail(`${who.reveal.question} shows before its condition is answered`);
+    await page.locator(who.reveal.yes).check();
+    await hidden.waitFor({ state: "visible", timeout: 5000 });
+    await page.locator(who.reveal.no).check();
+    await hidden.waitFor({ state: "hidden", timeout: 5000 });
+    await page.locator(who.reveal.yes).check();
+    for (const sel of who.reveal.answers) await page.locator(sel).check();
+    results.revealed = true;
   }
   await screen(page, "walkin-details");
   await page.getByRole("button", { name: T["walkin.submit"] }).click();
