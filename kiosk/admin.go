@@ -19,6 +19,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST /kiosk/devices/{device_id}/revoke", s.adminRevoke)
 	mux.HandleFunc("POST /kiosk/devices/{device_id}/printer", s.adminPrinter)
 	mux.HandleFunc("POST /kiosk/pin", s.adminPIN)
+	mux.HandleFunc("GET /kiosk/pair", s.adminPairPage)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -146,4 +147,30 @@ func (s *Server) adminPIN(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	adminJSON(w, http.StatusOK, struct{}{})
+}
+
+type pairCodeData struct {
+	Code    string
+	Mode    string
+	Minutes int
+	Kiosk   string // the kiosk's address, as the installer types it
+}
+
+// adminPairPage is the appliance's local pairing page: a screen or a
+// browser on the appliance itself shows a fresh code, as svc-edge kiosk
+// pair prints one.
+func (s *Server) adminPairPage(w http.ResponseWriter, r *http.Request) {
+	mode := r.URL.Query().Get("mode")
+	if mode == "" {
+		mode = ModeVisitor
+	}
+	name := "Paired from the appliance's page"
+	c, err := s.cfg.Devices.NewCode(name, mode, s.cfg.DefaultPrinter, s.cfg.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	d := pairCodeData{Code: c.Code[:3] + "-" + c.Code[3:], Mode: mode, Minutes: int(PairingTTL / time.Minute)}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, nil, http.StatusOK, "paircode", &page{Data: d})
 }

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -109,5 +110,20 @@ func TestAdmin_AnswersLoopbackOnly(t *testing.T) {
 	admin.ServeHTTP(rec, req)
 	if rec.Code != http.StatusCreated || !regexp.MustCompile(`"code":"\d{6}"`).MatchString(rec.Body.String()) {
 		t.Errorf("pairing code from loopback: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestAdmin_PairingPageShowsAWorkingCode(t *testing.T) {
+	h := newHarness(t)
+	req := httptest.NewRequest(http.MethodGet, "/kiosk/pair?mode=reception", nil)
+	req.RemoteAddr = "[::1]:4000"
+	rec := httptest.NewRecorder()
+	h.srv.AdminHandler().ServeHTTP(rec, req)
+	m := regexp.MustCompile(`class="code"[^>]*>(\d{3})-(\d{3})<`).FindStringSubmatch(rec.Body.String())
+	if rec.Code != http.StatusOK || m == nil {
+		t.Fatalf("pairing page: %d, no code in it", rec.Code)
+	}
+	if res := h.post(h.client, "/pair", url.Values{"code": {m[1] + m[2]}}); res.Header.Get("Location") != "/reception" {
+		t.Errorf("the page's code did not pair a reception device: %d %q", res.StatusCode, res.Header.Get("Location"))
 	}
 }
