@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/edge/badgekey"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/shared/ids"
@@ -196,4 +198,29 @@ func TestKioskStore_ReadsForTheKiosk(t *testing.T) {
 	v, ok := d.k.VisitByCode(ids.ShortCode(d.invited.ID))
 	require.True(t, ok)
 	require.Equal(t, &kiosk.Ref{ID: d.host.ID, Name: d.host.Name}, v.Host)
+}
+
+// A walk-in's badge carries a pass signed by the appliance's badge key;
+// scanned at sign-out it names its visit, and only at its own site.
+func TestKioskStore_BadgePassNamesItsVisit(t *testing.T) {
+	d := newDeskSite(t)
+	k, _, err := badgekey.Open(filepath.Join(t.TempDir(), badgekey.FileName), nil)
+	require.NoError(t, err)
+	_, err = d.c.Apply([]protocol.Change{{Seq: 8, At: d.now, Key: &protocol.Key{ID: k.ID(), Public: k.Public(), Kind: protocol.KeyBadge, SiteID: d.siteID}}})
+	require.NoError(t, err)
+	d.k.badges = k
+	v, err := d.k.WalkIn(context.Background(), kiosk.WalkIn{ID: ids.New(ids.Visit), At: d.now, Type: "meeting", DeviceID: "kiosk-1",
+		Visitor: kiosk.Visitor{Name: "Ada Lovelace"}})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(v.Pass, passtoken.BadgePrefix), "badge pass %q", v.Pass)
+	again, _ := d.k.Visit(v.ID)
+	require.Equal(t, v.Pass, again.Pass, "a reprint is the same badge")
+
+	got, ok := d.k.VisitByPass(v.Pass)
+	require.True(t, ok)
+	require.Equal(t, v.ID, got.ID)
+
+	elsewhere := &kioskStore{c: d.c, siteID: ids.New(ids.Site), now: d.k.now, log: d.k.log}
+	_, ok = elsewhere.VisitByPass(v.Pass)
+	require.False(t, ok, "another site's desk does not take the badge")
 }

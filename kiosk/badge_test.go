@@ -1,14 +1,18 @@
 package kiosk
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skip2/go-qrcode"
 
 	"github.com/svc-vms/svc/gate/qrdecode"
 	"github.com/svc-vms/svc/kiosk/printer"
@@ -105,5 +109,45 @@ func TestKiosk_PrintOnceAndRetryAfterOutOfLabels(t *testing.T) {
 	}
 	if v, _ := h.store.Visit(id); got != v.Pass {
 		t.Errorf("printed QR = %q, want %q", got, v.Pass)
+	}
+}
+
+// A tablet's camera photo of a pass is decoded on the appliance and checks
+// the visitor in as a scanned pass would.
+func TestKiosk_CheckInByCameraPhoto(t *testing.T) {
+	h := newHarness(t)
+	h.pair(h.client, ModeVisitor)
+	var got string
+	h.store.checkIn = func(in CheckIn) (Visit, error) {
+		got = in.Token
+		return Visit{}, &RefusedError{Reason: "expired"}
+	}
+	png, err := qrcode.Encode("P1:PHOTOGRAPHED-PASS", qrcode.Medium, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(data []byte) *http.Response {
+		var b bytes.Buffer
+		mw := multipart.NewWriter(&b)
+		fw, _ := mw.CreateFormFile("photo", "pass.png")
+		fw.Write(data)
+		mw.Close()
+		res, err := h.client.Post(h.ts.URL+"/check-in", mw.FormDataContentType(), &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	b := body(t, send(png))
+	if got != "P1:PHOTOGRAPHED-PASS" {
+		t.Errorf("token from the photo = %q", got)
+	}
+	if !strings.Contains(b, "This pass has expired.") {
+		t.Errorf("the refusal is not in plain words")
+	}
+	got = ""
+	b = body(t, send([]byte("not an image")))
+	if got != "" || !strings.Contains(b, "We could not read a pass in that photo") {
+		t.Errorf("an unreadable photo: token %q", got)
 	}
 }

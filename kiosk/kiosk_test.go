@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/gate/qrdecode"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -33,7 +34,7 @@ func newHarness(t testing.TB, langs ...string) *harness {
 	if h.devs, err = OpenDevices(filepath.Join(t.TempDir(), "kiosk.json")); err != nil {
 		t.Fatal(err)
 	}
-	h.srv, err = New(Config{Store: h.store, Devices: h.devs, Languages: langs, Now: func() time.Time { return h.now },
+	h.srv, err = New(Config{Store: h.store, Devices: h.devs, Languages: langs, Now: func() time.Time { return h.now }, DecodeImage: qrdecode.DecodeBytes,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
