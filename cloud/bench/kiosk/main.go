@@ -83,6 +83,7 @@ var (
 	flagSide     = flag.String("side", "both", "server, client or both")
 	flagSeed     = flag.Uint64("seed", 16, "seed of the generated names and visits")
 	flagCPU      = flag.String("cpuprofile", "", "write a CPU profile of the measurements here")
+	flagMem      = flag.String("memprofile", "", "write a heap profile here at the end")
 )
 
 func main() {
@@ -124,6 +125,16 @@ func run() error {
 	}
 	fmt.Fprintf(os.Stderr, "cache of %d visits (%d on site, %d waiting) and %d people written in %v\n",
 		*flagVisits, len(ds.onSite), len(ds.waiting), len(ds.people), time.Since(start).Round(time.Millisecond))
+	// The visits are in the cache now; this process keeps only the names
+	// the requests draw from, so the collector works on a heap like
+	// svc-edge's (the View) and not on a second copy of the dataset.
+	ds.visits = nil
+	ds.visitorNames = make([]string, len(ds.visitors))
+	for i, v := range ds.visitors {
+		ds.visitorNames[i] = v.name
+	}
+	ds.visitors = nil
+	runtime.GC()
 
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
@@ -207,6 +218,10 @@ func run() error {
 				}
 				all = append(all, res...)
 			}
+			// The next run measures the same site: the walk-ins leave.
+			if err := b.checkOutWalkIns(); err != nil {
+				return err
+			}
 		}
 	}
 	if b.only == nil || b.only.MatchString("weight") {
@@ -215,23 +230,36 @@ func run() error {
 		}
 	}
 	summary(all)
+	if *flagMem != "" {
+		f, err := os.Create(*flagMem)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // dataset is what the cache is filled with, and what the requests pick
 // their names and visits from.
 type dataset struct {
-	now         time.Time
-	siteID      string
-	edgeID      string
-	gateID      string
-	people      []protocol.Person
-	teams       []protocol.Team
-	visitors    []visitor
-	visits      []protocol.Visit
-	onSite      []string // visit IDs
-	waiting     []string
-	onSiteNames []string // their visitors' names
+	now      time.Time
+	siteID   string
+	edgeID   string
+	gateID   string
+	people   []protocol.Person
+	teams    []protocol.Team
+	visitors []visitor
+	visits   []protocol.Visit
+	// visitorNames are the visitors' names, kept once the cache is written.
+	visitorNames []string
+	onSite       []string // visit IDs
+	waiting      []string
+	onSiteNames  []string // their visitors' names
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -439,8 +467,9 @@ type bench struct {
 	desk    *device
 	// shown is the details page's cf._shown for a meeting with no answers.
 	shown string
-	// made counts the walk-ins made, for their visitors' names.
-	made int
+	// made counts the walk-ins made; signedIn are those still on site.
+	made     int
+	signedIn []string
 }
 
 // pair makes a pairing code as `svc-edge kiosk pair` does and types it
@@ -590,9 +619,9 @@ func (b *bench) ops() []op {
 			return get(b.visitor, "/walk-in/name?"+url.Values{"to": {"person:" + active(r).ID}, "type": {"meeting"}}.Encode())
 		}},
 		{name: "walk-in name POST /walk-in/name (returning-visitor lookup)", target: page, n: pages, call: func(r *rand.Rand, _ int) call {
-			v := ds.visitors[r.IntN(len(ds.visitors))]
+			name := ds.visitorNames[r.IntN(len(ds.visitorNames))]
 			return call{dev: b.visitor, method: http.MethodPost, path: "/walk-in/name", want: []int{http.StatusOK, http.StatusSeeOther},
-				form: url.Values{"to": {teamTo}, "type": {"meeting"}, "name": {v.name}}}
+				form: url.Values{"to": {teamTo}, "type": {"meeting"}, "name": {name}}}
 		}},
 	}
 	for _, k := range form.BuiltinTypes {
@@ -643,12 +672,17 @@ type result struct {
 	target time.Duration
 	ds     []time.Duration // sorted
 	bytes  int             // mean answer size
+	alloc  int             // bytes allocated a request (the whole process, both sides of loopback)
+	gcs    int             // garbage collections during the measurement
 }
 
 func (r result) print() {
 	fmt.Printf("RESULT run=%d side=%s op=%q n=%d p50_ms=%.3f p99_ms=%.3f max_ms=%.3f mean_ms=%.3f bytes=%d",
 		r.run, r.side, r.op, len(r.ds), benchutil.MS(benchutil.Pct(r.ds, 50)), benchutil.MS(benchutil.Pct(r.ds, 99)),
 		benchutil.MS(r.ds[len(r.ds)-1]), benchutil.MS(mean(r.ds)), r.bytes)
+	if r.alloc > 0 {
+		fmt.Printf(" alloc_bytes=%d gcs=%d", r.alloc, r.gcs)
+	}
 	if r.target > 0 && r.side == "server" {
 		fmt.Printf(" target_p99_ms=%g met=%v", benchutil.MS(r.target), benchutil.Pct(r.ds, 99) < r.target)
 	}
@@ -672,6 +706,8 @@ func (b *bench) measure(o op, side string, run int) ([]result, error) {
 	}
 	ds := make([]time.Duration, 0, o.n)
 	size := 0
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	for i := range o.n {
 		a, d, err := b.do(side, o.call(r, i))
 		if err != nil {
@@ -680,8 +716,10 @@ func (b *bench) measure(o op, side string, run int) ([]result, error) {
 		ds = append(ds, d)
 		size += len(a.body)
 	}
+	runtime.ReadMemStats(&m1)
 	slices.Sort(ds)
-	res := result{op: o.name, side: side, run: run, target: o.target, ds: ds, bytes: size / max(o.n, 1)}
+	res := result{op: o.name, side: side, run: run, target: o.target, ds: ds, bytes: size / max(o.n, 1),
+		alloc: int((m1.TotalAlloc - m0.TotalAlloc) / uint64(max(o.n, 1))), gcs: int(m1.NumGC - m0.NumGC)}
 	res.print()
 	return []result{res}, nil
 }
@@ -748,6 +786,7 @@ func (b *bench) walkIns(side string, run int) ([]result, error) {
 		if a.location != "/visits/"+id+"/done" {
 			return 0, 0, 0, 0, fmt.Errorf("walk-in went to %q", a.location)
 		}
+		b.signedIn = append(b.signedIn, id)
 		png, d2, err := b.do(side, call{dev: b.visitor, method: http.MethodGet, path: "/visits/" + id + "/badge.png", want: []int{http.StatusOK}})
 		if err != nil {
 			return 0, 0, 0, 0, err
@@ -790,6 +829,21 @@ func (b *bench) walkIns(side string, run int) ([]result, error) {
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// checkOutWalkIns checks out, at the desk, every visitor the walk-ins
+// signed in, unmeasured: each run then finds the site as the first did
+// (300 on site, 50 waiting), not grown by the walk-ins before it.
+func (b *bench) checkOutWalkIns() error {
+	for _, id := range b.signedIn {
+		c := call{dev: b.desk, method: http.MethodPost, path: "/reception/visits/" + id + "/check-out", form: url.Values{},
+			want: []int{http.StatusSeeOther}}
+		if _, _, err := b.do("server", c); err != nil {
+			return err
+		}
+	}
+	b.signedIn = b.signedIn[:0]
+	return nil
 }
 
 // pageWeight is the welcome screen as a browser loads it with a cold
