@@ -24,9 +24,11 @@
 // Operations: GET /people?q= with 2–7 letter prefixes of real names, every
 // kiosk page, and a walk-in from submit to badge (POST /walk-in, which
 // records the visit and its fact in one fsync'd bbolt transaction, then
-// GET its badge.png). Walk-ins run last, since each one adds a visit on
-// site (and a third of them to the queue). Then the welcome screen's page
-// weight: its HTML and every asset it links, as the server sends them.
+// GET its badge.png). Walk-ins run last in each run, since each one adds a
+// visit on site (and a third of them to the queue), and are checked out at
+// the desk after it, unmeasured, so every run sees the same site. Then the
+// welcome screen's page weight: its HTML and every asset it links, as the
+// server sends them.
 //
 // Lines starting RESULT are the figures, then a summary over the runs;
 // progress goes to stderr.
