@@ -114,5 +114,10 @@ bench-attendance:
 	  $(GO) run ./cloud/bench/attendance -store $$s $(BENCH_FLAGS) || exit 1; \
 	done
 
+## bench-kiosk: the reception kiosk (issue 16) on an appliance with 100,000 cached visits and 10,000 people: person search, every kiosk page (in the process and over loopback), a walk-in from submit to badge, the welcome screen's weight; 3 runs. BENCH_FLAGS adds flags (-runs, -requests, -only, -cpuprofile, ...); GOMAXPROCS=1 make bench-kiosk for one core
+.PHONY: bench-kiosk
+bench-kiosk:
+	$(GO) run ./cloud/bench/kiosk $(BENCH_FLAGS)
+
 clean:
 	rm -rf bin $(TOOLS)

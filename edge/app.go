@@ -102,6 +102,8 @@ type App struct {
 	handler   atomic.Pointer[http.Handler]
 	// kioskDevices are the kiosk's paired devices once Run opened them.
 	kioskDevices atomic.Pointer[kiosk.Devices]
+	// kioskHandler is what the kiosk's listener serves, once Run opened it.
+	kioskHandler atomic.Pointer[http.Handler]
 }
 
 // Listening is where a running App listens.

@@ -31,6 +31,7 @@ const OnlineWait = 30 * time.Second
 // kioskSite is the kiosk an App serves when its config has one.
 type kioskSite struct {
 	srv     *kiosk.Server
+	handler http.Handler
 	devices *kiosk.Devices
 	ln      net.Listener
 }
@@ -58,8 +59,9 @@ func (a *App) openKiosk(s *site) error {
 	if err != nil {
 		return fmt.Errorf("edge: kiosk: %w", err)
 	}
-	s.kiosk = &kioskSite{srv: srv, devices: devices, ln: ln}
+	s.kiosk = &kioskSite{srv: srv, handler: srv.Handler(), devices: devices, ln: ln}
 	a.kioskDevices.Store(devices)
+	a.kioskHandler.Store(&s.kiosk.handler)
 	return nil
 }
 
@@ -74,6 +76,16 @@ func (a *App) NewPairingCode(name, mode string) (kiosk.PairingCode, error) {
 	return d.NewCode(name, mode, printer, a.d.Now())
 }
 
+// KioskHandler is the kiosk as the App serves it on kiosk.listen, for a
+// caller in the same process (the load program times requests through it
+// without a network); nil when the config has no kiosk or before Ready.
+func (a *App) KioskHandler() http.Handler {
+	if h := a.kioskHandler.Load(); h != nil {
+		return *h
+	}
+	return nil
+}
+
 // online reports whether the cloud takes the site's facts: the broker is
 // connected and nothing has waited long for an acknowledgement.
 func (a *App) online() bool {
@@ -85,7 +97,7 @@ func (a *App) online() bool {
 
 // serveKiosk serves the kiosk until ctx ends.
 func (a *App) serveKiosk(ctx context.Context, k *kioskSite) error {
-	srv := &http.Server{Handler: k.srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
+	srv := &http.Server{Handler: k.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: readTimeout,
 		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
 	done := make(chan struct{})
 	go func() {

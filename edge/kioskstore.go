@@ -39,7 +39,27 @@ type kioskStore struct {
 	// mu makes each desk write read its visit and record it changed with
 	// no other desk write in between.
 	mu sync.Mutex
+
+	// passes are the badge passes signed so far. The reception page, the
+	// evacuation list and the sign-out search each list every visit on
+	// site with its pass, and an Ed25519 signature per visit was most of
+	// their time (300 on site: 10-16 ms a page on amd64, see
+	// docs/performance.md); a visit's pass is the same every time (issued
+	// at its check-in), so it is signed once.
+	passMu sync.Mutex
+	passes map[passKey]string
 }
+
+// passKey is what a badge pass is signed from besides the site.
+type passKey struct {
+	visitID string
+	issued  int64 // Unix nanoseconds
+	zone    string
+}
+
+// maxPasses bounds the remembered passes, far above the visits a site has
+// on site at once: past it they are forgotten and signed again as needed.
+const maxPasses = 8192
 
 var _ kiosk.Store = (*kioskStore)(nil)
 
@@ -160,7 +180,7 @@ func (k *kioskStore) visit(view *cache.View, v protocol.Visit) kiosk.Visit {
 	if k.badges != nil && v.Status == string(passrule.CheckedIn) && v.CheckedInAt != nil {
 		// Issued at the check-in, so the same visit always has the same
 		// badge pass: a reprint is the badge printed first.
-		tok, err := k.badges.Sign(v.ID, k.siteID, *v.CheckedInAt, view.Location())
+		tok, err := k.badgePass(v.ID, *v.CheckedInAt, view.Location())
 		if err != nil {
 			k.log("kiosk: badge pass not signed", "visit_id", v.ID, "error", err.Error())
 		} else {
@@ -168,6 +188,29 @@ func (k *kioskStore) visit(view *cache.View, v protocol.Visit) kiosk.Visit {
 		}
 	}
 	return out
+}
+
+// badgePass is the badge pass of a visit issued at issued, signed once
+// and then remembered.
+func (k *kioskStore) badgePass(visitID string, issued time.Time, loc *time.Location) (string, error) {
+	key := passKey{visitID: visitID, issued: issued.UnixNano(), zone: loc.String()}
+	k.passMu.Lock()
+	tok, ok := k.passes[key]
+	k.passMu.Unlock()
+	if ok {
+		return tok, nil
+	}
+	tok, err := k.badges.Sign(visitID, k.siteID, issued, loc)
+	if err != nil {
+		return "", err
+	}
+	k.passMu.Lock()
+	if k.passes == nil || len(k.passes) >= maxPasses {
+		k.passes = map[passKey]string{}
+	}
+	k.passes[key] = tok
+	k.passMu.Unlock()
+	return tok, nil
 }
 
 func (k *kioskStore) Visit(id string) (kiosk.Visit, bool) {

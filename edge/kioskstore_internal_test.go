@@ -224,3 +224,49 @@ func TestKioskStore_BadgePassNamesItsVisit(t *testing.T) {
 	_, ok = elsewhere.VisitByPass(v.Pass)
 	require.False(t, ok, "another site's desk does not take the badge")
 }
+
+// countingSigner is the appliance's badge key, counting its signatures.
+type countingSigner struct {
+	k *badgekey.Key
+	n int
+}
+
+func (s *countingSigner) Sign(visitID, siteID string, issued time.Time, loc *time.Location) (string, error) {
+	s.n++
+	return s.k.Sign(visitID, siteID, issued, loc)
+}
+
+// The lists of visits on site carry each visit's badge pass, signed once:
+// the reception page lists every visit on site on every load, and the pass
+// a list, a second list and the visit itself give is the one the key
+// signs for the visit's check-in.
+func TestKioskStore_BadgePassSignedOnce(t *testing.T) {
+	d := newDeskSite(t)
+	key, _, err := badgekey.Open(filepath.Join(t.TempDir(), badgekey.FileName), nil)
+	require.NoError(t, err)
+	signer := &countingSigner{k: key}
+	d.k.badges = signer
+	var made []kiosk.Visit
+	for _, name := range []string{"Ada Lovelace", "Alan Turing"} {
+		v, err := d.k.WalkIn(context.Background(), kiosk.WalkIn{ID: ids.New(ids.Visit), At: d.now, TeamID: d.team.ID, Type: "meeting",
+			DeviceID: d.desk().DeviceID, Visitor: kiosk.Visitor{Name: name, Email: "x@example.com"}})
+		require.NoError(t, err)
+		require.NotEmpty(t, v.Pass)
+		made = append(made, v)
+	}
+	require.Equal(t, 2, signer.n)
+	for range 3 {
+		for _, list := range [][]kiosk.Visit{d.k.OnSite(), d.k.Waiting()} {
+			require.Len(t, list, 2)
+			for _, v := range list {
+				want, err := key.Sign(v.ID, d.siteID, *v.CheckedInAt, d.c.View().Location())
+				require.NoError(t, err)
+				require.Equal(t, want, v.Pass)
+			}
+		}
+	}
+	got, ok := d.k.Visit(made[0].ID)
+	require.True(t, ok)
+	require.Equal(t, made[0].Pass, got.Pass)
+	require.Equal(t, 2, signer.n, "each visit's pass signed once")
+}

@@ -339,10 +339,24 @@ func waitStart(v protocol.Visit) time.Time {
 
 // OnSite returns the checked-in visits, by folded visitor name.
 func (v *View) OnSite() []protocol.Visit {
-	out := v.collect(v.onSite)
-	slices.SortFunc(out, func(a, b protocol.Visit) int {
-		return cmp.Or(strings.Compare(textfold.Fold(a.VisitorName), textfold.Fold(b.VisitorName)), strings.Compare(a.ID, b.ID))
+	all := v.collect(v.onSite)
+	// Each name is folded once, not twice in each of n·log n comparisons:
+	// folding was a quarter of the reception page's time with 300 on site.
+	type named struct {
+		folded string
+		i      int
+	}
+	keys := make([]named, len(all))
+	for i := range all {
+		keys[i] = named{textfold.Fold(all[i].VisitorName), i}
+	}
+	slices.SortFunc(keys, func(a, b named) int {
+		return cmp.Or(strings.Compare(a.folded, b.folded), strings.Compare(all[a.i].ID, all[b.i].ID))
 	})
+	out := make([]protocol.Visit, len(all))
+	for j, k := range keys {
+		out[j] = all[k.i]
+	}
 	return out
 }
 

@@ -1,11 +1,9 @@
 package badge
 
 import (
-	"bytes"
 	"fmt"
 	"image"
 	"image/color"
-	"image/png"
 	"time"
 )
 
@@ -166,9 +164,9 @@ func RenderPNG(b Badge) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
+	data, err := encodePNG(img)
+	if err != nil {
 		return nil, fmt.Errorf("encode badge: %w", err)
 	}
-	return buf.Bytes(), nil
+	return data, nil
 }
