@@ -18,4 +18,4 @@ ALTER TABLE visits ADD COLUMN remind_from timestamptz;
 UPDATE visits SET remind_from = coalesce(doc->>'waiting_since', doc->>'checked_in_at')::timestamptz
     WHERE status = 'checked_in' AND (doc->>'needs_someone')::boolean
         AND coalesce(doc->>'waiting_since', doc->>'checked_in_at') IS NOT NULL;
-CREATE INDEX visits_remind ON visits (remind_from) WHERE remind_from IS NOT NULL;
+CREATE INDEX visits_remind ON visits (remind_from, id) WHERE remind_from IS NOT NULL;

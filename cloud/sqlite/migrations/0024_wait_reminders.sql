@@ -21,4 +21,4 @@ UPDATE visits SET remind_from = CAST(round((coalesce(julianday(json_extract(doc,
         julianday(json_extract(doc, '$.checked_in_at'))) - 2440587.5) * 86400000000.0) AS INTEGER)
     WHERE status = 'checked_in' AND json_extract(doc, '$.needs_someone') = 1
         AND coalesce(json_extract(doc, '$.waiting_since'), json_extract(doc, '$.checked_in_at')) IS NOT NULL;
-CREATE INDEX visits_remind ON visits (remind_from) WHERE remind_from IS NOT NULL;
+CREATE INDEX visits_remind ON visits (remind_from, id) WHERE remind_from IS NOT NULL;
