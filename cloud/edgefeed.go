@@ -24,10 +24,14 @@ import (
 // older fails as its configuration says.
 const DefaultOfflineLimitMinutes = 24 * 60
 
-// DefaultWaitLimitMinutes is how long a visitor may wait at reception
-// before the kiosk's queue highlights them, until the API has a field for
-// it.
-const DefaultWaitLimitMinutes = 10
+// The bounds and default of a site's wait limit (Site.WaitLimitMinutes):
+// how long a visitor may wait at reception before the kiosk's queue
+// highlights them and whoever they wait with is reminded.
+const (
+	DefaultWaitLimitMinutes = 10
+	MinWaitLimitMinutes     = 1
+	MaxWaitLimitMinutes     = 240
+)
 
 // EdgeHorizon is how long after EdgeUntil an edge still needs a visit: a
 // pass works up to a week (passrule.MaxWindowMinutes) after its visit's
@@ -102,8 +106,8 @@ func EdgeVisit(v Visit) protocol.Visit {
 		VisitorPhone:   clip(v.Visitor.Phone),
 		VisitorCompany: clip(v.Visitor.Company),
 	}
-	if out.WaitingSince == nil && v.Status == VisitCheckedIn {
-		out.WaitingSince = utcPtr(v.CheckedInAt) // a visit stored before WaitingSince
+	if out.WaitingSince == nil {
+		out.WaitingSince = utcPtr(WaitStart(v)) // a visit stored before WaitingSince
 	}
 	if v.Team != nil {
 		out.TeamID, out.TeamName = v.Team.ID, clip(v.Team.Name)
@@ -164,7 +168,7 @@ func EdgeGate(g Gate) protocol.Gate {
 // EdgeSettings are the settings of a site its edge needs.
 func EdgeSettings(s Site) protocol.Settings {
 	return protocol.Settings{Timezone: s.Timezone, OfflineLimitMinutes: DefaultOfflineLimitMinutes, SiteName: clip(s.Name),
-		WaitLimitMinutes: DefaultWaitLimitMinutes}
+		WaitLimitMinutes: s.WaitLimit()}
 }
 
 // EdgeKey is the public half of a pass-signing key, under the ID passes

@@ -44,14 +44,28 @@ type Address struct {
 
 // Site is a building or campus with gates and a time zone.
 type Site struct {
-	ID        string
-	Tenant    Tenant
-	Name      string
-	Timezone  string // IANA name
-	Address   *Address
-	Zone      *AttendanceZone // where phones may punch; nil when none is set
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID       string
+	Tenant   Tenant
+	Name     string
+	Timezone string // IANA name
+	Address  *Address
+	Zone     *AttendanceZone // where phones may punch; nil when none is set
+	// WaitLimitMinutes is how long a visitor may wait for someone before
+	// the kiosk's queue highlights them and whoever they wait with is
+	// reminded (docs/decisions.md, "Waiting reminders"); 0 stands for
+	// DefaultWaitLimitMinutes (WaitLimit).
+	WaitLimitMinutes int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// WaitLimit is the site's wait limit in minutes: WaitLimitMinutes, or
+// DefaultWaitLimitMinutes when it is not set.
+func (s Site) WaitLimit() int {
+	if s.WaitLimitMinutes <= 0 {
+		return DefaultWaitLimitMinutes
+	}
+	return s.WaitLimitMinutes
 }
 
 // Direction says which way a gate lets people through.

@@ -165,6 +165,10 @@ type SiteInput struct {
 	Address  Optional[*Address]
 	Geofence Optional[*Geofence]     // nil clears
 	Wifi     Optional[[]WifiNetwork] // empty clears
+	// WaitLimitMinutes is the site's wait limit, MinWaitLimitMinutes to
+	// MaxWaitLimitMinutes; DefaultWaitLimitMinutes when a new site has
+	// none.
+	WaitLimitMinutes Optional[int]
 }
 
 // checkZone checks a site's geofence and Wi-Fi networks.
@@ -217,6 +221,9 @@ func checkSiteInput(v *ValidationError, in SiteInput, create bool) {
 	if (create || in.Timezone.Set) && !ValidTimezone(in.Timezone.Value) {
 		v.Add("timezone", "must be an IANA time zone name such as Europe/London")
 	}
+	if n := in.WaitLimitMinutes.Value; in.WaitLimitMinutes.Set && (n < MinWaitLimitMinutes || n > MaxWaitLimitMinutes) {
+		v.Add("wait_limit_minutes", "must be an integer from %d to %d", MinWaitLimitMinutes, MaxWaitLimitMinutes)
+	}
 	if a := in.Address.Value; in.Address.Set && a != nil {
 		checkText(v, "address.line1", a.Line1, true, MaxAddressLen)
 		checkText(v, "address.line2", a.Line2, false, MaxAddressLen)
@@ -254,7 +261,10 @@ func (s *Service) CreateSite(ctx context.Context, t Tenant, in SiteInput) (Site,
 	}
 	now := s.Now()
 	site := Site{ID: ids.New(ids.Site), Tenant: t, Name: in.Name.Value, Timezone: in.Timezone.Value,
-		Address: in.Address.Value, CreatedAt: now, UpdatedAt: now}
+		Address: in.Address.Value, WaitLimitMinutes: DefaultWaitLimitMinutes, CreatedAt: now, UpdatedAt: now}
+	if in.WaitLimitMinutes.Set {
+		site.WaitLimitMinutes = in.WaitLimitMinutes.Value
+	}
 	applyZone(&site, in)
 	if err := respond(ctx, site); err != nil {
 		return Site{}, err
@@ -276,6 +286,9 @@ func (s *Service) UpdateSite(ctx context.Context, t Tenant, id string, in SiteIn
 		}
 		if in.Timezone.Set {
 			site.Timezone = in.Timezone.Value
+		}
+		if in.WaitLimitMinutes.Set {
+			site.WaitLimitMinutes = in.WaitLimitMinutes.Value
 		}
 		applyZone(site, in)
 		if in.Address.Set {

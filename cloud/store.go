@@ -110,6 +110,12 @@ type Store interface {
 	UpdateVisit(ctx context.Context, t Tenant, id string, fn func(*Visit, *VisitWrites) error) (Visit, error)
 	// ListVisits returns a page of visits, newest first.
 	ListVisits(ctx context.Context, t Tenant, f VisitFilter, p Page) ([]Visit, bool, error)
+	// OverdueWaits returns, of any tenant, up to limit visits whose
+	// RemindFrom is after from and at least their site's WaitLimit minutes
+	// before now, earliest RemindFrom first: the waits a reminder is due
+	// for (docs/decisions.md, "Waiting reminders"). It only reads; sending
+	// the reminder is an UpdateVisit that checks again.
+	OverdueWaits(ctx context.Context, from, now time.Time, limit int) ([]OverdueWait, error)
 
 	// CreateBookingType stores a new booking type.
 	CreateBookingType(ctx context.Context, bt BookingType) error

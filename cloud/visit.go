@@ -153,7 +153,12 @@ type Visit struct {
 	// the visit now: the check-in, or the last hand-over after it; nil
 	// before a check-in. Stored from issue 16 on: an older visit has none,
 	// and its check-in time stands for it.
-	WaitingSince  *time.Time
+	WaitingSince *time.Time
+	// RemindedFor is the start of the wait (WaitStart) the last waiting
+	// reminder was sent for; nil before the first. A wait whose start it
+	// is not has had no reminder (docs/decisions.md, "Waiting
+	// reminders"). Stored, never shown.
+	RemindedFor   *time.Time
 	VisitorID     string
 	Visitor       Visitor // filled on read from the visitor record
 	Purpose       string
@@ -172,6 +177,32 @@ type Visit struct {
 	ReenteredAs   string                     // the re-entry visit made from this one; empty until then
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+}
+
+// WaitStart is when the visitor of a checked-in visit began to wait for
+// whoever receives it now: WaitingSince, or for a visit stored before it
+// its check-in. It is nil for a visit not checked in.
+func WaitStart(v Visit) *time.Time {
+	if v.Status != VisitCheckedIn {
+		return nil
+	}
+	if v.WaitingSince != nil {
+		return v.WaitingSince
+	}
+	return v.CheckedInAt
+}
+
+// RemindFrom is the start of the wait a waiting reminder is still owed
+// for: WaitStart of a checked-in visit that needs someone and has had no
+// reminder for this wait (RemindedFor), in UTC to the microsecond; nil
+// otherwise. Stores index it to find the waits due (Store.OverdueWaits).
+func RemindFrom(v Visit) *time.Time {
+	start := WaitStart(v)
+	if !v.NeedsSomeone || start == nil || (v.RemindedFor != nil && v.RemindedFor.Equal(*start)) {
+		return nil
+	}
+	t := start.UTC().Truncate(time.Microsecond)
+	return &t
 }
 
 // Receiver is who a visit nobody has taken waits with: reception, a

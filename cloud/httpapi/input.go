@@ -401,7 +401,9 @@ func (b *body) integer(name string, min, max int) cloud.Optional[int] {
 	var n json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	if isNull || dec.Decode(&n) != nil {
+	// json.Number also takes a number in a string ("10"), which is not an
+	// integer.
+	if isNull || bytes.HasPrefix(raw, []byte(`"`)) || dec.Decode(&n) != nil {
 		b.errs.add(b.loc(name), "must be an integer from %d to %d", min, max)
 		return cloud.Optional[int]{}
 	}

@@ -101,18 +101,20 @@ type addressJSON struct {
 }
 
 type siteJSON struct {
-	ID        string        `json:"id"`
-	Name      string        `json:"name"`
-	Timezone  string        `json:"timezone"`
-	Address   *addressJSON  `json:"address"`
-	Geofence  *geofenceJSON `json:"geofence"`
-	Wifi      []wifiJSON    `json:"wifi_networks"`
-	CreatedAt string        `json:"created_at"`
-	UpdatedAt string        `json:"updated_at"`
+	ID               string        `json:"id"`
+	Name             string        `json:"name"`
+	Timezone         string        `json:"timezone"`
+	Address          *addressJSON  `json:"address"`
+	Geofence         *geofenceJSON `json:"geofence"`
+	Wifi             []wifiJSON    `json:"wifi_networks"`
+	WaitLimitMinutes int           `json:"wait_limit_minutes"`
+	CreatedAt        string        `json:"created_at"`
+	UpdatedAt        string        `json:"updated_at"`
 }
 
 func renderSite(st cloud.Site) siteJSON {
-	out := siteJSON{ID: st.ID, Name: st.Name, Timezone: st.Timezone, CreatedAt: ts(st.CreatedAt), UpdatedAt: ts(st.UpdatedAt)}
+	out := siteJSON{ID: st.ID, Name: st.Name, Timezone: st.Timezone, WaitLimitMinutes: st.WaitLimit(),
+		CreatedAt: ts(st.CreatedAt), UpdatedAt: ts(st.UpdatedAt)}
 	out.Geofence, out.Wifi = renderZone(st.Zone)
 	if a := st.Address; a != nil {
 		out.Address = &addressJSON{Line1: a.Line1, Line2: nullable(a.Line2), City: nullable(a.City), Region: nullable(a.Region),
@@ -122,7 +124,8 @@ func renderSite(st cloud.Site) siteJSON {
 }
 
 func parseSite(b *body) cloud.SiteInput {
-	in := cloud.SiteInput{Name: b.str("name"), Timezone: b.str("timezone")}
+	in := cloud.SiteInput{Name: b.str("name"), Timezone: b.str("timezone"),
+		WaitLimitMinutes: b.integer("wait_limit_minutes", cloud.MinWaitLimitMinutes, cloud.MaxWaitLimitMinutes)}
 	var a cloud.Address
 	present, isNull := b.object("address", true, func(ab *body) {
 		a.Line1 = ab.str("line1").Value

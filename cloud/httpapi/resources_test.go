@@ -206,6 +206,48 @@ func TestSitesAndGates_Lifecycle(t *testing.T) {
 	})
 }
 
+// A site's wait limit (docs/decisions.md, "Waiting reminders"): 10 unless
+// given, an integer from 1 to 240 on create and update (anything else is
+// validation_failed at body.wait_limit_minutes, nothing changed), and a
+// change goes out on the site's feed with the rest of its settings.
+func TestSites_WaitLimit(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		s := h.post("/v1/sites", map[string]any{"name": "Lisbon", "timezone": "Europe/Lisbon"})
+		require.Equal(t, http.StatusCreated, s.Status, "%s", s.Raw)
+		require.Equal(t, float64(cloud.DefaultWaitLimitMinutes), s.Body["wait_limit_minutes"])
+		s = h.post("/v1/sites", map[string]any{"name": "Porto", "timezone": "Europe/Lisbon", "wait_limit_minutes": 25})
+		require.Equal(t, http.StatusCreated, s.Status, "%s", s.Raw)
+		require.Equal(t, float64(25), s.Body["wait_limit_minutes"])
+		site := s.Body["id"].(string)
+
+		for _, bad := range []any{0, 241, -5, 2.5, "10", nil, true, 1e20} {
+			r := h.post("/v1/sites", map[string]any{"name": "Bad", "timezone": "UTC", "wait_limit_minutes": bad})
+			requireProblem(t, r, http.StatusUnprocessableEntity, "validation_failed", "body.wait_limit_minutes")
+			require.Equal(t, "must be an integer from 1 to 240", r.Body["errors"].([]any)[0].(map[string]any)["message"], "%v", bad)
+			requireProblem(t, h.patch("/v1/sites/"+site, map[string]any{"wait_limit_minutes": bad}),
+				http.StatusUnprocessableEntity, "validation_failed", "body.wait_limit_minutes")
+		}
+		require.Equal(t, float64(25), h.get("/v1/sites/" + site).Body["wait_limit_minutes"], "a refused change changes nothing")
+
+		tn := cloud.Tenant{OrgID: h.seed.Organisation.ID, Mode: cloud.ModeTest}
+		_, head, err := h.svc.SiteChanges(t.Context(), cloud.EdgeSite(tn, site), 1<<62, 1)
+		require.NoError(t, err)
+		for _, n := range []int{1, 240} {
+			u := h.patch("/v1/sites/"+site, map[string]any{"wait_limit_minutes": n})
+			require.Equal(t, http.StatusOK, u.Status, "%s", u.Raw)
+			require.Equal(t, float64(n), u.Body["wait_limit_minutes"])
+			require.Equal(t, float64(n), h.get("/v1/sites/" + site).Body["wait_limit_minutes"])
+			cs, _, err := h.svc.SiteChanges(t.Context(), cloud.EdgeSite(tn, site), head, 0)
+			require.NoError(t, err)
+			require.Len(t, cs, 1)
+			require.NotNil(t, cs[0].Settings)
+			require.Equal(t, n, cs[0].Settings.WaitLimitMinutes, "the edge gets the new limit")
+			head = cs[0].Seq
+		}
+	})
+}
+
 func TestTeams_CreateAndUpdate(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
 		h := newHarness(t, open)

@@ -162,13 +162,14 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 			u := updates
 			writes.Queue(`UPDATE visits v SET status = u.status, type = u.type, site_id = u.site_id, host_id = u.host_id,
 					visitor_id = u.visitor_id, booking_id = u.booking_id, expected_at = u.expected_at, doc = u.doc::json,
-					updated_at = u.updated_at, edge_until = u.edge_until
+					updated_at = u.updated_at, edge_until = u.edge_until, remind_from = u.remind_from
 				FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-					$10::timestamptz[], $11::text[], $12::timestamptz[], $13::timestamptz[])
-					AS u(id, status, type, site_id, host_id, visitor_id, booking_id, expected_at, doc, updated_at, edge_until)
+					$10::timestamptz[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::timestamptz[])
+					AS u(id, status, type, site_id, host_id, visitor_id, booking_id, expected_at, doc, updated_at, edge_until,
+						remind_from)
 				WHERE v.org_id = $1 AND v.mode = $2 AND v.id = u.id`,
 				t.OrgID, string(t.Mode), u.id, u.status, u.typ, u.site, u.host, u.visitor, u.booking, u.expected, u.doc,
-				u.updated, u.edgeUntil)
+				u.updated, u.edgeUntil, u.remindFrom)
 		}
 		for _, m := range b.Messages {
 			writes.Queue(qInsertMessage, messageArgs(t, m)...)
@@ -208,6 +209,7 @@ type visitUpdates struct {
 	id, status, typ, site, doc []string
 	host, visitor, booking     []*string
 	expected, edgeUntil        []*time.Time
+	remindFrom                 []*time.Time
 	updated                    []time.Time
 }
 
@@ -220,6 +222,7 @@ func (c *visitUpdates) add(v cloud.Visit) error {
 		append(c.site, v.SiteID), append(c.doc, string(doc))
 	c.host, c.visitor, c.booking = append(c.host, nullPtr(v.HostID)), append(c.visitor, nullPtr(v.VisitorID)), append(c.booking, nullPtr(v.BookingID))
 	c.expected, c.edgeUntil, c.updated = append(c.expected, v.ExpectedAt), append(c.edgeUntil, cloud.EdgeUntil(v)), append(c.updated, v.UpdatedAt)
+	c.remindFrom = append(c.remindFrom, cloud.RemindFrom(v))
 	return nil
 }
 

@@ -114,3 +114,56 @@ func TestMigration10_PassIssuedAt(t *testing.T) {
 		require.Equal(t, p.CreatedAt.Truncate(time.Second), got.PassIssuedAt)
 	}
 }
+
+// TestMigration24_WaitReminders takes a schema back to before migration
+// 24 with sites and visits in it, opens it again and checks the migration
+// gave the site the default wait limit and filled remind_from from the
+// documents: the waiting visits, one stored before waiting_since among
+// them, are found overdue, the others not.
+func TestMigration24_WaitReminders(t *testing.T) {
+	url := postgrestest.URL(t)
+	schema := postgrestest.NewSchema(t, url)
+	ctx := context.Background()
+	s, err := postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeLive}
+	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "HQ", Timezone: "Europe/London", WaitLimitMinutes: 30,
+		CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateSite(ctx, site))
+	at := func(m int) *time.Time { x := now.Add(-time.Duration(m) * time.Minute); return &x }
+	visit := func(edit func(*cloud.Visit)) string {
+		v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitCheckedIn, Type: "meeting", SiteID: site.ID,
+			NeedsSomeone: true, CreatedAt: now, UpdatedAt: now}
+		edit(&v)
+		require.NoError(t, s.CreateVisit(ctx, v, cloud.VisitWrites{}))
+		return v.ID
+	}
+	waiting := visit(func(v *cloud.Visit) { v.CheckedInAt, v.WaitingSince = at(40), at(12) })
+	legacy := visit(func(v *cloud.Visit) { v.CheckedInAt = at(11) })
+	visit(func(v *cloud.Visit) { v.CheckedInAt, v.WaitingSince = at(9), at(9) }) // not yet
+	visit(func(v *cloud.Visit) { v.CheckedInAt, v.WaitingSince, v.NeedsSomeone = at(20), at(20), false })
+	visit(func(v *cloud.Visit) { v.Status, v.NeedsSomeone = cloud.VisitExpected, false })
+	_ = s.Close()
+
+	for _, q := range []string{
+		`DROP INDEX visits_remind`, `ALTER TABLE visits DROP COLUMN remind_from`,
+		`ALTER TABLE sites DROP COLUMN wait_limit_minutes`, `DELETE FROM schema_migrations WHERE version = 24`,
+	} {
+		postgrestest.Exec(t, url, `SET search_path TO `+schema+`; `+q)
+	}
+
+	s, err = postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Site(ctx, tn, site.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.DefaultWaitLimitMinutes, got.WaitLimitMinutes)
+	due, err := s.OverdueWaits(ctx, now.Add(-cloud.WaitReminderHorizon), now, 10)
+	require.NoError(t, err)
+	var dueIDs []string
+	for _, d := range due {
+		dueIDs = append(dueIDs, d.VisitID)
+	}
+	require.Equal(t, []string{waiting, legacy}, dueIDs)
+}

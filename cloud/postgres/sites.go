@@ -12,7 +12,7 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-const siteCols = `id, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at, attendance_zone`
+const siteCols = `id, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at, attendance_zone, wait_limit_minutes`
 
 // scanSite reads siteCols. A site has an address when addr_line1 is not
 // NULL: Line1 and Country are stored as given, the other parts "" as NULL.
@@ -21,7 +21,7 @@ func scanSite(row scanner, t cloud.Tenant) (cloud.Site, error) {
 	var line1, line2, city, region, postal, country pgtype.Text
 	var zone []byte
 	err := row.Scan(&site.ID, &site.Name, &site.Timezone, &line1, &line2, &city, &region, &postal, &country,
-		&site.CreatedAt, &site.UpdatedAt, &zone)
+		&site.CreatedAt, &site.UpdatedAt, &zone, &site.WaitLimitMinutes)
 	if err != nil {
 		return cloud.Site{}, err
 	}
@@ -57,13 +57,13 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	if err != nil {
 		return fmt.Errorf("create site: %w", err)
 	}
-	args = append(args, site.CreatedAt, site.UpdatedAt, zone)
+	args = append(args, site.CreatedAt, site.UpdatedAt, zone, site.WaitLimitMinutes)
 	return s.writeTx(ctx, site.Tenant, func(tx pgx.Tx, f *feed) error {
 		if err := lockTenantFeeds(ctx, tx, site.Tenant); err != nil {
 			return fmt.Errorf("create site: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO sites (org_id, mode, `+siteCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, args...); err != nil {
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, args...); err != nil {
 			return translate("create site", err)
 		}
 		settings := cloud.EdgeSettings(site)
@@ -125,10 +125,10 @@ func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn fu
 		if err != nil {
 			return fmt.Errorf("update site: %w", err)
 		}
-		args = append(args, site.CreatedAt, site.UpdatedAt, zone)
+		args = append(args, site.CreatedAt, site.UpdatedAt, zone, site.WaitLimitMinutes)
 		out, err = scanSite(tx.QueryRow(ctx, `UPDATE sites SET name = $4, timezone = $5,
 				addr_line1 = $6, addr_line2 = $7, addr_city = $8, addr_region = $9, addr_postal_code = $10, addr_country = $11,
-				created_at = $12, updated_at = $13, attendance_zone = $14
+				created_at = $12, updated_at = $13, attendance_zone = $14, wait_limit_minutes = $15
 			WHERE org_id = $1 AND mode = $2 AND id = $3 RETURNING `+siteCols, args...), t)
 		if err != nil {
 			return translate("update site", err)

@@ -26,10 +26,10 @@ const (
 // Statements shared by the single writes and the batches of facts.
 const (
 	qInsertVisit = `INSERT INTO visits (org_id, mode, id, status, type, site_id, host_id, visitor_id, booking_id,
-			expected_at, doc, created_at, updated_at, edge_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+			expected_at, doc, created_at, updated_at, edge_until, remind_from)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	qUpdateVisit = `UPDATE visits SET status = $4, type = $5, site_id = $6, host_id = $7, visitor_id = $8,
-			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12, edge_until = $13
+			booking_id = $9, expected_at = $10, doc = $11, updated_at = $12, edge_until = $13, remind_from = $14
 		WHERE org_id = $1 AND mode = $2 AND id = $3`
 	qInsertHosts = `INSERT INTO visit_hosts (org_id, mode, visit_id, person_id) SELECT $1, $2, $3, unnest($4::text[])`
 	qDeleteHosts = `DELETE FROM visit_hosts WHERE org_id = $1 AND mode = $2 AND visit_id = $3`
@@ -79,16 +79,17 @@ func scanVisit(row scanner, t cloud.Tenant) (cloud.Visit, error) {
 	return v, nil
 }
 
-// visitArgs are $1..$14: org_id, mode, id, status, type, site_id, host_id,
+// visitArgs are $1..$15: org_id, mode, id, status, type, site_id, host_id,
 // visitor_id, booking_id, expected_at, doc, created_at, updated_at,
-// edge_until.
+// edge_until, remind_from.
 func visitArgs(t cloud.Tenant, id string, v cloud.Visit) ([]any, error) {
 	doc, err := storedoc.EncodeVisit(v)
 	if err != nil {
 		return nil, err
 	}
 	return []any{t.OrgID, string(t.Mode), id, string(v.Status), v.Type, v.SiteID, null(v.HostID), null(v.VisitorID),
-		null(v.BookingID), nullTime(v.ExpectedAt), doc, v.CreatedAt, v.UpdatedAt, nullTime(cloud.EdgeUntil(v))}, nil
+		null(v.BookingID), nullTime(v.ExpectedAt), doc, v.CreatedAt, v.UpdatedAt, nullTime(cloud.EdgeUntil(v)),
+		nullTime(cloud.RemindFrom(v))}, nil
 }
 
 // hostIDs are the people the host filter finds v by: the lead and every
@@ -295,6 +296,30 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		return nil, false, fmt.Errorf("list visits: %w", err)
 	}
 	return out, more, nil
+}
+
+// OverdueWaits implements cloud.Store. The index visits_remind holds
+// only visits waiting now; the range on it stops at the shortest limit,
+// and the join to each visit's site keeps those past their own.
+func (s *Store) OverdueWaits(ctx context.Context, from, now time.Time, limit int) ([]cloud.OverdueWait, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT v.org_id, v.mode, v.id, v.remind_from, s.name,
+			CASE WHEN s.wait_limit_minutes > 0 THEN s.wait_limit_minutes ELSE $4::integer END
+		FROM visits v JOIN sites s ON s.org_id = v.org_id AND s.mode = v.mode AND s.id = v.site_id
+		WHERE v.remind_from > $1::timestamptz AND v.remind_from <= $2::timestamptz
+			AND v.remind_from <= $3::timestamptz - make_interval(mins => CASE WHEN s.wait_limit_minutes > 0 THEN s.wait_limit_minutes ELSE $4 END)
+		ORDER BY v.remind_from, v.id LIMIT $5`,
+		from, now.Add(-cloud.MinWaitLimitMinutes*time.Minute), now, cloud.DefaultWaitLimitMinutes, limit)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.OverdueWait, error) {
+		var w cloud.OverdueWait
+		var mode string
+		err := row.Scan(&w.Tenant.OrgID, &mode, &w.VisitID, &w.Since, &w.SiteName, &w.WaitLimitMinutes)
+		w.Tenant.Mode, w.Since = cloud.Mode(mode), w.Since.UTC()
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("overdue waits: %w", err)
+	}
+	return out, nil
 }
 
 const messageCols = `id, visit_id, channel, to_addr, subject, body, status, created_at`

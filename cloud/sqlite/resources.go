@@ -66,14 +66,15 @@ func update[T any](ctx context.Context, s *Store, read func(*sql.Tx) (T, error),
 	return v, err
 }
 
-const siteCols = `id, org_id, mode, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at, attendance_zone`
+const siteCols = `id, org_id, mode, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, created_at, updated_at, attendance_zone, wait_limit_minutes`
 
 func scanSite(r scanner) (cloud.Site, error) {
 	var s cloud.Site
 	var mode string
 	var l1, l2, city, region, postal, country, zone sql.NullString
 	var created, updated int64
-	if err := r.Scan(&s.ID, &s.Tenant.OrgID, &mode, &s.Name, &s.Timezone, &l1, &l2, &city, &region, &postal, &country, &created, &updated, &zone); err != nil {
+	if err := r.Scan(&s.ID, &s.Tenant.OrgID, &mode, &s.Name, &s.Timezone, &l1, &l2, &city, &region, &postal, &country, &created, &updated, &zone,
+		&s.WaitLimitMinutes); err != nil {
 		return s, err
 	}
 	if zone.Valid {
@@ -95,7 +96,8 @@ func siteArgs(s cloud.Site) []any {
 		a = &cloud.Address{}
 	}
 	zone, _ := jsonOrNull(s.Zone) // plain numbers and strings always marshal
-	return []any{s.Name, s.Timezone, null(a.Line1), null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), null(a.Country), micros(s.UpdatedAt), zone}
+	return []any{s.Name, s.Timezone, null(a.Line1), null(a.Line2), null(a.City), null(a.Region), null(a.PostalCode), null(a.Country), micros(s.UpdatedAt), zone,
+		s.WaitLimitMinutes}
 }
 
 // CreateSite implements cloud.Store: the site's feed starts with its
@@ -103,8 +105,8 @@ func siteArgs(s cloud.Site) []any {
 func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 	args := append([]any{site.ID, site.Tenant.OrgID, string(site.Tenant.Mode), micros(site.CreatedAt)}, siteArgs(site)...)
 	err := s.writeTx(ctx, site.Tenant, func(tx *sql.Tx, f *feed) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at, attendance_zone)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sites (id, org_id, mode, created_at, name, timezone, addr_line1, addr_line2, addr_city, addr_region, addr_postal_code, addr_country, updated_at, attendance_zone, wait_limit_minutes)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...); err != nil {
 			return err
 		}
 		settings := cloud.EdgeSettings(site)
@@ -141,7 +143,7 @@ func (s *Store) UpdateSite(ctx context.Context, t cloud.Tenant, id string, fn fu
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sites SET name = ?, timezone = ?, addr_line1 = ?, addr_line2 = ?, addr_city = ?, addr_region = ?,
-			addr_postal_code = ?, addr_country = ?, updated_at = ?, attendance_zone = ? WHERE id = ?`, append(siteArgs(site), id)...); err != nil {
+			addr_postal_code = ?, addr_country = ?, updated_at = ?, attendance_zone = ?, wait_limit_minutes = ? WHERE id = ?`, append(siteArgs(site), id)...); err != nil {
 			return err
 		}
 		settings := cloud.EdgeSettings(site)

@@ -26,10 +26,10 @@ const (
 const (
 	qGetVisit    = `SELECT ` + visitCols + visitFrom + ` WHERE v.id = ? AND v.org_id = ? AND v.mode = ?`
 	qInsertVisit = `INSERT INTO visits (id, org_id, mode, created_at, status, type, site_id, host_id, visitor_id,
-			booking_id, expected_at, doc, updated_at, edge_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+			booking_id, expected_at, doc, updated_at, edge_until, remind_from)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	qUpdateVisit = `UPDATE visits SET status = ?, type = ?, site_id = ?, host_id = ?, visitor_id = ?,
-			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?, edge_until = ?
+			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?, edge_until = ?, remind_from = ?
 		WHERE id = ? AND org_id = ? AND mode = ?`
 	qInsertAudit = `INSERT INTO audit_events (id, org_id, mode, action, actor_kind, actor_id, object_type,
 				object_id, request_id, detail, created_at)
@@ -62,14 +62,15 @@ func scanVisit(r scanner) (cloud.Visit, error) {
 }
 
 // visitArgs are the values of status, type, site_id, host_id, visitor_id,
-// booking_id, expected_at, doc, updated_at and edge_until.
+// booking_id, expected_at, doc, updated_at, edge_until and remind_from.
 func visitArgs(v cloud.Visit) ([]any, error) {
 	doc, err := storedoc.EncodeVisit(v)
 	if err != nil {
 		return nil, err
 	}
 	return []any{string(v.Status), v.Type, v.SiteID, null(v.HostID), null(v.VisitorID), null(v.BookingID),
-		nullMicros(v.ExpectedAt), string(doc), micros(v.UpdatedAt), nullMicros(cloud.EdgeUntil(v))}, nil
+		nullMicros(v.ExpectedAt), string(doc), micros(v.UpdatedAt), nullMicros(cloud.EdgeUntil(v)),
+		nullMicros(cloud.RemindFrom(v))}, nil
 }
 
 // hostIDs are the people the host filter finds v by: the lead and every
@@ -290,6 +291,39 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		return nil, false, fmt.Errorf("list visits: %w", err)
 	}
 	return out, more, nil
+}
+
+// OverdueWaits implements cloud.Store. The index visits_remind holds
+// only visits waiting now; the range on it stops at the shortest limit,
+// and the join to each visit's site keeps those past their own.
+func (s *Store) OverdueWaits(ctx context.Context, from, now time.Time, limit int) ([]cloud.OverdueWait, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT v.org_id, v.mode, v.id, v.remind_from, s.name,
+			CASE WHEN s.wait_limit_minutes > 0 THEN s.wait_limit_minutes ELSE ? END AS lim
+		FROM visits v JOIN sites s ON s.id = v.site_id AND s.org_id = v.org_id AND s.mode = v.mode
+		WHERE v.remind_from IS NOT NULL AND v.remind_from > ? AND v.remind_from <= ?
+			AND v.remind_from <= ? - (CASE WHEN s.wait_limit_minutes > 0 THEN s.wait_limit_minutes ELSE ? END) * 60000000
+		ORDER BY v.remind_from, v.id LIMIT ?`,
+		cloud.DefaultWaitLimitMinutes, micros(from), micros(now.Add(-cloud.MinWaitLimitMinutes*time.Minute)),
+		micros(now), cloud.DefaultWaitLimitMinutes, limit)
+	if err != nil {
+		return nil, fmt.Errorf("overdue waits: %w", err)
+	}
+	defer rows.Close()
+	var out []cloud.OverdueWait
+	for rows.Next() {
+		var w cloud.OverdueWait
+		var mode string
+		var since int64
+		if err := rows.Scan(&w.Tenant.OrgID, &mode, &w.VisitID, &since, &w.SiteName, &w.WaitLimitMinutes); err != nil {
+			return nil, fmt.Errorf("overdue waits: %w", err)
+		}
+		w.Tenant.Mode, w.Since = cloud.Mode(mode), fromMicros(since)
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("overdue waits: %w", err)
+	}
+	return out, nil
 }
 
 const messageCols = `id, org_id, mode, visit_id, channel, to_addr, subject, body, status, created_at`

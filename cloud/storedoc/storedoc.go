@@ -50,6 +50,7 @@ type visit struct {
 	Receiver      receiver          `json:"receiver"`
 	ReenteredAs   string            `json:"reentered_as,omitempty"`
 	WaitingSince  *time.Time        `json:"waiting_since,omitempty"`
+	RemindedFor   *time.Time        `json:"reminded_for,omitempty"`
 }
 
 // Custom fields are kept as the text of each value, in a JSON string:
@@ -143,6 +144,7 @@ func EncodeVisit(v cloud.Visit) ([]byte, error) {
 		Receiver:     receiver{Kind: v.Receiver.Kind, PersonID: v.Receiver.PersonID, TeamID: v.Receiver.TeamID},
 		ReenteredAs:  v.ReenteredAs,
 		WaitingSince: micros(v.WaitingSince),
+		RemindedFor:  micros(v.RemindedFor),
 	}
 	for _, h := range v.Hosts {
 		d.Hosts = append(d.Hosts, host{ID: h.ID, Name: h.Name, Role: h.Role, State: h.State, Answer: h.Answer,
@@ -205,7 +207,7 @@ func DecodeVisit(b []byte, v *cloud.Visit) error {
 	}
 	v.Receiver = cloud.Receiver{Kind: d.Receiver.Kind, PersonID: d.Receiver.PersonID, TeamID: d.Receiver.TeamID}
 	v.ReenteredAs = d.ReenteredAs
-	v.WaitingSince = d.WaitingSince
+	v.WaitingSince, v.RemindedFor = d.WaitingSince, d.RemindedFor
 	return nil
 }
 

@@ -191,6 +191,7 @@ func groups() []group {
 			{"PassesUntil", testPassesUntil},
 		}},
 		{"Feed", feedTests()},
+		{"WaitReminders", reminderTests()},
 		{"Facts", factTests()},
 		{"Edges", edgeTests()},
 		{"Concurrency", []test{
