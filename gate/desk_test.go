@@ -14,8 +14,12 @@ import (
 
 func TestDecideAtDesk(t *testing.T) {
 	onlyCarPark := visit(func(v *protocol.Visit) { v.Rules.GateIDs = []string{ids.New(ids.Gate)} })
-	early := visit(func(v *protocol.Visit) { v.ExpectedAt, v.ExpectedUntil = ptr(t0.Add(5*time.Hour)), ptr(t0.Add(8*time.Hour)) })
-	in := visit(func(v *protocol.Visit) { v.Status, v.CheckedInAt = string(passrule.CheckedIn), ptr(t0.Add(-time.Minute)) })
+	early := visit(func(v *protocol.Visit) {
+		v.ExpectedAt, v.ExpectedUntil = ptr(t0.Add(5*time.Hour)), ptr(t0.Add(8*time.Hour))
+	})
+	in := visit(func(v *protocol.Visit) {
+		v.Status, v.CheckedInAt = string(passrule.CheckedIn), ptr(t0.Add(-time.Minute))
+	})
 	cancelled := visit(func(v *protocol.Visit) { v.Status = string(passrule.Cancelled) })
 	unseen := visit()
 	f := newFixture(t, onlyCarPark, early, in, cancelled)
