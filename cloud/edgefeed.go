@@ -105,6 +105,11 @@ func EdgeVisit(v Visit) protocol.Visit {
 		VisitorEmail:   clip(v.Visitor.Email),
 		VisitorPhone:   clip(v.Visitor.Phone),
 		VisitorCompany: clip(v.Visitor.Company),
+		// How the visitor came in: through gate_id, or, checked in with
+		// none, at the desk, and an entry gate lets them in once
+		// (docs/decisions.md, "Entering after a desk check-in (issue 16)").
+		GateID: v.GateID,
+		AtDesk: v.Status == VisitCheckedIn && v.GateID == "",
 	}
 	if out.WaitingSince == nil {
 		out.WaitingSince = utcPtr(WaitStart(v)) // a visit stored before WaitingSince

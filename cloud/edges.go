@@ -305,6 +305,8 @@ func (j *factJudge) judge() error {
 		conflict, status, err = j.entryOrExit()
 	case protocol.FactReEntry:
 		conflict, status, err = j.reEntry()
+	case protocol.FactEntered:
+		conflict, status, err = j.entered()
 	case protocol.FactWalkIn:
 		conflict, status, err = j.walkIn()
 	case protocol.FactTake:
@@ -440,6 +442,47 @@ func (j *factJudge) checkOut(v *Visit) string {
 		v.CheckedOutAt = &at // the last exit
 	}
 	return ConflictAlreadyCheckedOut
+}
+
+// entered applies a visitor checked in at no gate passing an entry gate:
+// the visit's gate_id becomes the gate when it has none (an unknown gate
+// sets nothing, and judge flags it), and nothing else changes: it is the
+// check-in the visit had, not a new one (no use counted, no
+// visit.checked_in; the API's rendering of the visit changes, so the
+// event store fires visit.updated). A visit the cloud has checked out
+// keeps its state: the gate is set when the passage came before the
+// check-out (the two arrived out of order), and flagged
+// already_checked_out when after it. One the cloud has as expected (its
+// check-in never arrived, or was undone) is checked in at the gate, as a
+// check_in fact would, flagged not_checked_in: the visitor is on site. A
+// visit that already has a gate keeps the first, flagged
+// already_checked_in; ended and awaiting_approval as for a check-in.
+func (j *factJudge) entered() (string, VisitStatus, error) {
+	v, err := j.visit(j.f.VisitID)
+	if err != nil || v == nil {
+		return ConflictUnknownVisit, "", err
+	}
+	status := v.Status
+	at := j.f.At
+	var conflict string
+	switch {
+	case ended(v.Status) || v.Pass.Revoked:
+		conflict = ConflictEnded
+	case v.Status == VisitAwaitingApproval:
+		conflict = ConflictAwaitingApproval
+	case v.Status == VisitExpected:
+		if conflict = j.checkIn(v); conflict == "" {
+			conflict = ConflictNotCheckedIn
+		}
+	case v.Status == VisitCheckedOut && v.CheckedOutAt != nil && at.After(*v.CheckedOutAt):
+		conflict = ConflictAlreadyCheckedOut
+	case v.GateID != "":
+		conflict = ConflictAlreadyCheckedIn
+	default: // checked in, or checked out after the passage
+		j.setGate(v)
+	}
+	j.touch(v)
+	return conflict, status, nil
 }
 
 // reEntry makes the new visit of a re-entry, as Service.ReEnter does,
@@ -591,6 +634,14 @@ func (j *factJudge) undo(v *Visit) (string, error) {
 		j.touch(v)
 	case v.Status == VisitCheckedOut && v.CheckedOutAt != nil && v.CheckedOutAt.Equal(at):
 		v.Status, v.CheckedOutAt, v.NeedsSomeone = VisitCheckedIn, nil, len(v.Hosts) == 0
+		j.touch(v)
+	case v.Status == VisitCheckedIn && v.GateID == j.f.GateID && v.CheckedInAt != nil && v.CheckedInAt.Before(at):
+		// An entered fact: the visitor checked in earlier at the desk
+		// did not get through this gate after all. Only an entered
+		// leaves a visit checked in before the scan time with the scan's
+		// gate (a check-in or re-entry checks in at the scan time; a
+		// check-out leaves it checked out).
+		v.GateID = ""
 		j.touch(v)
 	default:
 		return ConflictNotVoided, nil

@@ -13,8 +13,8 @@ import (
 type ScanResponse struct {
 	GateID   string `json:"gate_id"`
 	Admitted bool   `json:"admitted"`
-	// Kind is the fact recorded: check_in, check_out, re_entry, punch,
-	// passage or refused; empty when the scan was abandoned before a
+	// Kind is the fact recorded: check_in, check_out, re_entry, entered,
+	// punch, passage or refused; empty when the scan was abandoned before a
 	// decision. Refused with reason record_failed when the admit could
 	// not be recorded: the gate did not open (the response is then 500).
 	Kind        string `json:"kind,omitempty"`

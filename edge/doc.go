@@ -27,7 +27,7 @@
 //
 //	svc_edge_decision_seconds{gate_id}               histogram: verify and decide
 //	svc_edge_scans_total{gate_id,result,reason}      result is the fact recorded: check_in,
-//	                                                 check_out, re_entry or refused (with a reason)
+//	                                                 check_out, re_entry, entered or refused (with a reason)
 //	svc_edge_scan_errors_total{gate_id,kind}         relay, record or abandoned
 //	svc_edge_door_open{gate_id}                      gates with a door sensor
 //	svc_edge_pruned_visits_total

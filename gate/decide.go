@@ -32,7 +32,7 @@ const maxChain = 4096
 
 // Decision is what a scan would do, before anything is done.
 type Decision struct {
-	// Kind is check_in, check_out, re_entry or refused.
+	// Kind is check_in, check_out, re_entry, entered or refused.
 	Kind protocol.FactKind
 	// Reason is a refusal's reason; empty for an admit.
 	Reason string
@@ -42,8 +42,8 @@ type Decision struct {
 	// and a punch's direction.
 	PersonID, Direction string
 	// Visits are the visits an admit leaves behind, to be recorded with
-	// its fact: the visit checked in or out; a re-entry's new visit and
-	// the visit it was made from. Nil for a refusal.
+	// its fact: the visit checked in, entered or out; a re-entry's new
+	// visit and the visit it was made from. Nil for a refusal.
 	Visits []protocol.Visit
 
 	judged      string // the cached visit decided on, if any
@@ -153,13 +153,17 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 	}
 
 	checkedIn := known && !linkMissing && cur.Status == string(passrule.CheckedIn)
-	if dir == Exit || dir == Both && checkedIn {
+	// A visitor checked in at no gate (the desk) has not come in yet: an
+	// entry gate, or one used both ways, lets them in once (entered). The
+	// desk itself is no gate to enter through.
+	atDesk := checkedIn && cur.AtDesk && g.id != ""
+	if dir == Exit || dir == Both && checkedIn && !atDesk {
 		if !checkedIn {
 			d.Reason = protocol.ReasonNotIn
 			return d
 		}
 		out := cur
-		out.Status, out.CheckedOutAt = string(passrule.CheckedOut), &at
+		out.Status, out.CheckedOutAt, out.AtDesk = string(passrule.CheckedOut), &at, false
 		d.Kind, d.Visits, d.undo = protocol.FactCheckOut, []protocol.Visit{out}, []protocol.Visit{cur}
 		return d
 	}
@@ -175,15 +179,22 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 	if reentry {
 		in.Status = passrule.Expected // the pass works as on a visit still expected: its own check-out does not end it
 	}
+	if atDesk {
+		in.Uses = max(0, in.Uses-1) // the desk's check-in was the pass's use; entering completes it
+	}
 	if r := passrule.Decide(in); r != passrule.Admit {
 		d.Reason = string(r)
 		return d
 	}
 	switch {
+	case atDesk:
+		v := cur
+		v.GateID, v.AtDesk = g.id, false
+		d.Kind, d.Visits, d.undo = protocol.FactEntered, []protocol.Visit{v}, []protocol.Visit{cur}
 	case checkedIn || linkMissing:
 		d.Reason = protocol.ReasonAlreadyIn
 	case reentry:
-		d.Kind, d.Visits = protocol.FactReEntry, reEnter(cur, at)
+		d.Kind, d.Visits = protocol.FactReEntry, reEnter(cur, g.id, at)
 		d.VisitID = d.Visits[0].ID
 		// Undone, the new visit is left cancelled (a cache keeps what it
 		// once held) and the pass's visit names no re-entry again.
@@ -193,9 +204,11 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 	case known:
 		v := cur
 		v.Status, v.CheckedInAt, v.Uses = string(passrule.CheckedIn), &at, v.Uses+1
+		v.GateID, v.AtDesk = g.id, false // at the desk no gate: the desk's fact marks the visit AtDesk when recorded
 		d.Kind, d.Visits, d.undo = protocol.FactCheckIn, []protocol.Visit{v}, []protocol.Visit{cur}
 	default:
 		v := fromClaims(c, at)
+		v.GateID = g.id
 		d.Kind, d.Visits, d.VisitID = protocol.FactCheckIn, []protocol.Visit{v}, v.ID
 		// Undone, the visit is as its token describes it, still expected.
 		was := v
@@ -252,11 +265,12 @@ func badgeDay(in *passrule.Input, until time.Time) {
 func endOfDay(t time.Time, loc *time.Location) time.Time { return passrule.EndOfDay(t, loc) }
 
 // reEnter returns the new visit a re-entry on cur makes, checked in at
-// at, and cur naming it.
-func reEnter(cur protocol.Visit, at time.Time) []protocol.Visit {
+// gate gateID at at, and cur naming it.
+func reEnter(cur protocol.Visit, gateID string, at time.Time) []protocol.Visit {
 	next := cur
 	next.ID = ids.New(ids.Visit)
 	next.Status, next.CheckedInAt, next.CheckedOutAt = string(passrule.CheckedIn), &at, nil
+	next.GateID, next.AtDesk = gateID, false
 	next.Uses = cur.Uses + 1
 	next.ReenteredAs = ""
 	next.Rules.GateIDs = slices.Clone(cur.Rules.GateIDs)

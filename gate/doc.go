@@ -63,18 +63,30 @@
 // The gate's direction comes from the cache (entry, exit or both); a gate
 // the cache does not know is taken as an entry gate, and logged.
 //
-//   - entry: an expected visit is checked in (uses+1); a checked-out visit
-//     whose pass still admits is a re-entry: a new visit, checked in, whose
-//     for_visit_id names the pass's visit, and the old visit's
-//     reentered_as names it; a visit never seen is checked in as the token
-//     describes it. A visit already checked in is refused already_in
-//     (anti-passback: one pass cannot let two people in).
+//   - entry: an expected visit is checked in (uses+1) and its gate_id is
+//     the gate; a checked-out visit whose pass still admits is a
+//     re-entry: a new visit, checked in at the gate, whose for_visit_id
+//     names the pass's visit, and the old visit's reentered_as names it; a
+//     visit never seen is checked in as the token describes it. A visit
+//     checked in at no gate (protocol.Visit.AtDesk: at the reception
+//     desk, or by the API without a gate) enters once: an entered fact,
+//     the visit's gate_id becomes the gate and AtDesk goes, its uses
+//     unchanged (a single-use pass used at the desk still lets its holder
+//     through the entrance: the same admission). Any other visit already
+//     checked in is refused already_in (anti-passback: one pass cannot
+//     let two people in).
 //   - exit: a checked-in visit is checked out. Leaving is not held by pass
 //     rules (a pass that expired, is used up, is outside its hours or
 //     names other gates still lets its holder out); a visit that is not
 //     checked in is refused not_in.
-//   - both: a checked-in visit is checked out; anything else is judged
-//     as at an entry gate. So one turnstile used both ways toggles.
+//   - both: a checked-in visit that came in through a gate is checked
+//     out; anything else is judged as at an entry gate, a visit checked
+//     in at the desk included (it enters). So one turnstile used both ways
+//     toggles.
+//
+// The desk (DecideAtDesk) decides as an entry gate with no ID: it never
+// makes an entered fact, and a check-in there sets no gate_id; the desk's
+// fact marks the visit AtDesk when the edge's cache records it.
 //
 // Re-entries make a chain: each visit's reentered_as names the next. A
 // scan follows the chain from the token's visit to the newest one, which

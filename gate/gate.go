@@ -140,8 +140,8 @@ type Result struct {
 	GateID string
 	// Admitted is true when the relay was pulsed for the visitor.
 	Admitted bool
-	// Kind is the fact recorded: check_in, check_out, re_entry, punch,
-	// passage (a Repeat) or refused; refused with reason record_failed
+	// Kind is the fact recorded: check_in, check_out, re_entry, entered,
+	// punch, passage (a Repeat) or refused; refused with reason record_failed
 	// when the admit could not be recorded and nothing opened. Empty when
 	// the scan was abandoned before a decision (Err says why).
 	Kind protocol.FactKind

@@ -783,6 +783,10 @@ func merge(local, cloud protocol.Visit) protocol.Visit {
 	}
 	out.Uses = max(local.Uses, cloud.Uses)
 	out.CheckedInAt, out.CheckedOutAt = local.CheckedInAt, local.CheckedOutAt
+	// How the visitor came in goes with the check-in: the cloud's "at the
+	// desk" sent before it saw the gate's entered fact must not let the
+	// pass through the entrance a second time.
+	out.GateID, out.AtDesk = local.GateID, local.AtDesk
 	if local.ReenteredAs != "" {
 		out.ReenteredAs = local.ReenteredAs
 	}

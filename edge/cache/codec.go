@@ -53,10 +53,22 @@ import (
 //	visitor_email, visitor_phone, visitor_company   strings
 //
 // needs_someone is the flag visitNeedsSomeone. A value of visitV1 reads
-// with none of them; this build writes visitV2.
+// with none of them.
+//
+// Version visitV3 (issue 16: entering after a desk check-in) is visitV2
+// with this after visitor_company, and the flag bits from visitHasGate on:
+//
+//	gate_id         16 bytes, when visitHasGate
+//
+// at_desk is the flag visitAtDesk. A value of visitV1 or visitV2 reads
+// with no gate_id and at_desk false: a visit checked in at the desk before
+// this build is not let through an entry gate (already_in, as then),
+// rather than a visit checked in at a gate being let in twice. This build
+// writes visitV3.
 const (
 	visitV1 = 0x01
 	visitV2 = 0x02
+	visitV3 = 0x03
 )
 
 const (
@@ -76,8 +88,12 @@ const (
 	visitHasWaitingSince
 	visitHasVisitorID
 	visitNeedsSomeone
+	visitFlagsV2 = 1<<(iota-1) - 1
 
-	visitFlagsKnown = 1<<(iota-1) - 1
+	visitHasGate = 1 << (iota - 2)
+	visitAtDesk
+
+	visitFlagsKnown = 1<<(iota-2) - 1
 )
 
 // storedSources and storedAudiences number a visit's source and audience
@@ -136,13 +152,14 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	if v.Revoked {
 		flags |= visitRevoked
 	}
-	var host, team, visitor uid
+	var host, team, visitor, gate uid
 	for _, x := range [...]struct {
 		id     string
 		prefix string
 		flag   uint64
 		u      *uid
-	}{{v.HostID, ids.Person, visitHasHostID, &host}, {v.TeamID, ids.Team, visitHasTeam, &team}, {v.VisitorID, ids.Visitor, visitHasVisitorID, &visitor}} {
+	}{{v.HostID, ids.Person, visitHasHostID, &host}, {v.TeamID, ids.Team, visitHasTeam, &team}, {v.VisitorID, ids.Visitor, visitHasVisitorID, &visitor},
+		{v.GateID, ids.Gate, visitHasGate, &gate}} {
 		if x.id == "" {
 			continue
 		}
@@ -156,6 +173,9 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	}
 	if v.NeedsSomeone {
 		flags |= visitNeedsSomeone
+	}
+	if v.AtDesk {
+		flags |= visitAtDesk
 	}
 	source, audience := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
 	if source < 0 || audience < 0 {
@@ -175,9 +195,9 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 		flags |= visitHasReentered
 	}
 
-	b := make([]byte, 0, 160+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
+	b := make([]byte, 0, 176+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
 		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany))
-	b = append(b, visitV2)
+	b = append(b, visitV3)
 	b = appendUID(b, u)
 	b = append(b, byte(status))
 	b = binary.AppendUvarint(b, flags)
@@ -223,6 +243,9 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	b = appendString(b, v.VisitorEmail)
 	b = appendString(b, v.VisitorPhone)
 	b = appendString(b, v.VisitorCompany)
+	if flags&visitHasGate != 0 {
+		b = appendUID(b, gate)
+	}
 	return b, nil
 }
 
@@ -245,12 +268,16 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 		return v, errors.New("empty value")
 	}
 	version := raw[0]
-	if version != visitV1 && version != visitV2 {
-		return v, fmt.Errorf("value version 0x%02x; this build reads 0x%02x and 0x%02x", raw[0], visitV1, visitV2)
-	}
-	known := uint64(visitFlagsKnown)
-	if version == visitV1 {
+	var known uint64
+	switch version {
+	case visitV1:
 		known = visitFlagsV1
+	case visitV2:
+		known = visitFlagsV2
+	case visitV3:
+		known = visitFlagsKnown
+	default:
+		return v, fmt.Errorf("value version 0x%02x; this build reads 0x%02x to 0x%02x", raw[0], visitV1, visitV3)
 	}
 	r := reader{b: raw[1:]}
 	u := r.uid()
@@ -294,8 +321,14 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 	v.Revoked = flags&visitRevoked != 0
 	v.VisitorName = r.string()
 	v.HostName = r.string()
-	if version == visitV2 {
+	if version >= visitV2 {
 		r.kiosk(&v, flags)
+	}
+	if version >= visitV3 {
+		if flags&visitHasGate != 0 {
+			v.GateID = formatUID(ids.Gate, r.uid())
+		}
+		v.AtDesk = flags&visitAtDesk != 0
 	}
 	if r.err == nil && len(r.b) > 0 {
 		r.err = fmt.Errorf("%d bytes after the value", len(r.b))

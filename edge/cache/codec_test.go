@@ -32,6 +32,7 @@ func codecVisits() map[string]protocol.Visit {
 		Type: "meeting", Source: "walk_in", Audience: "team", HostID: ids.New(ids.Person), TeamID: ids.New(ids.Team),
 		TeamName: "Sales", NeedsSomeone: true, WaitingSince: &in, VisitorID: ids.New(ids.Visitor),
 		VisitorEmail: "vera@example.com", VisitorPhone: "+447700900123", VisitorCompany: "Acme",
+		GateID: ids.New(ids.Gate),
 	}
 	with := func(f func(v *protocol.Visit)) protocol.Visit {
 		v := bare
@@ -64,6 +65,10 @@ func codecVisits() map[string]protocol.Visit {
 		"desk visit waiting": with(func(v *protocol.Visit) {
 			v.Source, v.Audience, v.NeedsSomeone, v.WaitingSince = "walk_in", "desk", true, &before1970
 		}),
+		"at the desk": with(func(v *protocol.Visit) {
+			v.Status, v.CheckedInAt, v.AtDesk = string(passrule.CheckedIn), &in, true
+		}),
+		"gate only": with(func(v *protocol.Visit) { v.GateID = ids.New(ids.Gate) }),
 		"long name": with(func(v *protocol.Visit) { v.VisitorName = string(bytes.Repeat([]byte("n"), 200)) }),
 	}
 	for _, s := range storedStatuses {
@@ -79,7 +84,7 @@ func TestEncodeVisit_RoundTrip(t *testing.T) {
 			v = normalize(v)
 			b, err := encodeVisit(&v)
 			require.NoError(t, err)
-			require.Equal(t, byte(visitV2), b[0])
+			require.Equal(t, byte(visitV3), b[0])
 			got, err := decodeVisit(b)
 			require.NoError(t, err)
 			require.Equal(t, v, got)
@@ -114,6 +119,9 @@ func TestEncodeVisit_EveryField(t *testing.T) {
 		"reentered_as":   func(v *protocol.Visit) { v.ReenteredAs = ids.New(ids.Visit) },
 		"visitor_name":   func(v *protocol.Visit) { v.VisitorName += "!" },
 		"host_name":      func(v *protocol.Visit) { v.HostName += "!" },
+		"gate_id":        func(v *protocol.Visit) { v.GateID = ids.New(ids.Gate) },
+		"no gate_id":     func(v *protocol.Visit) { v.GateID = "" },
+		"at_desk":        func(v *protocol.Visit) { v.GateID, v.AtDesk = "", true },
 	} {
 		v := full
 		v.Rules.GateIDs = append([]string(nil), full.Rules.GateIDs...)
@@ -146,10 +154,14 @@ func TestDecodeVisit_Refuses(t *testing.T) {
 	}{
 		"empty":           {nil, "empty value"},
 		"json":            {[]byte(`{"id":"x"}`), "version 0x7b"},
-		"unknown version": {edit(good, func(b []byte) []byte { b[0] = 3; return b }), "version 0x03"},
+		"unknown version": {edit(good, func(b []byte) []byte { b[0] = 4; return b }), "version 0x04"},
 		"a v1 value with a v2 flag": {edit(goodBare, func(b []byte) []byte {
 			b[0] = visitV1
 			return append(append(b[:flagsAt:flagsAt], binary.AppendUvarint(nil, visitNeedsSomeone)...), b[flagsAt+1:]...)
+		}), "unknown flags"},
+		"a v2 value with a v3 flag": {edit(goodBare, func(b []byte) []byte {
+			b[0] = visitV2
+			return append(append(b[:flagsAt:flagsAt], binary.AppendUvarint(nil, visitAtDesk)...), b[flagsAt+1:]...)
 		}), "unknown flags"},
 		"short":            {good[:len(good)-1], "ends early"},
 		"only the version": {good[:1], "ends early"},
@@ -174,12 +186,12 @@ func TestDecodeVisit_Refuses(t *testing.T) {
 // as the same visit with none of them.
 func TestDecodeVisit_V1(t *testing.T) {
 	for name, v := range codecVisits() {
-		if v.Type != "" || v.Source != "" {
+		if v.Type != "" || v.Source != "" || v.GateID != "" || v.AtDesk {
 			continue
 		}
 		b, err := encodeVisit(&v)
 		require.NoError(t, err)
-		// v2 with no kiosk field ends with type "", source 0, audience 0 and
+		// v3 with no gate and no kiosk field ends with type "", source 0, audience 0 and
 		// three empty strings: v1 is the same without them.
 		require.Equal(t, []byte{0, 0, 0, 0, 0, 0}, b[len(b)-6:], name)
 		v1 := append([]byte{visitV1}, b[1:len(b)-6]...)
@@ -187,6 +199,44 @@ func TestDecodeVisit_V1(t *testing.T) {
 		require.NoError(t, err, name)
 		require.Equal(t, v, got, name)
 	}
+}
+
+// A value of visitV2, written by builds before gate_id and at_desk, reads
+// as the same visit with neither: a visit checked in then reads as
+// checked in through a gate, and an entry gate refuses it already_in as
+// those builds did.
+func TestDecodeVisit_V2(t *testing.T) {
+	n := 0
+	for name, v := range codecVisits() {
+		if v.GateID != "" || v.AtDesk {
+			continue
+		}
+		b, err := encodeVisit(&v)
+		require.NoError(t, err)
+		// v3 without gate_id or at_desk is v2 with another version byte.
+		v2 := append([]byte{visitV2}, b[1:]...)
+		got, err := decodeVisit(v2)
+		require.NoError(t, err, name)
+		require.Equal(t, v, got, name)
+		n++
+	}
+	require.Greater(t, n, 10)
+
+	// A visit written by a build before at_desk, checked in at the desk:
+	// the same bytes as v3 gives them, and it reads as not at the desk.
+	desk := codecVisits()["at the desk"]
+	b, err := encodeVisit(&desk)
+	require.NoError(t, err)
+	flagsAt := 1 + 16 + 1
+	flags, n2 := binary.Uvarint(b[flagsAt:])
+	require.NotZero(t, flags&visitAtDesk)
+	v2 := append(append([]byte{visitV2}, b[1:flagsAt]...), binary.AppendUvarint(nil, flags&^visitAtDesk)...)
+	v2 = append(v2, b[flagsAt+n2:]...)
+	got, err := decodeVisit(v2)
+	require.NoError(t, err)
+	require.False(t, got.AtDesk)
+	desk.AtDesk = false
+	require.Equal(t, desk, got)
 }
 
 // FuzzDecodeVisit: no input panics, and whatever decodes encodes to a

@@ -64,7 +64,9 @@
 // Each write is one bbolt transaction, committed with fsync before it
 // returns: Apply for a run of the change feed, ReplaceSnapshot for a whole
 // snapshot, Record for what a gate did (the visits it changed and its fact
-// together: a crash leaves both or neither), Ack, MarkSynced.
+// together: a crash leaves both or neither), Ack, MarkSynced. Record marks
+// the visit of a walk_in or desk_check_in fact at_desk (checked in at no
+// gate), so an entry gate lets it in once (gate: the entered fact).
 //
 // # The View
 //
@@ -74,7 +76,7 @@
 // locks. Writers are serialised, so Views appear in commit order.
 //
 // Visits are packed (a 184-byte entry keyed by the visit's 16-byte UUID,
-// times as Unix microseconds, host names and gate lists shared) and split
+// times as Unix microseconds, host names and gates shared) and split
 // into 256 shards by a hash of the UUID. A write copies only the shards it
 // touches, about n/256 entries each, and the array of shard pointers. That
 // keeps a scan's Record at a few hundred entries copied for 100,000
@@ -96,7 +98,10 @@
 //   - status stays local, unless the cloud's is cancelled, denied or
 //     no_show: an ending from the cloud always wins for future decisions;
 //   - uses is the larger of the two, so a single-use pass stays used;
-//   - checked_in_at and checked_out_at stay local;
+//   - checked_in_at and checked_out_at stay local, and so do gate_id and
+//     at_desk (how the visitor came in), so the cloud's "checked in at
+//     the desk" sent before it saw the gate's entered fact cannot let the
+//     pass through the entrance twice;
 //   - reentered_as stays local when set.
 //
 // Everything else (expected times, pass rules, revoked, names) is the

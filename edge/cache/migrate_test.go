@@ -121,7 +121,7 @@ func TestOpen_MigratesSchema1(t *testing.T) {
 	require.Len(t, first["visits"], len(visits))
 	require.Len(t, first["cloud"], 1)
 	for _, b := range append(first["visits"], first["cloud"]...) {
-		require.Equal(t, byte(0x02), b)
+		require.Equal(t, byte(0x03), b)
 	}
 
 	// The cloud's version was carried over: the Ack takes it whole.
@@ -184,7 +184,7 @@ func TestOpen_Schema1CorruptRefusedUnchanged(t *testing.T) {
 			require.Len(t, first["visits"], 2)
 			migrated := 0
 			for _, b := range append(first["visits"], first["cloud"]...) {
-				if b == 0x01 || b == 0x02 {
+				if b >= 0x01 && b <= 0x03 {
 					migrated++
 				}
 			}

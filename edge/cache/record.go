@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -96,6 +97,7 @@ func (c *Cache) prepareRecord(change LocalChange, fact protocol.Fact) (*record, 
 		done: make(chan struct{}), lead: make(chan struct{})}
 	for i, v := range change.Visits {
 		v = normalize(v)
+		deskEntry(fact, &v)
 		if err := check(protocol.Change{Visit: &v}); err != nil {
 			return nil, fmt.Errorf("visits[%d]: %w", i, err)
 		}
@@ -107,6 +109,18 @@ func (c *Cache) prepareRecord(change LocalChange, fact protocol.Fact) (*record, 
 		}
 	}
 	return r, nil
+}
+
+// deskEntry marks the visit a walk_in or desk_check_in fact checked in
+// as checked in at the desk: at no gate, and not yet through one, so an
+// entry gate lets it in once (gate: the entered fact). It is marked here,
+// where every desk fact is recorded, from the fact that says what
+// happened, as a punch fact becomes its person's last punch.
+func deskEntry(f protocol.Fact, v *protocol.Visit) {
+	if (f.Kind == protocol.FactWalkIn || f.Kind == protocol.FactDeskCheckIn) && v.ID == f.VisitID &&
+		v.Status == string(passrule.CheckedIn) {
+		v.GateID, v.AtDesk = "", true
+	}
 }
 
 // commitRecords commits batch in one transaction, or each record alone

@@ -180,6 +180,7 @@ const (
 	flagDaily
 	flagReentered
 	flagNeedsSomeone
+	flagAtDesk
 )
 
 // statuses numbers the visit statuses for visitEntry.status.
@@ -188,9 +189,13 @@ var statuses = []passrule.Status{
 	passrule.Denied, passrule.Cancelled, passrule.NoShow,
 }
 
-// gateList is an interned pass_rules.gate_ids: visits with the same list
-// share one.
-type gateList []string
+// visitGates are a visit's gates, interned together: its pass's gate_ids
+// and the gate it came in through (gate_id). A site has few gates, so
+// visits share few pairs, and one pointer holds both.
+type visitGates struct {
+	rules   []string // pass_rules.gate_ids; empty: every gate
+	entered string   // gate_id; empty while unknown
+}
 
 // visitEntry is a protocol.Visit packed for the View: 184 bytes without
 // the names' bytes, against about 450 bytes and five allocations for a
@@ -199,8 +204,8 @@ type visitEntry struct {
 	expectedAt, expectedUntil int64 // Unix microseconds, or noTime
 	checkedInAt, checkedOutAt int64
 	forVisit                  uid
-	reenteredAs               uid       // when flagReentered
-	gateIDs                   *gateList // nil: every gate
+	reenteredAs               uid         // when flagReentered
+	gates                     *visitGates // nil: every gate, and gate_id unknown
 	visitorName               string
 	hostName                  string // interned
 	typeKey                   string // interned
@@ -259,9 +264,13 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	if e.flags&flagDaily != 0 {
 		v.Rules.Daily = &protocol.Daily{From: passrule.Clock(e.dailyFrom), Until: passrule.Clock(e.dailyUntil)}
 	}
-	if e.gateIDs != nil {
-		v.Rules.GateIDs = slices.Clone(*e.gateIDs)
+	if g := e.gates; g != nil {
+		if len(g.rules) > 0 {
+			v.Rules.GateIDs = slices.Clone(g.rules)
+		}
+		v.GateID = g.entered
 	}
+	v.AtDesk = e.flags&flagAtDesk != 0
 	v.Type, v.Source, v.Audience = e.typeKey, storedSources[e.source], storedAudiences[e.audience]
 	v.NeedsSomeone, v.WaitingSince = e.flags&flagNeedsSomeone != 0, fromMicros(e.waitingSince)
 	if e.hasHost {
@@ -314,18 +323,18 @@ func normalize(v protocol.Visit) protocol.Visit {
 	return v
 }
 
-// interner shares host names and gate lists between visits. The writer
+// interner shares host names and gates between visits. The writer
 // owns it (under Cache.mu); it only grows, by as many distinct names and
 // lists as the site has, and a snapshot starts a new one.
 type interner struct {
 	names    map[string]string
-	gates    map[string]*gateList
+	gates    map[string]*visitGates
 	teams    map[teamRef]*teamRef
 	visitors map[visitorRef]*visitorRef
 }
 
 func newInterner() *interner {
-	return &interner{names: map[string]string{}, gates: map[string]*gateList{}, teams: map[teamRef]*teamRef{},
+	return &interner{names: map[string]string{}, gates: map[string]*visitGates{}, teams: map[teamRef]*teamRef{},
 		visitors: map[visitorRef]*visitorRef{}}
 }
 
@@ -363,20 +372,23 @@ func (in *interner) name(s string) string {
 	return s
 }
 
-func (in *interner) gateList(gs []string) *gateList {
-	if len(gs) == 0 {
+func (in *interner) visitGates(rules []string, entered string) *visitGates {
+	if len(rules) == 0 && entered == "" {
 		return nil
 	}
-	k := strings.Join(gs, ",")
-	if l, ok := in.gates[k]; ok {
-		return l
+	k := strings.Join(rules, ",") + "|" + entered // gate IDs hold neither separator
+	if g, ok := in.gates[k]; ok {
+		return g
 	}
-	l := make(gateList, len(gs))
-	for i, g := range gs {
-		l[i] = in.name(g)
+	g := &visitGates{entered: in.name(entered)}
+	if len(rules) > 0 {
+		g.rules = make([]string, len(rules))
+		for i, id := range rules {
+			g.rules[i] = in.name(id)
+		}
 	}
-	in.gates[k] = &l
-	return &l
+	in.gates[k] = g
+	return g
 }
 
 // entry packs a validated visit.
@@ -390,7 +402,7 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 		expectedUntil: toMicros(v.ExpectedUntil),
 		checkedInAt:   toMicros(v.CheckedInAt),
 		checkedOutAt:  toMicros(v.CheckedOutAt),
-		gateIDs:       in.gateList(v.Rules.GateIDs),
+		gates:         in.visitGates(v.Rules.GateIDs, v.GateID),
 		visitorName:   v.VisitorName,
 		hostName:      in.name(v.HostName),
 		before:        int16(v.Rules.Window.Before),
@@ -429,6 +441,9 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	}
 	if v.Revoked {
 		e.flags |= flagRevoked
+	}
+	if v.AtDesk {
+		e.flags |= flagAtDesk
 	}
 	if err := in.kiosk(v, &e); err != nil {
 		return uid{}, visitEntry{}, err

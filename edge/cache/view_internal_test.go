@@ -71,11 +71,16 @@ func TestVisitEntry_RoundTrip(t *testing.T) {
 		Rules: protocol.Rules{Daily: &protocol.Daily{From: 22 * 60, Until: 6 * 60}, Window: protocol.Window{Before: passrule.MaxWindowMinutes, After: 15},
 			SingleUse: true, GateIDs: []string{gate, ids.New(ids.Gate)}},
 		Uses: 3, Revoked: true, ForVisitID: pass, ReenteredAs: again, VisitorName: "Vera Visitor", HostName: "Ada Lovelace",
+		GateID: gate,
 	}
 	own := ids.New(ids.Visit)
 	bare := protocol.Visit{ID: own, Status: string(passrule.Expected), ForVisitID: own, Rules: protocol.Rules{GateIDs: []string{}}}
+	desk := bare
+	desk.ID, desk.ForVisitID, desk.Status, desk.CheckedInAt, desk.AtDesk = again, again, string(passrule.CheckedIn), &in, true
+	entered := bare
+	entered.ID, entered.ForVisitID, entered.GateID = pass, pass, gate
 	in2 := newInterner()
-	for _, v := range []protocol.Visit{full, bare} {
+	for _, v := range []protocol.Visit{full, bare, desk, entered} {
 		u, e, err := in2.entry(&v)
 		require.NoError(t, err)
 		require.Equal(t, v, e.visit(v.ID, u))
@@ -85,4 +90,14 @@ func TestVisitEntry_RoundTrip(t *testing.T) {
 	got := e.visit(full.ID, u)
 	got.Rules.GateIDs[0] = "changed"
 	require.Equal(t, gate, e.visit(full.ID, u).Rules.GateIDs[0])
+
+	// Visits with the same gates share them: a site has few gates.
+	other := full
+	other.ID = ids.New(ids.Visit)
+	_, e2, err := in2.entry(&other)
+	require.NoError(t, err)
+	require.Same(t, e.gates, e2.gates)
+	_, e3, err := in2.entry(&desk)
+	require.NoError(t, err)
+	require.Nil(t, e3.gates, "no gate_ids and no gate_id: nothing to hold")
 }
