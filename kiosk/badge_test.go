@@ -151,3 +151,30 @@ func TestKiosk_CheckInByCameraPhoto(t *testing.T) {
 		t.Errorf("an unreadable photo: token %q", got)
 	}
 }
+
+// Reception reprints a badge already printed; a visitor tablet's second
+// tap prints nothing more.
+func TestKiosk_ReceptionReprints(t *testing.T) {
+	h := newHarness(t)
+	sim := h.withPrinter(t)
+	id := h.walkIn(t, "Ada Lovelace")
+	h.post(h.client, "/visits/"+id+"/print", nil)
+	h.post(h.client, "/visits/"+id+"/print", url.Values{"reprint": {"1"}}) // not reception: ignored
+	if n := len(sim.Printed()); n != 1 {
+		t.Fatalf("%d labels after the visitor's taps, want 1", n)
+	}
+	desk := h.newClient()
+	code, _ := h.devs.NewCode("Desk", ModeReception, sim.Addr(), h.now)
+	h.post(desk, "/pair", url.Values{"code": {code.Code}})
+	page := body(t, h.get(desk, "/visits/"+id+"/done"))
+	if !strings.Contains(page, "Print the badge again") {
+		t.Fatalf("reception is not offered a reprint")
+	}
+	h.now = h.now.Add(time.Minute)
+	if res := h.post(desk, "/visits/"+id+"/print", url.Values{"reprint": {"1"}}); res.StatusCode != http.StatusOK {
+		t.Fatalf("reprint: %d", res.StatusCode)
+	}
+	if n := len(sim.Printed()); n != 2 {
+		t.Errorf("%d labels after a reprint, want 2", n)
+	}
+}

@@ -317,7 +317,7 @@ func (s *Server) printBadge(w http.ResponseWriter, r *http.Request, rq *request)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<10)
-	jobID := "badge-" + v.ID
+	jobID := badgeJob(v.ID)
 	if r.PostFormValue("reprint") != "" && rq.reception {
 		jobID += "-" + rq.now.UTC().Format("20060102T150405")
 	}
@@ -335,12 +335,23 @@ func (s *Server) printBadge(w http.ResponseWriter, r *http.Request, rq *request)
 		return
 	}
 	d.Jobs = []printJob{s.printJob(rq, job)}
+	d.Reprint = rq.reception && job.State == printer.JobPrinted
 	p := &page{Idle: !rq.reception, Reception: rq.reception, Data: d}
 	status := http.StatusOK
 	if job.State == printer.JobFailed {
 		status, p.Problem = http.StatusBadGateway, rq.cat.T("print.failed", d.Jobs[0].Why)
 	}
 	s.render(w, r, rq, status, "done", p)
+}
+
+// badgeJob is the print job of a visit's first badge: a second tap sends
+// the same job, which prints once.
+func badgeJob(visitID string) string { return "badge-" + visitID }
+
+// printed reports whether the visit's first badge was printed.
+func (s *Server) printed(visitID string) bool {
+	j, ok := s.cfg.Printer.Get(badgeJob(visitID))
+	return ok && j.State == printer.JobPrinted
 }
 
 // printJob is a print job as the desk sees it: its state and, for a

@@ -363,6 +363,8 @@ type doneData struct {
 	Receiver string
 	Jobs     []printJob
 	Printer  bool
+	// Reprint offers reception a second badge: the first was printed.
+	Reprint bool
 }
 
 func (s *Server) visitFor(w http.ResponseWriter, r *http.Request, rq *request) (Visit, bool) {
@@ -391,7 +393,8 @@ func (s *Server) donePage(w http.ResponseWriter, r *http.Request, rq *request) {
 		return
 	}
 	d := doneData{Visit: v, Receiver: receiverName(v), Printer: rq.dev.Printer != "" && s.cfg.Printer != nil}
-	s.render(w, r, rq, http.StatusOK, "done", &page{Idle: !rq.reception, Data: d})
+	d.Reprint = d.Printer && rq.reception && s.printed(v.ID)
+	s.render(w, r, rq, http.StatusOK, "done", &page{Idle: !rq.reception, Reception: rq.reception, Data: d})
 }
 
 type checkInData struct {
