@@ -14,8 +14,13 @@ import (
 	"github.com/svc-vms/svc/shared/contact"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/shared/textfold"
 	"github.com/svc-vms/svc/sync/protocol"
 )
+
+// retryWindow is how long after a walk-in the same submit, sent again,
+// finds the visit it made.
+const retryWindow = time.Hour
 
 // BadgeSigner signs the badge passes the kiosk prints: tokens of the
 // appliance's own key, certified by the cloud for this site only
@@ -297,7 +302,14 @@ func (k *kioskStore) WalkIn(ctx context.Context, in kiosk.WalkIn) (kiosk.Visit, 
 		return kiosk.Visit{}, fmt.Errorf("kiosk: walk-in ID %q is not a visit ID", in.ID)
 	}
 	if v, ok := view.Visit(in.ID); ok {
-		return k.visit(view, v), nil
+		// The same submit again (a double tap, a retry) finds the visit it
+		// made. Anything else with this ID is another visit: a public
+		// tablet must not hand out its badge for a guessed or copied ID.
+		if v.Source == "walk_in" && v.CheckedInAt != nil && in.At.Sub(*v.CheckedInAt).Abs() < retryWindow &&
+			textfold.Fold(v.VisitorName) == textfold.Fold(in.Visitor.Name) {
+			return k.visit(view, v), nil
+		}
+		return kiosk.Visit{}, &kiosk.ValidationError{Fields: map[string]string{"visit_id": "belongs to another visit"}}
 	}
 	bad := map[string]string{}
 	vis := contact.Visitor{Name: strings.TrimSpace(in.Visitor.Name), Email: in.Visitor.Email, Phone: in.Visitor.Phone,

@@ -270,3 +270,25 @@ func TestKioskStore_BadgePassSignedOnce(t *testing.T) {
 	require.Equal(t, made[0].Pass, got.Pass)
 	require.Equal(t, 2, signer.n, "each visit's pass signed once")
 }
+
+// A walk-in's ID from the form finds the visit it made when the same
+// submit comes again, and nothing else: an invited visit's ID, or
+// another walk-in's under another name, gives no visit and no badge.
+func TestKioskStore_WalkInIDIsNoKeyToAnotherVisit(t *testing.T) {
+	d := newDeskSite(t)
+	ctx := context.Background()
+	var ve *kiosk.ValidationError
+	_, err := d.k.WalkIn(ctx, kiosk.WalkIn{ID: d.invited.ID, At: d.now, Type: "meeting", DeviceID: "kiosk-1",
+		Visitor: kiosk.Visitor{Name: "Alan Turing"}})
+	require.ErrorAs(t, err, &ve)
+	require.Contains(t, ve.Fields, "visit_id")
+
+	in := kiosk.WalkIn{ID: ids.New(ids.Visit), At: d.now, Type: "meeting", DeviceID: "kiosk-1", Visitor: kiosk.Visitor{Name: "Ada Lovelace"}}
+	_, err = d.k.WalkIn(ctx, in)
+	require.NoError(t, err)
+	other := in
+	other.Visitor.Name = "Mallory"
+	_, err = d.k.WalkIn(ctx, other)
+	require.ErrorAs(t, err, &ve)
+	require.Len(t, d.outbox(t), 1)
+}
