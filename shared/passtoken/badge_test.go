@@ -347,3 +347,27 @@ func FuzzVerifyBadge(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkSignBadge(b *testing.B) {
+	k := badgeKey(b, 1)
+	c := baseBadge(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := passtoken.SignBadge(k, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkVerifyBadge is the gate's cost for a walk-in's scan.
+func BenchmarkVerifyBadge(b *testing.B) {
+	k := badgeKey(b, 1)
+	keys := keySet(b, k)
+	tok := signBadgeT(b, k, baseBadge(b))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := passtoken.VerifyBadge(tok, keys); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

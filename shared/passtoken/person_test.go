@@ -366,3 +366,14 @@ func BenchmarkVerifyPerson(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkSignPerson(b *testing.B) {
+	k := newKey(b, 1)
+	c := basePerson(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := passtoken.SignPerson(k, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
