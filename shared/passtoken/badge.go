@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -102,12 +101,9 @@ func checkBadge(issued, until uint32) error {
 // 2106-02-07 06:28:15 UTC, or NotAfter before IssuedAt or more than
 // MaxBadgeValidity after it. The token depends only on k and c.
 func SignBadge(k Key, c BadgeClaims) (string, error) {
-	keyID, ok := parseKeyID(k.ID)
-	if !ok {
-		return "", fmt.Errorf("sign badge: key ID %q is not %d lower-case hex digits: %w", k.ID, 2*keyIDSize, ErrInvalidKey)
-	}
-	if len(k.Private) != ed25519.PrivateKeySize {
-		return "", fmt.Errorf("sign badge: private key has %d bytes, want %d: %w", len(k.Private), ed25519.PrivateKeySize, ErrInvalidKey)
+	keyID, err := badgeFormat.signingKey(k)
+	if err != nil {
+		return "", err
 	}
 	visit, ok := parseTypeID(visitPrefix, c.VisitID)
 	if !ok {
@@ -133,19 +129,13 @@ func SignBadge(k Key, c BadgeClaims) (string, error) {
 	}
 
 	var buf [len(BadgePrefix) + badgeRawSize]byte
-	n := copy(buf[:], BadgePrefix)
-	copy(buf[n:], keyID[:])
-	copy(buf[n+offBadgeVisit:], visit[:])
-	copy(buf[n+offBadgeSite:], site[:])
-	binary.BigEndian.PutUint32(buf[n+offBadgeIssued:], issued)
-	binary.BigEndian.PutUint32(buf[n+offBadgeUntil:], until)
-	n += badgeSize
-	copy(buf[n:], ed25519.Sign(k.Private, buf[:n]))
-
+	raw := buf[len(BadgePrefix):]
+	copy(raw[offBadgeVisit:], visit[:])
+	copy(raw[offBadgeSite:], site[:])
+	binary.BigEndian.PutUint32(raw[offBadgeIssued:], issued)
+	binary.BigEndian.PutUint32(raw[offBadgeUntil:], until)
 	var text [BadgeLen]byte
-	copy(text[:], BadgePrefix)
-	b32.Encode(text[len(BadgePrefix):], buf[len(BadgePrefix):])
-	return string(text[:]), nil
+	return badgeFormat.seal(buf[:], text[:], keyID, badgeSize, k.Private), nil
 }
 
 // VerifyBadge checks a walk-in badge token against keys and returns its
@@ -156,33 +146,18 @@ func SignBadge(k Key, c BadgeClaims) (string, error) {
 // caller's to compare, and whether it admits now (its day, the visit's
 // state) is the caller's to judge.
 func VerifyBadge(token string, keys KeySet) (BadgeClaims, error) {
-	if len(token) != BadgeLen || !strings.HasPrefix(token, BadgePrefix) {
-		return BadgeClaims{}, fmt.Errorf("verify badge: no %q prefix or not %d characters: %w", BadgePrefix, BadgeLen, ErrMalformed)
-	}
 	var buf [len(BadgePrefix) + badgeRawSize]byte
-	copy(buf[:], BadgePrefix)
-	n, ok := decodeBase32(buf[len(BadgePrefix):], token[len(BadgePrefix):])
-	if !ok || n != badgeRawSize {
-		return BadgeClaims{}, fmt.Errorf("verify badge: not canonical base32 of a payload and signature: %w", ErrMalformed)
+	raw, err := badgeFormat.decode(buf[:], token)
+	if err != nil {
+		return BadgeClaims{}, err
 	}
-	raw := buf[len(BadgePrefix):]
 	issued := binary.BigEndian.Uint32(raw[offBadgeIssued:])
 	until := binary.BigEndian.Uint32(raw[offBadgeUntil:])
 	if err := checkBadge(issued, until); err != nil {
 		return BadgeClaims{}, fmt.Errorf("verify badge: %w: %w", ErrMalformed, err)
 	}
-
-	var id [2 * keyIDSize]byte
-	hex.Encode(id[:], raw[:keyIDSize])
-	pub, ok := keys[string(id[:])]
-	if !ok {
-		return BadgeClaims{}, fmt.Errorf("verify badge: key %s: %w", string(id[:]), ErrUnknownKey)
-	}
-	if len(pub) != ed25519.PublicKeySize {
-		return BadgeClaims{}, fmt.Errorf("verify badge: key %s has %d bytes: %w", string(id[:]), len(pub), ErrUnknownKey)
-	}
-	if !ed25519.Verify(pub, buf[:len(BadgePrefix)+badgeSize], raw[badgeSize:]) {
-		return BadgeClaims{}, fmt.Errorf("verify badge: key %s: %w", string(id[:]), ErrBadSignature)
+	if err := badgeFormat.checkSignature(buf[:], raw, keys); err != nil {
+		return BadgeClaims{}, err
 	}
 	var visit, site [uuidSize]byte
 	copy(visit[:], raw[offBadgeVisit:])

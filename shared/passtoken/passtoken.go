@@ -2,9 +2,7 @@ package passtoken
 
 import (
 	"crypto/ed25519"
-	"encoding/base32"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -72,10 +70,10 @@ type Claims struct {
 // refused rather than guessed.
 type Daily struct{ From, Until int }
 
-// payload is Claims in the token's binary form; check holds the rules both
+// payload is Claims in the token's binary form, all but the key ID at its
+// start, which is the shared steps' (seal.go); check holds the rules both
 // Sign and Verify enforce, so Verify accepts exactly what Sign can write.
 type payload struct {
-	keyID            [keyIDSize]byte
 	visit, site      [uuidSize]byte
 	issued, from, to uint32
 	dailyFrom        uint16
@@ -118,8 +116,8 @@ func (p *payload) check() error {
 
 func (p *payload) size() int { return headerSize + p.nGates*uuidSize }
 
+// marshal writes p into b at its offsets, after the key ID.
 func (p *payload) marshal(b []byte) {
-	copy(b, p.keyID[:])
 	copy(b[offVisit:], p.visit[:])
 	copy(b[offSite:], p.site[:])
 	binary.BigEndian.PutUint32(b[offIssued:], p.issued)
@@ -143,7 +141,6 @@ func (p *payload) unmarshal(b []byte) bool {
 	if p.nGates > MaxGates || len(b) != p.size() {
 		return false
 	}
-	copy(p.keyID[:], b)
 	copy(p.visit[:], b[offVisit:])
 	copy(p.site[:], b[offSite:])
 	p.issued = binary.BigEndian.Uint32(b[offIssued:])
@@ -158,38 +155,22 @@ func (p *payload) unmarshal(b []byte) bool {
 	return true
 }
 
-// b32 writes the token text; decodeBase32 reads it back, strictly.
-var b32 = base32.StdEncoding.WithPadding(base32.NoPadding)
-
 // Sign returns the token for c signed by k. It returns an error wrapping
 // ErrInvalidKey when k is not a usable key and ErrInvalidClaims when c cannot
 // be encoded (see ErrInvalidClaims for the rules).
 func Sign(k Key, c Claims) (string, error) {
-	keyID, ok := parseKeyID(k.ID)
-	if !ok {
-		return "", fmt.Errorf("sign pass: key ID %q is not %d lower-case hex digits: %w", k.ID, 2*keyIDSize, ErrInvalidKey)
-	}
-	if len(k.Private) != ed25519.PrivateKeySize {
-		return "", fmt.Errorf("sign pass: private key has %d bytes, want %d: %w", len(k.Private), ed25519.PrivateKeySize, ErrInvalidKey)
+	keyID, err := passFormat.signingKey(k)
+	if err != nil {
+		return "", err
 	}
 	p, err := fromClaims(c)
 	if err != nil {
 		return "", fmt.Errorf("sign pass: %w: %w", ErrInvalidClaims, err)
 	}
-	p.keyID = keyID
-
 	var buf [len(Prefix) + maxRawSize]byte
-	n := copy(buf[:], Prefix)
-	p.marshal(buf[n:])
-	n += p.size()
-	sig := ed25519.Sign(k.Private, buf[:n])
-	n += copy(buf[n:], sig)
-
+	p.marshal(buf[len(Prefix):])
 	var text [MaxLen]byte
-	m := copy(text[:], Prefix)
-	m += b32.EncodedLen(n - len(Prefix))
-	b32.Encode(text[len(Prefix):m], buf[len(Prefix):n])
-	return string(text[:m]), nil
+	return passFormat.seal(buf[:], text[:], keyID, p.size(), k.Private), nil
 }
 
 // fromClaims converts and checks c; its errors say which field is wrong.
@@ -256,36 +237,20 @@ func unixSeconds(field string, t time.Time) (uint32, error) {
 // CR or LF is the caller's to strip. Verify does not judge whether the pass
 // admits now; that is the pass-rule decision's.
 func Verify(token string, keys KeySet) (Claims, error) {
-	if len(token) > MaxLen || !strings.HasPrefix(token, Prefix) {
-		return Claims{}, fmt.Errorf("verify pass: no %q prefix or longer than %d: %w", Prefix, MaxLen, ErrMalformed)
-	}
 	var buf [len(Prefix) + maxRawSize]byte
-	copy(buf[:], Prefix)
-	n, ok := decodeBase32(buf[len(Prefix):], token[len(Prefix):])
-	if !ok || n < headerSize+ed25519.SignatureSize {
-		return Claims{}, fmt.Errorf("verify pass: not canonical base32 of a payload and signature: %w", ErrMalformed)
+	raw, err := passFormat.decode(buf[:], token)
+	if err != nil {
+		return Claims{}, err
 	}
-	raw := buf[len(Prefix) : len(Prefix)+n]
 	var p payload
-	if !p.unmarshal(raw[:n-ed25519.SignatureSize]) {
-		return Claims{}, fmt.Errorf("verify pass: %d bytes do not match the gate count: %w", n, ErrMalformed)
+	if !p.unmarshal(raw) {
+		return Claims{}, fmt.Errorf("verify pass: %d bytes do not match the gate count: %w", len(raw)+ed25519.SignatureSize, ErrMalformed)
 	}
 	if err := p.check(); err != nil {
 		return Claims{}, fmt.Errorf("verify pass: %w: %w", ErrMalformed, err)
 	}
-
-	var id [2 * keyIDSize]byte
-	hex.Encode(id[:], p.keyID[:])
-	pub, ok := keys[string(id[:])]
-	if !ok {
-		return Claims{}, fmt.Errorf("verify pass: key %s: %w", string(id[:]), ErrUnknownKey)
-	}
-	if len(pub) != ed25519.PublicKeySize {
-		return Claims{}, fmt.Errorf("verify pass: key %s has %d bytes: %w", string(id[:]), len(pub), ErrUnknownKey)
-	}
-	msg := buf[:len(Prefix)+p.size()]
-	if !ed25519.Verify(pub, msg, raw[p.size():]) {
-		return Claims{}, fmt.Errorf("verify pass: key %s: %w", string(id[:]), ErrBadSignature)
+	if err := passFormat.checkSignature(buf[:], raw, keys); err != nil {
+		return Claims{}, err
 	}
 	return p.claims(), nil
 }

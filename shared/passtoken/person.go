@@ -3,9 +3,7 @@ package passtoken
 import (
 	"crypto/ed25519"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -46,12 +44,9 @@ type PersonClaims struct {
 // UTC. The token depends only on k and c, so signing the same claims again
 // gives the same token.
 func SignPerson(k Key, c PersonClaims) (string, error) {
-	keyID, ok := parseKeyID(k.ID)
-	if !ok {
-		return "", fmt.Errorf("sign personal pass: key ID %q is not %d lower-case hex digits: %w", k.ID, 2*keyIDSize, ErrInvalidKey)
-	}
-	if len(k.Private) != ed25519.PrivateKeySize {
-		return "", fmt.Errorf("sign personal pass: private key has %d bytes, want %d: %w", len(k.Private), ed25519.PrivateKeySize, ErrInvalidKey)
+	keyID, err := personFormat.signingKey(k)
+	if err != nil {
+		return "", err
 	}
 	person, ok := parseTypeID(personPrefix, c.PersonID)
 	if !ok {
@@ -66,17 +61,11 @@ func SignPerson(k Key, c PersonClaims) (string, error) {
 	}
 
 	var buf [len(PersonPrefix) + personRawSize]byte
-	n := copy(buf[:], PersonPrefix)
-	copy(buf[n:], keyID[:])
-	copy(buf[n+offPerson:], person[:])
-	binary.BigEndian.PutUint32(buf[n+offPersonIssued:], issued)
-	n += personSize
-	copy(buf[n:], ed25519.Sign(k.Private, buf[:n]))
-
+	raw := buf[len(PersonPrefix):]
+	copy(raw[offPerson:], person[:])
+	binary.BigEndian.PutUint32(raw[offPersonIssued:], issued)
 	var text [PersonLen]byte
-	copy(text[:], PersonPrefix)
-	b32.Encode(text[len(PersonPrefix):], buf[len(PersonPrefix):])
-	return string(text[:]), nil
+	return personFormat.seal(buf[:], text[:], keyID, personSize, k.Private), nil
 }
 
 // VerifyPerson checks a personal pass token against keys and returns its
@@ -87,32 +76,17 @@ func SignPerson(k Key, c PersonClaims) (string, error) {
 // ErrMalformed. Whether the person may pass (active, the pass still current)
 // is the caller's to judge.
 func VerifyPerson(token string, keys KeySet) (PersonClaims, error) {
-	if len(token) != PersonLen || !strings.HasPrefix(token, PersonPrefix) {
-		return PersonClaims{}, fmt.Errorf("verify personal pass: no %q prefix or not %d characters: %w", PersonPrefix, PersonLen, ErrMalformed)
-	}
 	var buf [len(PersonPrefix) + personRawSize]byte
-	copy(buf[:], PersonPrefix)
-	n, ok := decodeBase32(buf[len(PersonPrefix):], token[len(PersonPrefix):])
-	if !ok || n != personRawSize {
-		return PersonClaims{}, fmt.Errorf("verify personal pass: not canonical base32 of a payload and signature: %w", ErrMalformed)
+	raw, err := personFormat.decode(buf[:], token)
+	if err != nil {
+		return PersonClaims{}, err
 	}
-	raw := buf[len(PersonPrefix):]
 	issued := binary.BigEndian.Uint32(raw[offPersonIssued:])
 	if issued == 0 {
 		return PersonClaims{}, fmt.Errorf("verify personal pass: %w: issued at is zero", ErrMalformed)
 	}
-
-	var id [2 * keyIDSize]byte
-	hex.Encode(id[:], raw[:keyIDSize])
-	pub, ok := keys[string(id[:])]
-	if !ok {
-		return PersonClaims{}, fmt.Errorf("verify personal pass: key %s: %w", string(id[:]), ErrUnknownKey)
-	}
-	if len(pub) != ed25519.PublicKeySize {
-		return PersonClaims{}, fmt.Errorf("verify personal pass: key %s has %d bytes: %w", string(id[:]), len(pub), ErrUnknownKey)
-	}
-	if !ed25519.Verify(pub, buf[:len(PersonPrefix)+personSize], raw[personSize:]) {
-		return PersonClaims{}, fmt.Errorf("verify personal pass: key %s: %w", string(id[:]), ErrBadSignature)
+	if err := personFormat.checkSignature(buf[:], raw, keys); err != nil {
+		return PersonClaims{}, err
 	}
 	var person [uuidSize]byte
 	copy(person[:], raw[offPerson:])

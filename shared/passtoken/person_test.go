@@ -1,7 +1,6 @@
 package passtoken_test
 
 import (
-	"crypto/ed25519"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -24,11 +23,7 @@ func basePerson(tb testing.TB) passtoken.PersonClaims {
 
 func signPersonT(tb testing.TB, k passtoken.Key, c passtoken.PersonClaims) string {
 	tb.Helper()
-	tok, err := passtoken.SignPerson(k, c)
-	if err != nil {
-		tb.Fatalf("SignPerson: %v", err)
-	}
-	return tok
+	return personKind.mustSign(tb, k, c)
 }
 
 // rawPerson writes the personal payload doc.go documents, independently of
@@ -44,9 +39,7 @@ func rawPerson(tb testing.TB, k passtoken.Key, c passtoken.PersonClaims) []byte 
 // forgePerson signs "E1:"‖payload with k and appends extra after the
 // signature.
 func forgePerson(k passtoken.Key, payload, extra []byte) string {
-	sig := ed25519.Sign(k.Private, append([]byte(passtoken.PersonPrefix), payload...))
-	raw := append(append(append([]byte{}, payload...), sig...), extra...)
-	return passtoken.PersonPrefix + stdB32.EncodeToString(raw)
+	return forgeAs(k, passtoken.PersonPrefix, passtoken.PersonPrefix, payload, extra)
 }
 
 func diffPerson(got, want passtoken.PersonClaims) string {
@@ -137,18 +130,7 @@ func TestSignPerson_Layout(t *testing.T) {
 // TestSignPerson_Golden pins the format: a change here breaks every personal
 // pass already printed, and needs a new PersonPrefix.
 func TestSignPerson_Golden(t *testing.T) {
-	k := newKey(t, 7)
-	const want = "E1:" + goldenPerson
-	if got := signPersonT(t, k, basePerson(t)); got != want {
-		t.Errorf("token for the golden claims changed:\n got %s\nwant %s", got, want)
-	}
-	c, err := passtoken.VerifyPerson(want, keySet(t, k))
-	if err != nil {
-		t.Fatalf("VerifyPerson(golden): %v", err)
-	}
-	if d := diffPerson(c, basePerson(t)); d != "" {
-		t.Errorf("golden claims differ: %s", d)
-	}
+	personKind.checkGolden(t, newKey(t, 7), basePerson(t), "E1:"+goldenPerson)
 }
 
 const goldenPerson = "A4DQOBZBEEQSCIJBEEQSCIJBEEQSCIJBNGXIKCAG7FF3PBRVDKQ5LZPCRJLGL2SHNTY7VAZYZVHWPCAFXSOE5FH3EH3ZR66GT7XAGUV6ZMONIXXG6SV24HFY2EUVLLABPLR6BTMFN7PA6"
@@ -156,54 +138,15 @@ const goldenPerson = "A4DQOBZBEEQSCIJBEEQSCIJBEEQSCIJBNGXIKCAG7FF3PBRVDKQ5LZPCRJ
 func TestVerifyPerson_TamperEveryCharacter(t *testing.T) {
 	k := newKey(t, 1)
 	keys := keySet(t, k)
-	tok := signPersonT(t, k, basePerson(t))
-	b := []byte(tok)
-	for i := range b {
-		orig := b[i]
-		for v := range 256 {
-			if byte(v) == orig {
-				continue
-			}
-			b[i] = byte(v)
-			if _, err := passtoken.VerifyPerson(string(b), keys); !isVerifyError(err) {
-				t.Fatalf("position %d set to %q: err = %v, want a VerifyPerson error", i, byte(v), err)
-			}
-		}
-		b[i] = orig
-		for _, s := range []string{tok[:i] + tok[i+1:], tok[:i] + tok[i:i+1] + tok[i:]} {
-			if _, err := passtoken.VerifyPerson(s, keys); !errors.Is(err, passtoken.ErrMalformed) {
-				t.Fatalf("%q: err = %v, want ErrMalformed", s, err)
-			}
-		}
-	}
+	personKind.checkTamperEveryCharacter(t, keys, signPersonT(t, k, basePerson(t)))
 }
 
 func TestVerifyPerson_WrongKey(t *testing.T) {
-	k, other := newKey(t, 1), newKey(t, 2)
-	impostor := passtoken.Key{ID: k.ID, Private: other.Private}
-	tok := signPersonT(t, impostor, basePerson(t))
-	if _, err := passtoken.VerifyPerson(tok, keySet(t, k)); !errors.Is(err, passtoken.ErrBadSignature) {
-		t.Fatalf("token signed by another key under the same ID: err = %v, want ErrBadSignature", err)
-	}
-	if _, err := passtoken.VerifyPerson(tok, keySet(t, impostor)); err != nil {
-		t.Fatalf("the same token verifies under the key that signed it: %v", err)
-	}
+	personKind.checkWrongKey(t, newKey(t, 1), newKey(t, 2), basePerson(t))
 }
 
 func TestVerifyPerson_UnknownKey(t *testing.T) {
-	k, other := newKey(t, 0xAB), newKey(t, 2)
-	tok := signPersonT(t, k, basePerson(t))
-	for name, keys := range map[string]passtoken.KeySet{
-		"other key":      keySet(t, other),
-		"empty set":      {},
-		"nil set":        nil,
-		"short key":      {k.ID: k.Public().Key[:31]},
-		"nil public key": {k.ID: nil},
-	} {
-		if _, err := passtoken.VerifyPerson(tok, keys); !errors.Is(err, passtoken.ErrUnknownKey) {
-			t.Errorf("%s: err = %v, want ErrUnknownKey", name, err)
-		}
-	}
+	personKind.checkUnknownKey(t, newKey(t, 0xAB), newKey(t, 2), basePerson(t))
 }
 
 // TestVerify_KindsKeptApart: a visit pass is not a personal pass nor the
@@ -227,9 +170,7 @@ func TestVerify_KindsKeptApart(t *testing.T) {
 	}
 	// A personal payload signed under the visit prefix, then relabelled:
 	// the right length and key, but the signature was not made over "E1:".
-	payload := rawPerson(t, k, basePerson(t))
-	sig := ed25519.Sign(k.Private, append([]byte(passtoken.Prefix), payload...))
-	relabelled := passtoken.PersonPrefix + stdB32.EncodeToString(append(payload, sig...))
+	relabelled := forgeAs(k, passtoken.Prefix, passtoken.PersonPrefix, rawPerson(t, k, basePerson(t)), nil)
 	if _, err := passtoken.VerifyPerson(relabelled, keys); !errors.Is(err, passtoken.ErrBadSignature) {
 		t.Errorf("VerifyPerson(payload signed under P1:): err = %v, want ErrBadSignature", err)
 	}
@@ -274,42 +215,22 @@ func TestVerifyPerson_RejectsNonCanonical(t *testing.T) {
 	keys := keySet(t, k)
 	c := basePerson(t)
 	tok := signPersonT(t, k, c)
-	body := tok[len(passtoken.PersonPrefix):]
 	good := rawPerson(t, k, c)
-	// 88 bytes leave one unused bit in the last character; set it.
-	last := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", body[len(body)-1])
-	if last&1 != 0 {
-		t.Fatalf("the last character %q already has its unused bit set", body[len(body)-1])
-	}
-	trailing := tok[:len(tok)-1] + string("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[last|1])
 	zeroIssued := append([]byte{}, good...)
 	binary.BigEndian.PutUint32(zeroIssued[20:], 0)
+	texts := personKind.malformedTexts(tok)
 	for name, s := range map[string]string{
-		"empty":                "",
-		"prefix only":          passtoken.PersonPrefix,
-		"no prefix":            body,
-		"version 2":            "E2:" + body,
-		"lower-case prefix":    "e1:" + body,
-		"lower-case body":      passtoken.PersonPrefix + strings.ToLower(body),
-		"padding":              tok + "====",
-		"trailing newline":     tok + "\n",
-		"leading space":        " " + tok,
-		"trailing bits":        trailing,
-		"one character more":   tok + "A",
-		"one character less":   tok[:len(tok)-1],
-		"8 characters more":    tok + "AAAAAAAA",
+		// 88 bytes leave one unused bit in the last character.
+		"trailing bits":        personKind.withTrailingBit(t, tok),
 		"a byte after the sig": forgePerson(k, good, []byte{0}),
 		"a byte in the body":   forgePerson(k, append(append([]byte{}, good...), 0), nil),
 		"payload cut short":    forgePerson(k, good[:23], nil),
 		"issued at 0":          forgePerson(k, zeroIssued, nil),
 		"visit-length token":   passtoken.PersonPrefix + strings.Repeat("A", passtoken.MaxLen-len(passtoken.Prefix)),
 	} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := passtoken.VerifyPerson(s, keys); !errors.Is(err, passtoken.ErrMalformed) {
-				t.Fatalf("VerifyPerson(%q): err = %v, want ErrMalformed", s, err)
-			}
-		})
+		texts[name] = s
 	}
+	personKind.checkMalformed(t, keys, texts)
 }
 
 // TestPersonToken_QRSize: a personal pass is smaller than the smallest
@@ -356,13 +277,9 @@ func TestPersonToken_Zbarimg(t *testing.T) {
 }
 
 func BenchmarkVerifyPerson(b *testing.B) {
-	k := newKey(b, 1)
-	keys := keySet(b, k)
-	tok := signPersonT(b, k, basePerson(b))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := passtoken.VerifyPerson(tok, keys); err != nil {
-			b.Fatal(err)
-		}
-	}
+	personKind.benchVerify(b, newKey(b, 1), basePerson(b))
+}
+
+func BenchmarkSignPerson(b *testing.B) {
+	personKind.benchSign(b, newKey(b, 1), basePerson(b))
 }
