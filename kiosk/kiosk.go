@@ -336,7 +336,10 @@ func (s *Server) setLang(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	back := r.PostFormValue("back")
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
+	// url.Parse refuses control characters: a browser drops a tab or a
+	// newline from a URL, so "/\t/evil.example" would be "//evil.example".
+	if u, err := url.Parse(back); err != nil || u.Scheme != "" || u.Host != "" ||
+		!strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.Contains(back, "\\") {
 		back = "/"
 	}
 	http.Redirect(w, r, back, http.StatusSeeOther)
