@@ -22,4 +22,3 @@ func TestKiosk_LanguageSwitchBackIsNoOpenRedirect(t *testing.T) {
 		}
 	}
 }
-
