@@ -368,34 +368,43 @@ func (d *Devices) HasPIN() bool {
 
 // CheckPIN checks pin typed on device id. PINTries wrong ones lock
 // reception on that device for PINLock.
+//
+// Each try is counted as a wrong one before its hash is computed, and
+// forgiven when it turns out right: counted after, a burst of guesses sent
+// at once would all pass the lock check while the first were hashing.
 func (d *Devices) CheckPIN(id, pin string, now time.Time) error {
 	d.mu.Lock()
 	f := d.pinFails[id]
 	ph := d.file.PIN
-	d.mu.Unlock()
 	switch {
 	case now.Before(f.until):
+		d.mu.Unlock()
 		return ErrLocked
 	case ph == nil:
+		d.mu.Unlock()
 		return ErrNoPIN
 	}
+	if !f.until.IsZero() {
+		f = pinFail{} // a lock that has ended: PINTries more
+	}
+	f.n++
+	if f.n >= PINTries {
+		f.until = now.Add(PINLock)
+	}
+	d.pinFails[id] = f
+	d.mu.Unlock()
+
 	h, err := pbkdf2.Key(sha256.New, pin, ph.Salt, ph.Rounds, len(ph.Hash))
 	if err != nil {
 		return err
 	}
+	if subtle.ConstantTimeCompare(h, ph.Hash) != 1 {
+		return ErrBadPIN
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if subtle.ConstantTimeCompare(h, ph.Hash) == 1 {
-		delete(d.pinFails, id)
-		return nil
-	}
-	f = d.pinFails[id]
-	f.n++
-	if f.n >= PINTries {
-		f = pinFail{until: now.Add(PINLock)}
-	}
-	d.pinFails[id] = f
-	return ErrBadPIN
+	delete(d.pinFails, id)
+	d.mu.Unlock()
+	return nil
 }
 
 func validHostPort(s string) bool {
