@@ -22,3 +22,37 @@ func TestKiosk_LanguageSwitchBackIsNoOpenRedirect(t *testing.T) {
 		}
 	}
 }
+
+// A visitor tablet learns every on-site visit's ID from the sign-out
+// search (each result is a form posting visit_id). Submitting a walk-in
+// with such an ID, and the visitor's name (someone who came in with them
+// knows it), is a retried submit to the store; the tablet must still not
+// be given that visit's done page and badge, which it did not sign in.
+func TestKiosk_WalkInWithAnotherTabletsVisitIDShowsNothing(t *testing.T) {
+	h := newHarness(t)
+	theirs := h.newClient()
+	h.pair(theirs, ModeVisitor)
+	h.pair(h.client, ModeVisitor)
+
+	details := body(t, h.get(theirs, "/walk-in/details?to=desk&type=meeting&name=Ada+Lovelace"))
+	form := url.Values{"to": {"desk"}, "type": {"meeting"}, "visit_id": {hiddenValue(t, details, "visit_id")},
+		"name": {"Ada Lovelace"}, "email": {"ada@example.com"}}
+	if res := h.post(theirs, "/walk-in", form); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("their walk-in: %d", res.StatusCode)
+	}
+
+	search := body(t, h.get(h.client, "/sign-out?q=ada"))
+	id := hiddenValue(t, search, "visit_id")
+	if id != form.Get("visit_id") {
+		t.Fatalf("the sign-out search lists %q", id)
+	}
+	res := h.post(h.client, "/walk-in", url.Values{"to": {"desk"}, "type": {"meeting"}, "visit_id": {id}, "name": {"Ada Lovelace"}})
+	if loc := res.Header.Get("Location"); loc == "/visits/"+id+"/done" {
+		t.Errorf("another tablet's visit ID, resubmitted, led to its done page")
+	}
+	for _, p := range []string{"/visits/" + id + "/done", "/visits/" + id + "/badge.png", "/visits/" + id + "/badge"} {
+		if res := h.get(h.client, p); res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s on the other tablet: %d, want 404", p, res.StatusCode)
+		}
+	}
+}

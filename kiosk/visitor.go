@@ -275,6 +275,13 @@ func (s *Server) walkInSubmit(w http.ResponseWriter, r *http.Request, rq *reques
 		return
 	}
 	wi.VisitID = f.Get("visit_id")
+	if _, taken := s.cfg.Store.Visit(wi.VisitID); taken && !s.mayShow(rq, wi.VisitID) {
+		// Not a retry of this device's own submit (that one remembered the
+		// visit): an ID copied from elsewhere, such as the sign-out
+		// search's forms, which must not open another visitor's badge.
+		http.Redirect(w, r, "/walk-in", http.StatusSeeOther)
+		return
+	}
 	wi.Name = strings.Join(strings.Fields(f.Get("name")), " ")
 	in := WalkIn{ID: wi.VisitID, At: rq.now, Type: wi.Type.Key, DeviceID: rq.dev.ID,
 		Visitor: Visitor{Name: wi.Name, Company: strings.TrimSpace(f.Get("company"))}}
