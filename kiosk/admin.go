@@ -26,6 +26,14 @@ func (s *Server) AdminHandler() http.Handler {
 			adminJSON(w, http.StatusForbidden, AdminError{Error: "kiosk administration answers the appliance itself only"})
 			return
 		}
+		// A browser on the appliance is a loopback client too: a page it
+		// visits could POST a JSON body as text/plain (no preflight) or
+		// load /kiosk/pair. svc-edge sends neither header; the local
+		// pairing page is opened directly (none) or from its own links.
+		if site := r.Header.Get("Sec-Fetch-Site"); r.Header.Get("Origin") != "" || (site != "" && site != "none" && site != "same-origin") {
+			adminJSON(w, http.StatusForbidden, AdminError{Error: "kiosk administration takes no requests from web pages"})
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 		mux.ServeHTTP(w, r)
 	})
