@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A back= a browser reads as another host (it drops tabs and newlines in
@@ -54,5 +55,22 @@ func TestKiosk_WalkInWithAnotherTabletsVisitIDShowsNothing(t *testing.T) {
 		if res := h.get(h.client, p); res.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s on the other tablet: %d, want 404", p, res.StatusCode)
 		}
+	}
+}
+
+// Signing out from the search's results, which show "Ada L.", answers with
+// the same short name: tapping other people's results must not reveal
+// their full names on the public tablet.
+func TestKiosk_SignOutGoodbyeShowsTheShortNameOnly(t *testing.T) {
+	h := newHarness(t)
+	h.pair(h.client, ModeVisitor)
+	v := h.addWaiting("Ada Lovelace", time.Minute)
+	res := h.post(h.client, "/sign-out", url.Values{"visit_id": {v.ID}})
+	b := body(t, res)
+	if res.StatusCode != http.StatusOK || !strings.Contains(b, "Ada L.") {
+		t.Fatalf("sign out: %d", res.StatusCode)
+	}
+	if strings.Contains(b, "Lovelace") {
+		t.Errorf("the sign-out answer shows the visitor's full name")
 	}
 }
