@@ -23,6 +23,7 @@ type memStore struct {
 	pending  int
 	walkIns  []WalkIn
 	checkIn  func(CheckIn) (Visit, error)
+	failWith error // every write fails with it, as a full disk would
 }
 
 func newMemStore() *memStore {
@@ -129,6 +130,9 @@ func (m *memStore) Sync() SyncState { return SyncState{Online: m.online, Pending
 func (m *memStore) WalkIn(ctx context.Context, in WalkIn) (Visit, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return Visit{}, m.failWith
+	}
 	if v, ok := m.visits[in.ID]; ok {
 		return *v, nil
 	}

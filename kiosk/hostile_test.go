@@ -1,6 +1,8 @@
 package kiosk
 
 import (
+	"errors"
+	"github.com/svc-vms/svc/shared/ids"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -72,5 +74,24 @@ func TestKiosk_SignOutGoodbyeShowsTheShortNameOnly(t *testing.T) {
 	}
 	if strings.Contains(b, "Lovelace") {
 		t.Errorf("the sign-out answer shows the visitor's full name")
+	}
+}
+
+// A walk-in the store cannot save (a full disk) comes back as typed, with
+// the reason in plain words: nothing the visitor typed is lost.
+func TestKiosk_WalkInNotSavedKeepsWhatWasTyped(t *testing.T) {
+	h := newHarness(t)
+	h.pair(h.client, ModeVisitor)
+	h.store.failWith = errors.New("record fact: no space left on device")
+	res := h.post(h.client, "/walk-in", url.Values{"to": {"desk"}, "type": {"meeting"}, "visit_id": {ids.New(ids.Visit)},
+		"name": {"Ada Lovelace"}, "phone": {"+447700900123"}, "email": {"ada@example.com"}})
+	b := body(t, res)
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, "could not save it") {
+		t.Fatalf("not saved: %d", res.StatusCode)
+	}
+	for _, typed := range []string{`value="&#43;447700900123"`, `value="ada@example.com"`, `value="Ada Lovelace"`} {
+		if !strings.Contains(b, typed) {
+			t.Errorf("the form lost %s", typed)
+		}
 	}
 }

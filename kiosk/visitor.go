@@ -308,6 +308,7 @@ func (s *Server) walkInSubmit(w http.ResponseWriter, r *http.Request, rq *reques
 		}
 	}
 	var errs map[string]string
+	status, problem := http.StatusUnprocessableEntity, ""
 	if ok {
 		v, err := s.cfg.Store.WalkIn(r.Context(), in)
 		if err == nil {
@@ -317,22 +318,27 @@ func (s *Server) walkInSubmit(w http.ResponseWriter, r *http.Request, rq *reques
 		}
 		var ve *ValidationError
 		if !errors.As(err, &ve) {
-			s.fail(w, r, rq, err)
-			return
+			// Not saved (a full disk, a failing store): the form comes back
+			// as typed, so a second try loses nothing, and reception is
+			// there to sign the visitor in by hand.
+			s.log.Error("kiosk: walk-in not saved", "device_id", rq.dev.ID, "visit_id", in.ID, "error", err.Error())
+			status, problem = http.StatusServiceUnavailable, rq.cat.T("error.not_saved")
 		}
-		errs = ve.Fields
-		for field, msg := range ve.Fields {
-			if k, ok := strings.CutPrefix(field, "custom_fields."); ok {
-				formErrs = append(formErrs, form.FieldError{Field: k, Message: msg})
+		if ve != nil {
+			errs = ve.Fields
+			for field, msg := range ve.Fields {
+				if k, ok := strings.CutPrefix(field, "custom_fields."); ok {
+					formErrs = append(formErrs, form.FieldError{Field: k, Message: msg})
+				}
 			}
 		}
 	}
 	wi.Form = s.renderForm(rq, wi.Type, f, formErrs)
-	p := &page{Idle: true, Data: wi, Errors: errs}
-	if len(errs) > 0 || len(formErrs) > 0 {
+	p := &page{Idle: true, Data: wi, Errors: errs, Problem: problem}
+	if problem == "" && (len(errs) > 0 || len(formErrs) > 0) {
 		p.Problem = rq.cat.T("error.check_fields")
 	}
-	s.render(w, r, rq, http.StatusUnprocessableEntity, "walkin_details", p)
+	s.render(w, r, rq, status, "walkin_details", p)
 }
 
 // remember lets a visitor-mode tablet show the badge of a visit it just
