@@ -117,7 +117,26 @@ func EdgeVisit(v Visit) protocol.Visit {
 	if v.Team != nil {
 		out.TeamID, out.TeamName = v.Team.ID, clip(v.Team.Name)
 	}
+	out.Receiver, out.ReceiverID = edgeReceiver(v)
 	return out
+}
+
+// edgeReceiver is whom a visit nobody has taken waits with after a
+// hand-over, as the feed carries it: none once it has a host, or when
+// the receiver's ID is not one the feed can carry.
+func edgeReceiver(v Visit) (kind, id string) {
+	if leadID(v) != "" {
+		return "", ""
+	}
+	switch r := v.Receiver; {
+	case r.Kind == ReceiverReception:
+		return protocol.ToReception, ""
+	case r.Kind == ReceiverPerson && ids.Valid(ids.Person, r.PersonID):
+		return protocol.ToPerson, r.PersonID
+	case r.Kind == ReceiverTeam && ids.Valid(ids.Team, r.TeamID):
+		return protocol.ToTeam, r.TeamID
+	}
+	return "", ""
 }
 
 // leadID is the ID of the visit's lead host, or "" when nobody hosts it

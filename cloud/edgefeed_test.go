@@ -82,6 +82,20 @@ func TestEdgeVisit(t *testing.T) {
 			require.True(t, p.WaitingSince.Equal(at.Truncate(time.Microsecond)), "a visit stored before waiting_since waits from its check-in")
 			require.Empty(t, p.HostID)
 		}},
+		{"handed over to a person", func(v *cloud.Visit) {
+			v.Status, v.CheckedInAt, v.NeedsSomeone = cloud.VisitCheckedIn, &at, true
+			v.Receiver = cloud.Receiver{Kind: cloud.ReceiverPerson, PersonID: "person_01h455vb4pex5vsknk084sn02q"}
+		}, func(t *testing.T, _ cloud.Visit, p protocol.Visit) {
+			require.Equal(t, protocol.ToPerson, p.Receiver)
+			require.Equal(t, "person_01h455vb4pex5vsknk084sn02q", p.ReceiverID)
+		}},
+		{"handed over, then taken", func(v *cloud.Visit) {
+			v.Receiver = cloud.Receiver{Kind: cloud.ReceiverTeam, TeamID: ids.New(ids.Team)}
+			v.Hosts = []cloud.Host{{ID: "person_01h455vb4pex5vsknk084sn02q", Name: "Grace Hopper", Role: cloud.HostRoleLead}}
+		}, func(t *testing.T, _ cloud.Visit, p protocol.Visit) {
+			require.Empty(t, p.Receiver, "a visit with a host waits with nobody")
+			require.Empty(t, p.ReceiverID)
+		}},
 		{"lead host ID", func(v *cloud.Visit) {
 			v.Hosts = []cloud.Host{{ID: "person_01h455vb4pex5vsknk084sn02q", Name: "Grace Hopper", Role: cloud.HostRoleLead}}
 		}, func(t *testing.T, _ cloud.Visit, p protocol.Visit) {

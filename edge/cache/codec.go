@@ -64,11 +64,20 @@ import (
 // with no gate_id and at_desk false: a visit checked in at the desk before
 // this build is not let through an entry gate (already_in, as then),
 // rather than a visit checked in at a gate being let in twice. This build
-// writes visitV3.
+// writes visitV4.
+//
+// Version visitV4 (issue 16: whom a visit nobody has taken waits with) is
+// visitV3 with this after gate_id, and the flag bit visitHasReceiver:
+//
+//	receiver        1 byte: an index in storedReceivers (0: none)
+//	receiver_id     16 bytes, when visitHasReceiver
+//
+// A value of an older version reads with no receiver.
 const (
 	visitV1 = 0x01
 	visitV2 = 0x02
 	visitV3 = 0x03
+	visitV4 = 0x04
 )
 
 const (
@@ -92,9 +101,16 @@ const (
 
 	visitHasGate = 1 << (iota - 2)
 	visitAtDesk
+	visitFlagsV3 = 1<<(iota-2) - 1
 
-	visitFlagsKnown = 1<<(iota-2) - 1
+	visitHasReceiver = 1 << (iota - 3)
+
+	visitFlagsKnown = 1<<(iota-3) - 1
 )
+
+// storedReceivers numbers the receiver a visit waits with, from 1 (0 is
+// none). Append only.
+var storedReceivers = [...]string{"", protocol.ToReception, protocol.ToPerson, protocol.ToTeam}
 
 // storedSources and storedAudiences number a visit's source and audience
 // in the file, from 1 (0 is none). Append only.
@@ -152,14 +168,18 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	if v.Revoked {
 		flags |= visitRevoked
 	}
-	var host, team, visitor, gate uid
+	receiverPrefix := ids.Person
+	if v.Receiver == protocol.ToTeam {
+		receiverPrefix = ids.Team
+	}
+	var host, team, visitor, gate, receiver uid
 	for _, x := range [...]struct {
 		id     string
 		prefix string
 		flag   uint64
 		u      *uid
 	}{{v.HostID, ids.Person, visitHasHostID, &host}, {v.TeamID, ids.Team, visitHasTeam, &team}, {v.VisitorID, ids.Visitor, visitHasVisitorID, &visitor},
-		{v.GateID, ids.Gate, visitHasGate, &gate}} {
+		{v.GateID, ids.Gate, visitHasGate, &gate}, {v.ReceiverID, receiverPrefix, visitHasReceiver, &receiver}} {
 		if x.id == "" {
 			continue
 		}
@@ -178,8 +198,9 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 		flags |= visitAtDesk
 	}
 	source, audience := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
-	if source < 0 || audience < 0 {
-		return nil, fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
+	receiverKind := slices.Index(storedReceivers[:], v.Receiver)
+	if source < 0 || audience < 0 || receiverKind < 0 {
+		return nil, fmt.Errorf("source %q, audience %q or receiver %q unknown", v.Source, v.Audience, v.Receiver)
 	}
 	var forVisit, reentered uid
 	if v.ForVisitID != v.ID {
@@ -197,7 +218,7 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 
 	b := make([]byte, 0, 176+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
 		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany))
-	b = append(b, visitV3)
+	b = append(b, visitV4)
 	b = appendUID(b, u)
 	b = append(b, byte(status))
 	b = binary.AppendUvarint(b, flags)
@@ -246,6 +267,10 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	if flags&visitHasGate != 0 {
 		b = appendUID(b, gate)
 	}
+	b = append(b, byte(receiverKind))
+	if flags&visitHasReceiver != 0 {
+		b = appendUID(b, receiver)
+	}
 	return b, nil
 }
 
@@ -275,9 +300,11 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 	case visitV2:
 		known = visitFlagsV2
 	case visitV3:
+		known = visitFlagsV3
+	case visitV4:
 		known = visitFlagsKnown
 	default:
-		return v, fmt.Errorf("value version 0x%02x; this build reads 0x%02x to 0x%02x", raw[0], visitV1, visitV3)
+		return v, fmt.Errorf("value version 0x%02x; this build reads 0x%02x to 0x%02x", raw[0], visitV1, visitV4)
 	}
 	r := reader{b: raw[1:]}
 	u := r.uid()
@@ -329,6 +356,20 @@ func decodeVisit(raw []byte) (protocol.Visit, error) {
 			v.GateID = formatUID(ids.Gate, r.uid())
 		}
 		v.AtDesk = flags&visitAtDesk != 0
+	}
+	if version >= visitV4 {
+		if k := r.byte(); int(k) < len(storedReceivers) {
+			v.Receiver = storedReceivers[k]
+		} else if r.err == nil {
+			r.err = fmt.Errorf("receiver %d is not a receiver", k)
+		}
+		if flags&visitHasReceiver != 0 {
+			prefix := ids.Person
+			if v.Receiver == protocol.ToTeam {
+				prefix = ids.Team
+			}
+			v.ReceiverID = formatUID(prefix, r.uid())
+		}
 	}
 	if r.err == nil && len(r.b) > 0 {
 		r.err = fmt.Errorf("%d bytes after the value", len(r.b))

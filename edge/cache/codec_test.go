@@ -69,7 +69,13 @@ func codecVisits() map[string]protocol.Visit {
 			v.Status, v.CheckedInAt, v.AtDesk = string(passrule.CheckedIn), &in, true
 		}),
 		"gate only": with(func(v *protocol.Visit) { v.GateID = ids.New(ids.Gate) }),
-		"long name": with(func(v *protocol.Visit) { v.VisitorName = string(bytes.Repeat([]byte("n"), 200)) }),
+		"handed over to a person": with(func(v *protocol.Visit) {
+			v.Status, v.CheckedInAt, v.NeedsSomeone = string(passrule.CheckedIn), &in, true
+			v.Receiver, v.ReceiverID = protocol.ToPerson, ids.New(ids.Person)
+		}),
+		"handed over to a team":    with(func(v *protocol.Visit) { v.Receiver, v.ReceiverID = protocol.ToTeam, ids.New(ids.Team) }),
+		"handed over to reception": with(func(v *protocol.Visit) { v.Receiver = protocol.ToReception }),
+		"long name":                with(func(v *protocol.Visit) { v.VisitorName = string(bytes.Repeat([]byte("n"), 200)) }),
 	}
 	for _, s := range storedStatuses {
 		cases["status "+string(s)] = with(func(v *protocol.Visit) { v.Status = string(s) })
@@ -84,7 +90,7 @@ func TestEncodeVisit_RoundTrip(t *testing.T) {
 			v = normalize(v)
 			b, err := encodeVisit(&v)
 			require.NoError(t, err)
-			require.Equal(t, byte(visitV3), b[0])
+			require.Equal(t, byte(visitV4), b[0])
 			got, err := decodeVisit(b)
 			require.NoError(t, err)
 			require.Equal(t, v, got)
@@ -154,7 +160,7 @@ func TestDecodeVisit_Refuses(t *testing.T) {
 	}{
 		"empty":           {nil, "empty value"},
 		"json":            {[]byte(`{"id":"x"}`), "version 0x7b"},
-		"unknown version": {edit(good, func(b []byte) []byte { b[0] = 4; return b }), "version 0x04"},
+		"unknown version": {edit(good, func(b []byte) []byte { b[0] = 5; return b }), "version 0x05"},
 		"a v1 value with a v2 flag": {edit(goodBare, func(b []byte) []byte {
 			b[0] = visitV1
 			return append(append(b[:flagsAt:flagsAt], binary.AppendUvarint(nil, visitNeedsSomeone)...), b[flagsAt+1:]...)
@@ -186,15 +192,16 @@ func TestDecodeVisit_Refuses(t *testing.T) {
 // as the same visit with none of them.
 func TestDecodeVisit_V1(t *testing.T) {
 	for name, v := range codecVisits() {
-		if v.Type != "" || v.Source != "" || v.GateID != "" || v.AtDesk {
+		if v.Type != "" || v.Source != "" || v.GateID != "" || v.AtDesk || v.Receiver != "" {
 			continue
 		}
 		b, err := encodeVisit(&v)
 		require.NoError(t, err)
-		// v3 with no gate and no kiosk field ends with type "", source 0, audience 0 and
-		// three empty strings: v1 is the same without them.
-		require.Equal(t, []byte{0, 0, 0, 0, 0, 0}, b[len(b)-6:], name)
-		v1 := append([]byte{visitV1}, b[1:len(b)-6]...)
+		// v4 with no gate, no receiver and no kiosk field ends with type "",
+		// source 0, audience 0, three empty strings and receiver 0: v1 is
+		// the same without them.
+		require.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0}, b[len(b)-7:], name)
+		v1 := append([]byte{visitV1}, b[1:len(b)-7]...)
 		got, err := decodeVisit(v1)
 		require.NoError(t, err, name)
 		require.Equal(t, v, got, name)
@@ -208,13 +215,14 @@ func TestDecodeVisit_V1(t *testing.T) {
 func TestDecodeVisit_V2(t *testing.T) {
 	n := 0
 	for name, v := range codecVisits() {
-		if v.GateID != "" || v.AtDesk {
+		if v.GateID != "" || v.AtDesk || v.Receiver != "" {
 			continue
 		}
 		b, err := encodeVisit(&v)
 		require.NoError(t, err)
-		// v3 without gate_id or at_desk is v2 with another version byte.
-		v2 := append([]byte{visitV2}, b[1:]...)
+		// v4 without gate_id, at_desk or a receiver is v2 with another
+		// version byte and a last byte of 0 (no receiver).
+		v2 := append([]byte{visitV2}, b[1:len(b)-1]...)
 		got, err := decodeVisit(v2)
 		require.NoError(t, err, name)
 		require.Equal(t, v, got, name)
@@ -231,12 +239,37 @@ func TestDecodeVisit_V2(t *testing.T) {
 	flags, n2 := binary.Uvarint(b[flagsAt:])
 	require.NotZero(t, flags&visitAtDesk)
 	v2 := append(append([]byte{visitV2}, b[1:flagsAt]...), binary.AppendUvarint(nil, flags&^visitAtDesk)...)
-	v2 = append(v2, b[flagsAt+n2:]...)
+	v2 = append(v2, b[flagsAt+n2:len(b)-1]...) // without v4's receiver byte
 	got, err := decodeVisit(v2)
 	require.NoError(t, err)
 	require.False(t, got.AtDesk)
 	desk.AtDesk = false
 	require.Equal(t, desk, got)
+}
+
+// A value of visitV3, written by builds before the receiver, reads as the
+// same visit with none.
+func TestDecodeVisit_V3(t *testing.T) {
+	n := 0
+	for name, v := range codecVisits() {
+		if v.Receiver != "" {
+			continue
+		}
+		b, err := encodeVisit(&v)
+		require.NoError(t, err)
+		require.Equal(t, byte(0), b[len(b)-1], name)
+		got, err := decodeVisit(append([]byte{visitV3}, b[1:len(b)-1]...))
+		require.NoError(t, err, name)
+		require.Equal(t, v, got, name)
+		n++
+	}
+	require.Greater(t, n, 10)
+	// visitV3 knows no receiver flag.
+	person := codecVisits()["handed over to a person"]
+	b, err := encodeVisit(&person)
+	require.NoError(t, err)
+	_, err = decodeVisit(append([]byte{visitV3}, b[1:]...))
+	require.Error(t, err)
 }
 
 // FuzzDecodeVisit: no input panics, and whatever decodes encodes to a

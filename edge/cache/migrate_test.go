@@ -121,7 +121,7 @@ func TestOpen_MigratesSchema1(t *testing.T) {
 	require.Len(t, first["visits"], len(visits))
 	require.Len(t, first["cloud"], 1)
 	for _, b := range append(first["visits"], first["cloud"]...) {
-		require.Equal(t, byte(0x03), b)
+		require.Equal(t, byte(0x04), b)
 	}
 
 	// The cloud's version was carried over: the Ack takes it whole.
@@ -184,7 +184,7 @@ func TestOpen_Schema1CorruptRefusedUnchanged(t *testing.T) {
 			require.Len(t, first["visits"], 2)
 			migrated := 0
 			for _, b := range append(first["visits"], first["cloud"]...) {
-				if b >= 0x01 && b <= 0x03 {
+				if b >= 0x01 && b <= 0x04 {
 					migrated++
 				}
 			}
@@ -237,7 +237,7 @@ func TestOpen_MigratesSchema2(t *testing.T) {
 		}
 		// The visit as a build before the kiosk wrote it: visitV1.
 		raw := slices.Clone(tx.Bucket([]byte("visits")).Get([]byte(v.ID)))
-		raw = append([]byte{0x01}, raw[1:len(raw)-6]...)
+		raw = append([]byte{0x01}, raw[1:len(raw)-7]...)
 		if err := tx.Bucket([]byte("visits")).Put([]byte(v.ID), raw); err != nil {
 			return err
 		}

@@ -211,6 +211,7 @@ type visitEntry struct {
 	typeKey                   string // interned
 	team                      *teamRef
 	visitor                   *visitorRef
+	receiver                  *receiverRef // nil: never handed over
 	hostID                    uid // when hasHost
 	waitingSince              int64
 	uses                      int32
@@ -226,6 +227,13 @@ type visitEntry struct {
 type teamRef struct {
 	id   uid
 	name string
+}
+
+// receiverRef is whom a visit nobody has taken waits with after a
+// hand-over (protocol.Visit.Receiver): rare, so a pointer, nil for most.
+type receiverRef struct {
+	kind uint8 // an index in storedReceivers
+	id   uid   // the person or team; zero for reception
 }
 
 // visitorRef is a visit's visitor record as the kiosk shows it, interned:
@@ -284,6 +292,15 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 			v.VisitorID = formatUID(ids.Visitor, r.id)
 		}
 		v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.email, r.phone, r.company
+	}
+	if r := e.receiver; r != nil {
+		v.Receiver = storedReceivers[r.kind]
+		switch v.Receiver {
+		case protocol.ToPerson:
+			v.ReceiverID = personID(r.id)
+		case protocol.ToTeam:
+			v.ReceiverID = formatUID(ids.Team, r.id)
+		}
 	}
 	return v
 }
@@ -484,6 +501,23 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
 		r.hasID = true
 	}
 	e.visitor = in.visitor(r)
+	if v.Receiver != "" {
+		k := slices.Index(storedReceivers[:], v.Receiver)
+		if k < 0 {
+			return fmt.Errorf("receiver %q unknown", v.Receiver)
+		}
+		rr := &receiverRef{kind: uint8(k)}
+		if v.ReceiverID != "" {
+			prefix := ids.Person
+			if v.Receiver == protocol.ToTeam {
+				prefix = ids.Team
+			}
+			if rr.id, ok = parseUID(prefix, v.ReceiverID); !ok {
+				return fmt.Errorf("receiver_id %q is not a %s ID", v.ReceiverID, prefix)
+			}
+		}
+		e.receiver = rr
+	}
 	return nil
 }
 

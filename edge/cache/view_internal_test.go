@@ -58,7 +58,9 @@ func TestVisitUID_ShardsSpread(t *testing.T) {
 }
 
 func TestVisitEntry_Size(t *testing.T) {
-	require.Equal(t, uintptr(184), unsafe.Sizeof(visitEntry{}))
+	// 192: the receiver of a handed-over visit added a pointer (nil for
+	// nearly every visit), 0.8 MB for 100,000 visits.
+	require.Equal(t, uintptr(192), unsafe.Sizeof(visitEntry{}))
 }
 
 func TestVisitEntry_RoundTrip(t *testing.T) {

@@ -120,3 +120,26 @@ func TestChange_KioskObjects(t *testing.T) {
 		require.True(t, errors.Is(err, protocol.ErrInvalid), "%s: %v %s", name, err, raw)
 	}
 }
+
+func TestVisit_Receiver(t *testing.T) {
+	base := protocol.Visit{ID: ids.New(ids.Visit), Status: "checked_in", Rules: protocol.Rules{GateIDs: []string{}}}
+	base.ForVisitID = base.ID
+	person, team := ids.New(ids.Person), ids.New(ids.Team)
+	for _, ok := range []protocol.Visit{
+		base,
+		func() protocol.Visit { x := base; x.Receiver = protocol.ToReception; return x }(),
+		func() protocol.Visit { x := base; x.Receiver, x.ReceiverID = protocol.ToPerson, person; return x }(),
+		func() protocol.Visit { x := base; x.Receiver, x.ReceiverID = protocol.ToTeam, team; return x }(),
+	} {
+		require.NoError(t, protocol.Validate(&ok), "%+v", ok)
+	}
+	for name, bad := range map[string]protocol.Visit{
+		"an ID without a receiver":  func() protocol.Visit { x := base; x.ReceiverID = person; return x }(),
+		"reception with an ID":      func() protocol.Visit { x := base; x.Receiver, x.ReceiverID = protocol.ToReception, person; return x }(),
+		"a person with a team's ID": func() protocol.Visit { x := base; x.Receiver, x.ReceiverID = protocol.ToPerson, team; return x }(),
+		"a team without an ID":      func() protocol.Visit { x := base; x.Receiver = protocol.ToTeam; return x }(),
+		"an unknown receiver":       func() protocol.Visit { x := base; x.Receiver = "board"; return x }(),
+	} {
+		require.ErrorIs(t, protocol.Validate(&bad), protocol.ErrInvalid, name)
+	}
+}

@@ -133,6 +133,13 @@ type Visit struct {
 	// that carries them.
 	GateID string `json:"gate_id,omitempty"`
 	AtDesk bool   `json:"at_desk,omitempty"`
+	// Receiver and ReceiverID are whom a visit nobody has taken waits with
+	// after a hand-over, as the API's hand-over names them: ToReception
+	// (no ID), ToPerson or ToTeam with the person's or team's ID; empty
+	// when it was never handed over (its audience says). Left out when
+	// empty; an edge older than them refuses a visit that carries them.
+	Receiver   string `json:"receiver,omitempty"`
+	ReceiverID string `json:"receiver_id,omitempty"`
 }
 
 // Sources and audiences a visit may carry, as the API names them.
@@ -174,6 +181,13 @@ func (v *Visit) validate(where string) error {
 		return invalid("%s.gate_id is not a gate ID", where)
 	case v.AtDesk && v.GateID != "":
 		return invalid("%s: a visit at_desk came in through no gate yet, and names no gate_id", where)
+	case v.Receiver == "" && v.ReceiverID != "",
+		v.Receiver == ToReception && v.ReceiverID != "",
+		v.Receiver == ToPerson && !ids.Valid(ids.Person, v.ReceiverID),
+		v.Receiver == ToTeam && !ids.Valid(ids.Team, v.ReceiverID):
+		return invalid("%s: receiver %q with receiver_id %q is not reception, or a person or team with its ID", where, v.Receiver, v.ReceiverID)
+	case v.Receiver != "" && v.Receiver != ToReception && v.Receiver != ToPerson && v.Receiver != ToTeam:
+		return invalid("%s.receiver %q is not reception, person or team", where, v.Receiver)
 	}
 	return v.Rules.validate(where)
 }
