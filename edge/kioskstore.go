@@ -176,6 +176,15 @@ func (k *kioskStore) visit(view *cache.View, v protocol.Visit) kiosk.Visit {
 	if v.TeamID != "" {
 		out.Team = &kiosk.Ref{ID: v.TeamID, Name: v.TeamName}
 	}
+	out.WaitsWith = v.Receiver
+	switch v.Receiver {
+	case protocol.ToPerson:
+		p, _ := view.Person(v.ReceiverID)
+		out.Receiver = &kiosk.Ref{ID: v.ReceiverID, Name: p.Name}
+	case protocol.ToTeam:
+		t, _ := view.Team(v.ReceiverID)
+		out.Receiver = &kiosk.Ref{ID: v.ReceiverID, Name: t.Name}
+	}
 	switch {
 	case v.WaitingSince != nil:
 		out.WaitingSince = *v.WaitingSince
@@ -472,25 +481,32 @@ func (k *kioskStore) HandOver(ctx context.Context, visitID string, to kiosk.Rece
 		return kiosk.Visit{}, &kiosk.StateError{Action: "hand_over", Status: v.Status, Detail: "the visit has ended"}
 	}
 	f := protocol.Fact{Kind: protocol.FactHandOver, At: at, VisitID: v.ID, To: to.To, DeviceID: by.DeviceID}
+	// As the API's hand-over: the visit now waits with the receiver; a
+	// visit for no one in particular takes the receiving team as its team.
+	var team protocol.Team
 	switch to.To {
 	case protocol.ToReception:
-		v.TeamID, v.TeamName = "", ""
+		v.Receiver, v.ReceiverID = protocol.ToReception, ""
 	case protocol.ToPerson:
 		p, ok := view.Person(to.PersonID)
 		if !ok || !p.Active {
 			return kiosk.Visit{}, kiosk.ErrNotFound
 		}
 		f.PersonID = p.ID
-		v.TeamID, v.TeamName = "", ""
+		v.Receiver, v.ReceiverID = protocol.ToPerson, p.ID
 	case protocol.ToTeam:
 		t, ok := k.Team(to.TeamID)
 		if !ok {
 			return kiosk.Visit{}, kiosk.ErrNotFound
 		}
 		f.TeamID = t.ID
-		v.TeamID, v.TeamName = t.ID, t.Name
+		v.Receiver, v.ReceiverID = protocol.ToTeam, t.ID
+		team = protocol.Team{ID: t.ID, Name: t.Name}
 	default:
 		return kiosk.Visit{}, errors.New("kiosk: a hand-over goes to reception, a person or a team")
+	}
+	if v.Audience == "desk" {
+		v.TeamID, v.TeamName = team.ID, team.Name
 	}
 	if v.Status == string(passrule.CheckedIn) {
 		v.NeedsSomeone, v.WaitingSince = true, &at // waiting for the new receiver from now

@@ -292,3 +292,32 @@ func TestKioskStore_WalkInIDIsNoKeyToAnotherVisit(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	require.Len(t, d.outbox(t), 1)
 }
+
+// A hand-over leaves the visit waiting with its receiver, as the API's
+// does: a person or team by name, reception by none; a visit for no one
+// in particular takes a receiving team as its team.
+func TestKioskStore_HandOverNamesTheReceiver(t *testing.T) {
+	d := newDeskSite(t)
+	ctx := context.Background()
+	v, err := d.k.WalkIn(ctx, kiosk.WalkIn{ID: ids.New(ids.Visit), At: d.now, Type: "meeting", DeviceID: "kiosk-1",
+		Visitor: kiosk.Visitor{Name: "Ada Lovelace"}})
+	require.NoError(t, err)
+	got, err := d.k.HandOver(ctx, v.ID, kiosk.Receiver{To: protocol.ToPerson, PersonID: d.host.ID}, d.desk())
+	require.NoError(t, err)
+	require.Equal(t, protocol.ToPerson, got.WaitsWith)
+	require.Equal(t, &kiosk.Ref{ID: d.host.ID, Name: "Grace Hopper"}, got.Receiver)
+	require.Nil(t, got.Host, "a receiver is no host: the visit can still be taken or handed over")
+	require.True(t, got.NeedsSomeone)
+
+	got, err = d.k.HandOver(ctx, v.ID, kiosk.Receiver{To: protocol.ToTeam, TeamID: d.team.ID}, d.desk())
+	require.NoError(t, err)
+	require.Equal(t, &kiosk.Ref{ID: d.team.ID, Name: "Facilities"}, got.Receiver)
+	require.Equal(t, &kiosk.Ref{ID: d.team.ID, Name: "Facilities"}, got.Team, "a desk visit takes the receiving team")
+
+	got, err = d.k.HandOver(ctx, v.ID, kiosk.Receiver{To: protocol.ToReception}, d.desk())
+	require.NoError(t, err)
+	require.Equal(t, protocol.ToReception, got.WaitsWith)
+	require.Nil(t, got.Receiver)
+	stored, _ := d.c.View().Visit(v.ID)
+	require.Equal(t, protocol.ToReception, stored.Receiver, "kept in the cache")
+}

@@ -201,9 +201,17 @@ func (m *memStore) HandOver(ctx context.Context, id string, to Receiver, by Desk
 	case v.Host != nil:
 		return Visit{}, &StateError{Action: "hand_over", Status: v.Status}
 	}
-	v.Team, v.WaitingSince = nil, at
-	if to.To == "team" {
-		v.Team = &Ref{ID: to.TeamID}
+	v.WaitsWith, v.Receiver, v.WaitingSince = to.To, nil, at
+	switch to.To {
+	case "team":
+		t, _ := m.Team(to.TeamID)
+		v.Receiver = &Ref{ID: t.ID, Name: t.Name}
+	case "person":
+		for _, p := range m.people {
+			if p.ID == to.PersonID {
+				v.Receiver = &Ref{ID: p.ID, Name: p.Name}
+			}
+		}
 	}
 	return *v, nil
 }

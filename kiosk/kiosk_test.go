@@ -536,3 +536,31 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+// After a hand-over the queue says whom the visitor now waits with.
+func TestKiosk_QueueShowsTheReceiverAfterAHandOver(t *testing.T) {
+	h := newHarness(t)
+	h.pair(h.client, ModeReception)
+	p := h.addPerson("Grace Hopper", "")
+	tm := h.addTeam("Facilities", true)
+	v := h.addWaiting("Ada Lovelace", time.Minute)
+	h.store.visits[v.ID].Team = &Ref{ID: tm.ID, Name: tm.Name}
+	forOf := func() string {
+		b := body(t, h.get(h.client, "/reception"))
+		i := strings.Index(b, "Ada Lovelace")
+		row := b[i:]
+		row = row[strings.Index(row, "<td>")+4:]
+		return row[:strings.Index(row, "</td>")]
+	}
+	if got := forOf(); got != "Facilities" {
+		t.Fatalf("before: for %q", got)
+	}
+	h.post(h.client, "/reception/visits/"+v.ID+"/hand-over", url.Values{"to": {"person:" + p.ID}})
+	if got := forOf(); got != "Grace Hopper" {
+		t.Errorf("handed over to a person: for %q", got)
+	}
+	h.post(h.client, "/reception/visits/"+v.ID+"/hand-over", url.Values{"to": {"reception"}})
+	if got := forOf(); got != "Reception" {
+		t.Errorf("handed over to reception: for %q", got)
+	}
+}

@@ -84,7 +84,9 @@ func (s *Server) row(rq *request, site Site, v Visit) row {
 	switch {
 	case v.Host != nil:
 		r.For = v.Host.Name
-	case v.Team != nil:
+	case v.Receiver != nil && v.Receiver.Name != "":
+		r.For = v.Receiver.Name
+	case v.WaitsWith == "" && v.Team != nil:
 		r.For = v.Team.Name
 	default:
 		r.For = rq.cat.T("reception.desk")

@@ -142,7 +142,12 @@ type Visit struct {
 	Audience string // person, people, team or desk
 	Host     *Ref   // the lead host; nil until someone takes a team or desk visit
 	Team     *Ref
-	Visitor  Visitor
+	// WaitsWith is whom a visit nobody has taken was handed over to:
+	// reception, person or team (Receiver names the last two); empty when
+	// it was never handed over.
+	WaitsWith string
+	Receiver  *Ref
+	Visitor   Visitor
 	// Code is the invitation's short code, upper case without its dash.
 	Code         string
 	NeedsSomeone bool

@@ -796,9 +796,11 @@ func merge(local, cloud protocol.Visit) protocol.Visit {
 	switch {
 	case ended(cloud.Status):
 		out.NeedsSomeone = false
-	case local.HostID != cloud.HostID || local.TeamID != cloud.TeamID || later(local.WaitingSince, cloud.WaitingSince):
+	case local.HostID != cloud.HostID || local.TeamID != cloud.TeamID || local.Receiver != cloud.Receiver ||
+		local.ReceiverID != cloud.ReceiverID || later(local.WaitingSince, cloud.WaitingSince):
 		out.HostID, out.HostName, out.TeamID, out.TeamName = local.HostID, local.HostName, local.TeamID, local.TeamName
 		out.NeedsSomeone, out.WaitingSince = local.NeedsSomeone, local.WaitingSince
+		out.Receiver, out.ReceiverID = local.Receiver, local.ReceiverID
 	}
 	return out
 }

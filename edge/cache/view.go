@@ -212,7 +212,7 @@ type visitEntry struct {
 	team                      *teamRef
 	visitor                   *visitorRef
 	receiver                  *receiverRef // nil: never handed over
-	hostID                    uid // when hasHost
+	hostID                    uid          // when hasHost
 	waitingSince              int64
 	uses                      int32
 	before, after             int16 // window, minutes
