@@ -62,6 +62,17 @@ const (
 // a retained will to a cloud process that subscribes after it fired).
 const EdgeSilentAfter = 3 * time.Minute
 
+// Presented is e as the cloud shows it at now: offline since it was
+// revoked, or since EdgeSilentAfter past its last online status when
+// that is longer ago.
+func (e Edge) Presented(now time.Time) Edge {
+	if e.RevokedAt != nil && e.State == EdgeOnline {
+		e.State, e.StateSince = EdgeOffline, e.RevokedAt
+		return e
+	}
+	return e.silent(now)
+}
+
 // silent returns e as the cloud should present it at now: offline since
 // EdgeSilentAfter past its last online status when that is longer ago.
 func (e Edge) silent(now time.Time) Edge {

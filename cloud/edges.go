@@ -67,7 +67,22 @@ func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, er
 	if !ids.Valid(ids.Edge, id) {
 		return Edge{}, ErrNotFound
 	}
-	e, err := s.store.RevokeEdge(ctx, t, id, s.Now())
+	now := s.Now()
+	if replyOf(ctx) != nil {
+		// The API's answer is the edge as revoked, rendered before the
+		// write so that the write stores it with its Idempotency-Key.
+		e, err := s.Edge(ctx, t, id)
+		if err != nil {
+			return Edge{}, fmt.Errorf("revoke edge: %w", err)
+		}
+		if e.RevokedAt == nil {
+			e.RevokedAt = &now
+		}
+		if err := respond(ctx, e.Presented(now)); err != nil {
+			return Edge{}, fmt.Errorf("revoke edge: %w", err)
+		}
+	}
+	e, err := s.store.RevokeEdge(ctx, t, id, now)
 	if err != nil {
 		return Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
@@ -763,7 +778,24 @@ func (s *Service) Edges(ctx context.Context, t Tenant, siteID string) ([]Edge, e
 	edges, err := s.store.ListEdges(ctx, t, siteID)
 	now := s.Now()
 	for i := range edges {
-		edges[i] = edges[i].silent(now)
+		edges[i] = edges[i].Presented(now)
 	}
 	return edges, err
+}
+
+// Edge returns the tenant's edge as Edges presents it; ErrNotFound when
+// the tenant has none with this ID (another organisation's or mode's
+// included).
+func (s *Service) Edge(ctx context.Context, t Tenant, id string) (Edge, error) {
+	if !ids.Valid(ids.Edge, id) {
+		return Edge{}, ErrNotFound
+	}
+	e, err := s.store.Edge(ctx, id)
+	if err != nil {
+		return Edge{}, err
+	}
+	if e.Tenant != t {
+		return Edge{}, ErrNotFound
+	}
+	return e.Presented(s.Now()), nil
 }

@@ -216,7 +216,7 @@ func (s *Service) PollEnrolment(ctx context.Context, pub ed25519.PublicKey, skew
 	if err != nil {
 		return EnrolmentPoll{}, fmt.Errorf("poll enrolment: site %s: %w", e.SiteID, err)
 	}
-	gates, err := s.siteGates(ctx, e.Tenant, e.SiteID)
+	gates, err := s.SiteGates(ctx, e.Tenant, e.SiteID)
 	if err != nil {
 		return EnrolmentPoll{}, fmt.Errorf("poll enrolment: %w", err)
 	}
@@ -227,8 +227,8 @@ func (s *Service) PollEnrolment(ctx context.Context, pub ed25519.PublicKey, skew
 	return EnrolmentPoll{State: EnrolmentClaimed, Enrolment: en, Edge: e, Password: secret, Gates: gates, Site: site}, nil
 }
 
-// siteGates returns every gate of the site, oldest first.
-func (s *Service) siteGates(ctx context.Context, t Tenant, siteID string) ([]Gate, error) {
+// SiteGates returns every gate of the site, oldest first.
+func (s *Service) SiteGates(ctx context.Context, t Tenant, siteID string) ([]Gate, error) {
 	var out []Gate
 	p := Page{Limit: 100}
 	for {
@@ -286,7 +286,7 @@ func (s *Service) ClaimEnrolment(ctx context.Context, t Tenant, code, siteID, na
 	}
 	if err := v.Err(); err != nil {
 		if !ok {
-			if err := s.store.AddEnrolmentFailure(ctx, t, now); err != nil {
+			if err := s.store.AddEnrolmentFailure(apart(ctx), t, now); err != nil {
 				return Edge{}, fmt.Errorf("claim enrolment: %w", err)
 			}
 		}
@@ -297,9 +297,11 @@ func (s *Service) ClaimEnrolment(ctx context.Context, t Tenant, code, siteID, na
 	// configuration (PollEnrolment); until then no password opens it.
 	e := Edge{ID: id, Tenant: t, SiteID: siteID, Name: name, Username: id, SecretHash: HashKey(edgeSecretPrefix + keyBody()),
 		CreatedAt: now, State: EdgeOffline}
-	e, err = s.store.ClaimEnrolment(ctx, HashKey(norm), e, now)
+	e, err = s.store.ClaimEnrolment(ctx, HashKey(norm), e, now, func(e Edge) error { return respond(ctx, e.Presented(now)) })
 	if errors.Is(err, ErrNotFound) {
-		if err := s.store.AddEnrolmentFailure(ctx, t, now); err != nil {
+		// A wrong code is counted apart from the request's action: a
+		// retry of the request counts again, as another wrong try would.
+		if err := s.store.AddEnrolmentFailure(apart(ctx), t, now); err != nil {
 			return Edge{}, fmt.Errorf("claim enrolment: %w", err)
 		}
 		v.Add("code", "no appliance is showing this code; check it on the appliance's screen")

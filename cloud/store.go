@@ -394,8 +394,10 @@ type Store interface {
 	// CreateEdge does (same errors), and marks the enrolment claimed by
 	// e at at; it returns e as stored. ErrNotFound when no enrolment has
 	// the code hash, ErrEnrolmentUsed when it was claimed,
-	// ErrEnrolmentExpired when its ExpiresAt is not after at.
-	ClaimEnrolment(ctx context.Context, codeHash []byte, e Edge, at time.Time) (Edge, error)
+	// ErrEnrolmentExpired when its ExpiresAt is not after at. fn is
+	// called inside the transaction with the edge as stored; its error
+	// aborts the claim.
+	ClaimEnrolment(ctx context.Context, codeHash []byte, e Edge, at time.Time, fn func(Edge) error) (Edge, error)
 	// AddEnrolmentFailure records a wrong code tried by the tenant at at.
 	AddEnrolmentFailure(ctx context.Context, t Tenant, at time.Time) error
 	// EnrolmentFailures returns the times of the tenant's wrong codes

@@ -92,7 +92,7 @@ func (s *Store) EnrolmentSkew(ctx context.Context, pub []byte, skew time.Duratio
 
 // ClaimEnrolment implements cloud.Store. The enrolment's row is locked, so
 // two claims of one code take turns and the second sees the first's mark.
-func (s *Store) ClaimEnrolment(ctx context.Context, codeHash []byte, e cloud.Edge, at time.Time) (cloud.Edge, error) {
+func (s *Store) ClaimEnrolment(ctx context.Context, codeHash []byte, e cloud.Edge, at time.Time, fn func(cloud.Edge) error) (cloud.Edge, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		en, err := scanEnrolment(tx.QueryRow(ctx, `SELECT `+enrolmentCols+` FROM enrolments WHERE code_hash = $1 FOR UPDATE`, codeHash))
 		switch {
@@ -113,8 +113,10 @@ func (s *Store) ClaimEnrolment(ctx context.Context, codeHash []byte, e cloud.Edg
 			[]byte(en.PublicKey), at, e.Tenant.OrgID, string(e.Tenant.Mode), e.ID); err != nil {
 			return translate("claim enrolment", err)
 		}
-		e, err = scanEdge(tx.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1`, e.ID))
-		return err
+		if e, err = scanEdge(tx.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1`, e.ID)); err != nil {
+			return translate("claim enrolment", err)
+		}
+		return fn(e)
 	})
 	if err != nil {
 		return cloud.Edge{}, err

@@ -79,7 +79,7 @@ func (s *Store) EnrolmentSkew(ctx context.Context, pub []byte, skew time.Duratio
 
 // ClaimEnrolment implements cloud.Store. The one writer connection makes
 // two claims of one code take turns: the second sees the first's mark.
-func (s *Store) ClaimEnrolment(ctx context.Context, codeHash []byte, e cloud.Edge, at time.Time) (cloud.Edge, error) {
+func (s *Store) ClaimEnrolment(ctx context.Context, codeHash []byte, e cloud.Edge, at time.Time, fn func(cloud.Edge) error) (cloud.Edge, error) {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		en, err := get(ctx, tx, scanEnrolment, `SELECT `+enrolmentCols+` FROM enrolments WHERE code_hash = ?`, codeHash)
 		switch {
@@ -101,8 +101,10 @@ func (s *Store) ClaimEnrolment(ctx context.Context, codeHash []byte, e cloud.Edg
 		if err != nil {
 			return fmt.Errorf("claim enrolment: %w", err)
 		}
-		e, err = get(ctx, tx, scanEdge, `SELECT `+edgeRead+` FROM edges WHERE id = ?`, e.ID)
-		return err
+		if e, err = get(ctx, tx, scanEdge, `SELECT `+edgeRead+` FROM edges WHERE id = ?`, e.ID); err != nil {
+			return err
+		}
+		return fn(e)
 	})
 	if err != nil {
 		return cloud.Edge{}, err
@@ -131,4 +133,3 @@ func (s *Store) EnrolmentFailures(ctx context.Context, t cloud.Tenant, since tim
 	}
 	return out, nil
 }
-
