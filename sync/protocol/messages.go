@@ -924,7 +924,7 @@ type Status struct {
 	BadgeKey []byte `json:"badge_key,omitempty"`
 	// What the cloud shows of the appliance in its fleet (issue 17); an
 	// older edge sends none of them.
-	OutboxOldest *time.Time  `json:"outbox_oldest,omitempty"` // when the oldest fact waiting happened
+	OutboxOldest *time.Time   `json:"outbox_oldest,omitempty"` // when the oldest fact waiting happened
 	Cache        *CacheCounts `json:"cache,omitempty"`         // what its cache holds
 	DiskFree     *uint64      `json:"disk_free,omitempty"`     // bytes free on its data partition
 }
