@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -105,7 +106,7 @@ func startDaemon(t *testing.T) *daemon {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runDaemon(ctx, []string{"--config", path, "--simulate"}, d.stderr) }()
+	go func() { done <- runDaemon(ctx, []string{"--config", path, "--simulate"}, io.Discard, d.stderr) }()
 	d.stop = sync.OnceValue(func() error {
 		cancel()
 		select {
