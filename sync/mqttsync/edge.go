@@ -524,6 +524,10 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 		}
 		e.log.Info("snapshot applied", "seq", rs.seq, "parts", rs.total)
 		e.count(func(n *EdgeCounters) { n.Snapshots++ })
+		// The status sent as the edge connected said what it held before
+		// the snapshot: the fleet hears the new figures at the next tick,
+		// not a status period later.
+		e.nextStatus = time.Time{}
 		e.resynced()
 	}
 	if e.highest > e.cfg.Store.Seq() {

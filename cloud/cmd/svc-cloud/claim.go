@@ -51,18 +51,27 @@ func edgesClaim(ctx context.Context, args []string, stdout io.Writer, stderr *os
 	if (code == "") == (*appliance == "") {
 		return usageError{"edges claim: give the appliance's code, or --appliance URL to read it from its status page"}
 	}
+	deadline := time.Now().Add(*wait)
 	if *key == "" {
-		raw, err := os.ReadFile(filepath.Join(*data, "demo.json"))
+		// The demo's keys, which serve --demo writes once it has seeded:
+		// make run starts both at once, so they may be on their way.
+		path := filepath.Join(*data, "demo.json")
+		raw, err := os.ReadFile(path)
+		for errors.Is(err, os.ErrNotExist) && time.Now().Before(deadline) {
+			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+				return err
+			}
+			raw, err = os.ReadFile(path)
+		}
 		if err != nil {
 			return usageError{fmt.Sprintf("edges claim: --key is required (the demo's keys are not in %s: %v)", *data, err)}
 		}
 		var keys cloud.SeedKeys
 		if err := json.Unmarshal(raw, &keys); err != nil {
-			return fmt.Errorf("edges claim: %s: %w", filepath.Join(*data, "demo.json"), err)
+			return fmt.Errorf("edges claim: %s: %w", path, err)
 		}
 		*key = keys.SecretTest
 	}
-	deadline := time.Now().Add(*wait)
 	c := apiClient{base: strings.TrimSuffix(strings.TrimSuffix(*api, "/"), "/v1"), key: *key}
 	if *appliance != "" {
 		var err error

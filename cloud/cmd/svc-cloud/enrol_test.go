@@ -218,4 +218,3 @@ func TestEnrol_EndToEnd(t *testing.T) {
 		})
 	}
 }
-
