@@ -68,22 +68,34 @@ func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, er
 		return Edge{}, ErrNotFound
 	}
 	now := s.Now()
-	if replyOf(ctx) != nil {
-		// The API's answer is the edge as revoked, rendered before the
-		// write so that the write stores it with its Idempotency-Key.
-		e, err := s.Edge(ctx, t, id)
+	before, err := s.Edge(ctx, t, id)
+	if err != nil {
+		return Edge{}, fmt.Errorf("revoke edge: %w", err)
+	}
+	after := before
+	if after.RevokedAt == nil {
+		after.RevokedAt = &now
+	}
+	after = after.Presented(now)
+	// The API's answer is the edge as revoked, rendered before the write
+	// so that the write stores it with its Idempotency-Key.
+	if err := respond(ctx, after); err != nil {
+		return Edge{}, fmt.Errorf("revoke edge: %w", err)
+	}
+	ctx, l := withEvents(ctx)
+	if before.RevokedAt == nil && s.render != nil {
+		// edge.revoked, in the revocation's transaction; revoking again
+		// fires nothing.
+		data, err := s.render(after)
 		if err != nil {
 			return Edge{}, fmt.Errorf("revoke edge: %w", err)
 		}
-		if e.RevokedAt == nil {
-			e.RevokedAt = &now
-		}
-		if err := respond(ctx, e.Presented(now)); err != nil {
-			return Edge{}, fmt.Errorf("revoke edge: %w", err)
+		if err := s.record(ctx, l, []string{EventEdgeRevoked}, "edge", id, t, data); err != nil {
+			return Edge{}, err
 		}
 	}
 	e, err := s.store.RevokeEdge(ctx, t, id, now)
-	if err != nil {
+	if err := s.committed(l, err); err != nil {
 		return Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
 	return e, nil

@@ -267,3 +267,29 @@ func TestEdges_Isolation(t *testing.T) {
 		require.Nil(t, e["revoked_at"])
 	})
 }
+
+// Revoking an edge fires edge.revoked once (a second revoke fires
+// nothing), with the Edge as data, listed by GET /events and delivered to
+// a webhook endpoint subscribed to it.
+func TestEdges_RevokedEventDelivered(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open, withBroker())
+		d := withHooks(t, h)
+		r := newReceiver(t, 0)
+		subscribe(t, h, r, "edge.revoked")
+		id := h.demoEdge(t)
+		require.Equal(t, http.StatusOK, h.post("/v1/edges/"+id+"/revoke", nil).Status)
+		require.Equal(t, http.StatusOK, h.post("/v1/edges/"+id+"/revoke", nil).Status)
+		events := data(t, h.get("/v1/events?type=edge.revoked"))
+		require.Len(t, events, 1, "fired once")
+		ev := events[0]
+		body := ev["data"].(map[string]any)
+		require.Equal(t, id, body["id"])
+		require.Equal(t, "edge", body["object"])
+		require.NotNil(t, body["revoked_at"])
+		drain(t, d)
+		_, ok, invalid := r.snapshot()
+		require.Empty(t, invalid)
+		require.Equal(t, map[string]int{ev["id"].(string): 1}, ok, "delivered once")
+	})
+}
