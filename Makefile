@@ -17,19 +17,32 @@ AXE_VERSION := 4.14.1
 
 BIN       := $(TOOLS)/bin
 
-## run: start the cloud API (SQLite under ./data, embedded MQTT broker) with a demo organisation, and one demo edge with simulated relays
+# The demo edge is enrolled by code, as an installer enrols an appliance:
+# svc-edge enrol shows a code (and serves it on its status page), svc-cloud
+# edges claim reads it there and claims it through the API with the demo's
+# secret key, and the edge writes $(DATA)/edge.json. Later runs reuse it.
+CLOUD_URL ?= http://127.0.0.1:8080
+ENROL = [ -f $(DATA)/edge.json ] || { \
+	  $(BIN)/svc-edge enrol --cloud $(CLOUD_URL) --data $(abspath $(DATA))/edge --config $(DATA)/edge.json \
+	    --kiosk-listen 127.0.0.1:8088 & enrol=$$!; \
+	  $(BIN)/svc-cloud edges claim --appliance http://127.0.0.1:8081 --api $(CLOUD_URL) --data $(DATA) --name "Demo edge" \
+	    || { kill $$enrol; exit 1; }; \
+	  wait $$enrol || exit 1; }
+
+## run: start the cloud API (SQLite under ./data, embedded MQTT broker) with a demo organisation, and one demo edge with simulated relays, enrolled by code
 run: $(BIN)/svc-cloud $(BIN)/svc-edge
 	@trap 'kill 0' INT TERM; \
 	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback & \
-	for i in $$(seq 100); do [ -f $(DATA)/edge.json ] && break; sleep 0.1; done; \
+	$(ENROL); \
 	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate & \
 	wait
 
-## run-cloud, run-edge: the two halves of make run, one per terminal (stop and start either alone)
+## run-cloud, run-edge: the two halves of make run, one per terminal (stop and start either alone; run-edge enrols the edge the first time, with run-cloud serving)
 run-cloud: $(BIN)/svc-cloud
 	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback
 
-run-edge: $(BIN)/svc-edge
+run-edge: $(BIN)/svc-cloud $(BIN)/svc-edge
+	@$(ENROL); \
 	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate
 
 # Always rebuilt (go build is a no-op when nothing changed).

@@ -1,6 +1,8 @@
 package cloud
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/svc-vms/svc/sync/protocol"
@@ -29,6 +31,22 @@ type Edge struct {
 	// replaced; revoking the edge retires it.
 	BadgeKey   []byte
 	BadgeKeyAt *time.Time // when it was certified
+
+	// IdentityKey is the appliance's Ed25519 identity key, bound when an
+	// installer claimed its enrolment code (ClaimEnrolment); nil for an
+	// edge made by svc-cloud edges create.
+	IdentityKey []byte
+	// Skew is the appliance's clock minus the cloud's, as last measured
+	// (its enrolment polls, its online statuses); nil until measured.
+	Skew *time.Duration
+	// Head is its site's feed head when the edge was read: Head - Seq is
+	// how far the appliance lags behind.
+	Head uint64
+	// What its last online status said of it; nil when it did not say
+	// (an appliance older than issue 17).
+	OutboxOldest *time.Time            // when the oldest fact waiting happened
+	Cache        *protocol.CacheCounts // what its cache holds
+	DiskFree     *uint64               // bytes free on its data partition
 }
 
 // The states of an edge.
@@ -43,6 +61,17 @@ const (
 // broker does not always deliver it (the embedded broker does not replay
 // a retained will to a cloud process that subscribes after it fired).
 const EdgeSilentAfter = 3 * time.Minute
+
+// Presented is e as the cloud shows it at now: offline since it was
+// revoked, or since EdgeSilentAfter past its last online status when
+// that is longer ago.
+func (e Edge) Presented(now time.Time) Edge {
+	if e.RevokedAt != nil && e.State == EdgeOnline {
+		e.State, e.StateSince = EdgeOffline, e.RevokedAt
+		return e
+	}
+	return e.silent(now)
+}
 
 // silent returns e as the cloud should present it at now: offline since
 // EdgeSilentAfter past its last online status when that is longer ago.
@@ -99,3 +128,25 @@ const (
 	ConflictHasHost           = "has_host"            // a hand-over of a visit with a host: the API's rule, not applied
 	ConflictInvalidReceiver   = "invalid_receiver"    // a hand-over to a receiver the API refuses now (deactivated, archived, elsewhere): not applied
 )
+
+// EncodeCacheCounts is how stores keep an edge's cache counts: JSON, ""
+// for none.
+func EncodeCacheCounts(c *protocol.CacheCounts) string {
+	if c == nil {
+		return ""
+	}
+	b, _ := json.Marshal(c) // four ints always marshal
+	return string(b)
+}
+
+// DecodeCacheCounts reads what EncodeCacheCounts wrote.
+func DecodeCacheCounts(s string) (*protocol.CacheCounts, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var c protocol.CacheCounts
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return nil, fmt.Errorf("edge cache counts: %w", err)
+	}
+	return &c, nil
+}

@@ -67,8 +67,35 @@ func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, er
 	if !ids.Valid(ids.Edge, id) {
 		return Edge{}, ErrNotFound
 	}
-	e, err := s.store.RevokeEdge(ctx, t, id, s.Now())
+	now := s.Now()
+	before, err := s.Edge(ctx, t, id)
 	if err != nil {
+		return Edge{}, fmt.Errorf("revoke edge: %w", err)
+	}
+	after := before
+	if after.RevokedAt == nil {
+		after.RevokedAt = &now
+	}
+	after = after.Presented(now)
+	// The API's answer is the edge as revoked, rendered before the write
+	// so that the write stores it with its Idempotency-Key.
+	if err := respond(ctx, after); err != nil {
+		return Edge{}, fmt.Errorf("revoke edge: %w", err)
+	}
+	ctx, l := withEvents(ctx)
+	if before.RevokedAt == nil && s.render != nil {
+		// edge.revoked, in the revocation's transaction; revoking again
+		// fires nothing.
+		data, err := s.render(after)
+		if err != nil {
+			return Edge{}, fmt.Errorf("revoke edge: %w", err)
+		}
+		if err := s.record(ctx, l, []string{EventEdgeRevoked}, "edge", id, t, data); err != nil {
+			return Edge{}, err
+		}
+	}
+	e, err := s.store.RevokeEdge(ctx, t, id, now)
+	if err := s.committed(l, err); err != nil {
 		return Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
 	return e, nil
@@ -763,7 +790,24 @@ func (s *Service) Edges(ctx context.Context, t Tenant, siteID string) ([]Edge, e
 	edges, err := s.store.ListEdges(ctx, t, siteID)
 	now := s.Now()
 	for i := range edges {
-		edges[i] = edges[i].silent(now)
+		edges[i] = edges[i].Presented(now)
 	}
 	return edges, err
+}
+
+// Edge returns the tenant's edge as Edges presents it; ErrNotFound when
+// the tenant has none with this ID (another organisation's or mode's
+// included).
+func (s *Service) Edge(ctx context.Context, t Tenant, id string) (Edge, error) {
+	if !ids.Valid(ids.Edge, id) {
+		return Edge{}, ErrNotFound
+	}
+	e, err := s.store.Edge(ctx, id)
+	if err != nil {
+		return Edge{}, err
+	}
+	if e.Tenant != t {
+		return Edge{}, ErrNotFound
+	}
+	return e.Presented(s.Now()), nil
 }

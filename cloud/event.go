@@ -64,6 +64,15 @@ const (
 	// preview: an endpoint disabled because it failed for the whole retry
 	// schedule (docs/decisions.md, "Webhooks").
 	EventWebhookEndpointDisabled = "webhook_endpoint.disabled"
+
+	// The fleet's (issue 17; docs/decisions.md, "Enrolment (issue 17)"):
+	// data is the Edge. edge.updated and edge.update_failed are for the
+	// signed updates to fire.
+	EventEdgeOnline       = "edge.online"
+	EventEdgeOffline      = "edge.offline"
+	EventEdgeRevoked      = "edge.revoked"
+	EventEdgeUpdated      = "edge.updated"
+	EventEdgeUpdateFailed = "edge.update_failed"
 )
 
 // EventTypes lists every event type, sorted.
@@ -79,6 +88,7 @@ var EventTypes = func() []string {
 		EventPersonCreated, EventPersonUpdated, EventPersonDeactivate, EventPersonReactivate,
 		EventVisitorErased,
 		EventWebhookEndpointDisabled,
+		EventEdgeOnline, EventEdgeOffline, EventEdgeRevoked, EventEdgeUpdated, EventEdgeUpdateFailed,
 	}
 	slices.Sort(l)
 	return l

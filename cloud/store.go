@@ -372,6 +372,37 @@ type Store interface {
 	// connected) leaves the rest as the last online one said. ErrNotFound
 	// when the site has no edge st.EdgeID.
 	RecordEdgeStatus(ctx context.Context, t Tenant, siteID string, st protocol.Status, at time.Time) error
+	// EdgeByIdentity returns the edge, not revoked, whose identity key is
+	// pub, of whatever tenant, or ErrNotFound.
+	EdgeByIdentity(ctx context.Context, pub []byte) (Edge, error)
+	// SetEdgeSecret replaces the broker password hash of the edge id, not
+	// revoked, and records skew measured at at; ErrNotFound otherwise.
+	SetEdgeSecret(ctx context.Context, id string, hash []byte, skew time.Duration, at time.Time) error
+
+	// Enrolment (docs/decisions.md, "Enrolment (issue 17)").
+	// PutEnrolment stores en as the enrolment of its public key, replacing
+	// any other, claimed or not. A code hash in use by another key
+	// returns an error wrapping ErrConflict.
+	PutEnrolment(ctx context.Context, en Enrolment) error
+	// Enrolment returns the enrolment of the public key, or ErrNotFound.
+	Enrolment(ctx context.Context, pub []byte) (Enrolment, error)
+	// EnrolmentSkew records the skew of an enrolment's appliance;
+	// ErrNotFound when it has none.
+	EnrolmentSkew(ctx context.Context, pub []byte, skew time.Duration) error
+	// ClaimEnrolment, in one transaction, finds the enrolment whose code
+	// hash is codeHash, makes e with its identity key and skew as
+	// CreateEdge does (same errors), and marks the enrolment claimed by
+	// e at at; it returns e as stored. ErrNotFound when no enrolment has
+	// the code hash, ErrEnrolmentUsed when it was claimed,
+	// ErrEnrolmentExpired when its ExpiresAt is not after at. fn is
+	// called inside the transaction with the edge as stored; its error
+	// aborts the claim.
+	ClaimEnrolment(ctx context.Context, codeHash []byte, e Edge, at time.Time, fn func(Edge) error) (Edge, error)
+	// AddEnrolmentFailure records a wrong code tried by the tenant at at.
+	AddEnrolmentFailure(ctx context.Context, t Tenant, at time.Time) error
+	// EnrolmentFailures returns the times of the tenant's wrong codes
+	// after since, oldest first.
+	EnrolmentFailures(ctx context.Context, t Tenant, since time.Time) ([]time.Time, error)
 
 	// Idempotency (docs/decisions.md, "Idempotency"). Every write
 	// transaction inserts the record TakeReply(ctx) returns, if any, before

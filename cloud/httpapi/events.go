@@ -36,6 +36,8 @@ func RenderEvent(obj any) (json.RawMessage, error) {
 		v = renderPunch(o)
 	case cloud.Timesheet:
 		v = renderTimesheet(o)
+	case cloud.Edge:
+		v = renderEdge(o)
 	case cloud.ErasedVisitor:
 		v = erasedVisitorJSON{ID: o.ID, Object: "visitor", ErasedAt: ts(o.ErasedAt)}
 	default:

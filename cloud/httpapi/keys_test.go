@@ -316,6 +316,7 @@ func TestScopes_ReadOnlyKeysNeverSeeAPass(t *testing.T) {
 			"timesheet_id":        data(t, h.get("/v1/timesheets"))[0]["id"].(string),
 			"event_id":            data(t, h.get("/v1/events"))[0]["id"].(string),
 			"webhook_endpoint_id": ids.New(ids.WebhookEndpoint), // refused for the scope before it is looked up
+			"edge_id":             h.demoEdge(t),
 		}
 		queries := map[string]string{
 			"/v1/booking-types/{booking_type_id}/slots": "?from=2026-11-23&to=2026-11-24",
@@ -399,7 +400,9 @@ func TestDecisions_ScopeTable(t *testing.T) {
 		delete(documented, name)
 	}
 	require.Equal(t, map[string][2]string{
-		"GET /passes/{link}": {"none", "anyone with the link"},
-		"GET /openapi.json":  {"none", "anyone"},
+		"GET /passes/{link}":   {"none", "anyone with the link"},
+		"GET /openapi.json":    {"none", "anyone"},
+		"POST /enrolments":     {"none", "an appliance, signed with its identity key"},
+		"GET /enrolments/self": {"none", "an appliance, signed with its identity key"},
 	}, documented, "the table's other rows are the operations that take no key")
 }

@@ -168,13 +168,13 @@ func TestOpenAPI_DocumentIsValid(t *testing.T) {
 		for method, op := range item.Operations() {
 			name := method + " " + path
 			require.NotEmpty(t, op.OperationID, name)
-			if path == "/openapi.json" || path == "/passes/{link}" {
+			if path == "/openapi.json" || path == "/passes/{link}" || strings.HasPrefix(path, "/enrolments") {
 				require.NotNil(t, op.Security, "%s needs no authentication", name)
 				require.Empty(t, *op.Security, "%s needs no authentication", name)
 				continue
 			}
 			scope, _ := op.Extensions["x-svc-scope"].(string)
-			require.True(t, cloud.Scope(scope).Valid(), "%s: x-svc-scope %q is one of the 22 scopes", name, scope)
+			require.True(t, cloud.Scope(scope).Valid(), "%s: x-svc-scope %q is one of the scopes", name, scope)
 			require.Contains(t, op.Description, "`"+scope+"`", "%s: the description names the scope", name)
 			plan, _ := op.Extensions["x-svc-live-plan"].(string)
 			require.True(t, cloud.Plan(plan).Valid(), "%s: x-svc-live-plan %q is a plan", name, plan)

@@ -77,6 +77,7 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 		re  *cloud.PassRuleError
 		cr  *cloud.ConsentError
 		lc  *cloud.LocationCheckError
+		ae2 *cloud.AttemptsError
 		he  *echo.HTTPError
 		out = &apiError{}
 	)
@@ -101,6 +102,23 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 		out.detail = fmt.Sprintf("This organisation records %s evidence only with the person's consent, and this person has not given it or withdrew it. Record their consent (PATCH /v1/people/{person_id}/attendance-consent) or use another method.", cr.Kind)
 	case errors.As(err, &lc):
 		out.code, out.detail = problem.LocationCheckFailed, lc.Detail
+	case errors.As(err, &ae2):
+		out.code = problem.RateLimited
+		out.detail = fmt.Sprintf("%d wrong enrolment codes were tried in %s: this organisation's claims are refused until %s. Check the code on the appliance's screen.",
+			cloud.ClaimAttempts, cloud.ClaimLockout, ts(ae2.Until))
+		out.header = map[string]string{headerRetryAfter: strconv.Itoa(max(1, int(ae2.Until.Sub(s.now()).Seconds()+0.999)))}
+	case errors.Is(err, cloud.ErrEnrolmentExpired):
+		out.code = problem.InvalidState
+		out.detail = fmt.Sprintf("The enrolment code expired (a code lasts %s): the appliance shows a new one; claim that.", cloud.EnrolmentTTL)
+		out.errors = []problem.FieldError{{Location: "body.code", Message: "expired"}}
+	case errors.Is(err, cloud.ErrEnrolmentUsed):
+		out.code = problem.InvalidState
+		out.detail = "The enrolment code was claimed already: a code works once. GET /v1/edges shows the appliance it enrolled."
+		out.errors = []problem.FieldError{{Location: "body.code", Message: "already claimed"}}
+	case errors.Is(err, cloud.ErrSiteHasEdge):
+		out.code = problem.Conflict
+		out.detail = "The site has an appliance already: a site has one, so that a single-use pass works once there. Revoke it first (POST /v1/edges/{edge_id}/revoke) to replace it."
+		out.errors = []problem.FieldError{{Location: "body.site_id", Message: "has an appliance"}}
 	case errors.As(err, &se):
 		out.code, out.detail = problem.InvalidState, fmt.Sprintf("Cannot %s a %s whose status is %s.", se.Action, se.Object, se.State)
 	case errors.Is(err, cloud.ErrNotFound):

@@ -42,6 +42,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// EdgeBroker is the broker enrolled appliances are told to connect
+	// to; with no URL, appliances cannot be enrolled.
+	EdgeBroker EdgeBroker
 	// RequestTimeout is each request's deadline: a request that has not
 	// finished by then (its database unreachable or stalled) answers 503
 	// unavailable. Zero means DefaultRequestTimeout.
@@ -65,6 +68,7 @@ type Server struct {
 	held    inflight // Idempotency-Keys of the requests running here
 	echo    *echo.Echo
 	ops     []Operation
+	broker  EdgeBroker // what enrolled appliances connect to
 }
 
 // Operation is what one operation asks of the key that calls it.
@@ -83,7 +87,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{svc: cfg.Service, log: cfg.Logger, docsURL: cfg.DocsURL, now: cfg.Now, limits: map[cloud.Plan]int{},
 		passes:  passLimits{link: cmp.Or(cfg.PassLinkLimit, DefaultPassLinkLimit), address: cmp.Or(cfg.PassAddressLimit, DefaultPassAddressLimit)},
-		clients: clientAddrs{trusted: slices.Clone(cfg.TrustedProxies)}}
+		clients: clientAddrs{trusted: slices.Clone(cfg.TrustedProxies)}, broker: cfg.EdgeBroker}
 	cfg.Service.SetEventRenderer(RenderEvent) // events carry their objects as this API encodes them
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -311,6 +315,16 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodGet, "/timesheets/:timesheet_id", route{scope: cloud.ScopeAttendanceRead}, s.getTimesheet)
 	op(http.MethodPost, "/timesheets/:timesheet_id/confirm", route{scope: cloud.ScopeAttendanceWrite}, s.moveTimesheet(false))
 	op(http.MethodPost, "/timesheets/:timesheet_id/approve", route{scope: cloud.ScopeAttendanceWrite}, s.moveTimesheet(true))
+
+	// The fleet (docs/decisions.md, "Enrolment (issue 17)").
+	op(http.MethodGet, "/edges", route{scope: cloud.ScopeEdgesRead, list: true}, s.listEdges)
+	op(http.MethodPost, "/edges", route{scope: cloud.ScopeEdgesWrite}, s.claimEdge)
+	op(http.MethodGet, "/edges/:edge_id", route{scope: cloud.ScopeEdgesRead}, s.getEdge)
+	op(http.MethodPost, "/edges/:edge_id/revoke", route{scope: cloud.ScopeEdgesWrite}, s.revokeEdge)
+	// An appliance's enrolment: no key, a request signed with its
+	// identity key (shared/edgeauth).
+	v1.POST("/enrolments", s.requestEnrolment, noQuery)
+	v1.GET("/enrolments/self", s.pollEnrolment, noQuery)
 
 	// The visitor's pass image: no key, the link is the credential.
 	v1.GET("/passes/:link", s.passByLink, noQuery)

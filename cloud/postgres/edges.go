@@ -282,63 +282,95 @@ func (s *Store) EdgeFact(ctx context.Context, t cloud.Tenant, id string) (cloud.
 
 const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
-// edgeRead are the columns scanEdge reads: edgeCols and the badge key,
-// which an edge is made without.
-const edgeRead = edgeCols + `, badge_key, badge_key_at`
+// edgeRead are the columns scanEdge reads: edgeCols, the badge key, which
+// an edge is made without, what the fleet shows (issue 17), and its
+// site's feed head.
+const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free,
+	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id)`
 
 func scanEdge(row scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var seq int64
-	var stateAt, seen, revoked, badgeAt pgtype.Timestamptz
+	var stateAt, seen, revoked, badgeAt, oldest pgtype.Timestamptz
+	var skew, disk, head pgtype.Int8
+	var counts pgtype.Text
 	if err := row.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &e.CreatedAt, &e.State,
-		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt); err != nil {
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt,
+		&e.IdentityKey, &skew, &oldest, &counts, &disk, &head); err != nil {
 		return cloud.Edge{}, err
 	}
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), e.CreatedAt.UTC(), timePtr(stateAt), timePtr(seen)
-	e.RevokedAt, e.BadgeKeyAt = timePtr(revoked), timePtr(badgeAt)
-	e.Seq = uint64(seq)
-	return e, nil
+	e.RevokedAt, e.BadgeKeyAt, e.OutboxOldest = timePtr(revoked), timePtr(badgeAt), timePtr(oldest)
+	e.Seq, e.Head = uint64(seq), uint64(head.Int64)
+	if skew.Valid {
+		d := time.Duration(skew.Int64) * time.Millisecond
+		e.Skew = &d
+	}
+	if disk.Valid {
+		v := uint64(disk.Int64)
+		e.DiskFree = &v
+	}
+	var err error
+	e.Cache, err = cloud.DecodeCacheCounts(counts.String)
+	return e, err
 }
 
 // CreateEdge implements cloud.Store.
 func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return insertEdge(ctx, tx, e) })
+}
+
+// insertEdge makes e, one active edge per site, in tx.
+func insertEdge(ctx context.Context, tx pgx.Tx, e cloud.Edge) error {
 	state := e.State
 	if state == "" {
 		state = cloud.EdgeOffline
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		// The site's row is locked so that two edges made at once for one
-		// site are made one after the other, and the second sees the first.
-		// The edges are read by a statement of their own, after the lock:
-		// a statement's snapshot is taken when it starts, so one that read
-		// them while waiting for the lock would miss the first edge.
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
-			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&one)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
-		case err != nil:
+	// The site's row is locked so that two edges made at once for one
+	// site are made one after the other, and the second sees the first.
+	// The edges are read by a statement of their own, after the lock:
+	// a statement's snapshot is taken when it starts, so one that read
+	// them while waiting for the lock would miss the first edge.
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`,
+		e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+	case err != nil:
+		return translate("create edge", err)
+	}
+	var active bool
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)`,
+		e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
+	switch {
+	case err != nil:
+		return translate("create edge", err)
+	case active:
+		return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrSiteHasEdge)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO edges (`+edgeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID, e.Name, e.Username, e.SecretHash, e.CreatedAt, state,
+		nullTime(e.StateSince), nullTime(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software, nullTime(e.RevokedAt))
+	if err != nil {
+		return translate("create edge", err)
+	}
+	if e.IdentityKey != nil || e.Skew != nil {
+		if _, err := tx.Exec(ctx, `UPDATE edges SET identity_key = $2, skew_ms = $3 WHERE id = $1`,
+			e.ID, e.IdentityKey, skewMillis(e.Skew)); err != nil {
 			return translate("create edge", err)
 		}
-		var active bool
-		err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3 AND revoked_at IS NULL)`,
-			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active)
-		switch {
-		case err != nil:
-			return translate("create edge", err)
-		case active:
-			return fmt.Errorf("create edge: site %s: %w", e.SiteID, cloud.ErrSiteHasEdge)
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO edges (`+edgeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-			e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID, e.Name, e.Username, e.SecretHash, e.CreatedAt, state,
-			nullTime(e.StateSince), nullTime(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software, nullTime(e.RevokedAt))
-		if err != nil {
-			return translate("create edge", err)
-		}
+	}
+	return nil
+}
+
+// skewMillis is a skew as stored: milliseconds, or NULL.
+func skewMillis(d *time.Duration) any {
+	if d == nil {
 		return nil
-	})
+	}
+	return d.Milliseconds()
 }
 
 // RevokeEdge implements cloud.Store. The update locks the edge's row, so
@@ -466,8 +498,13 @@ func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID str
 	q := `UPDATE edges SET state_at = CASE WHEN state = $5 AND state_at IS NOT NULL THEN state_at ELSE $6 END, state = $5`
 	args := []any{st.EdgeID, t.OrgID, string(t.Mode), siteID, st.State, at}
 	if st.State == cloud.EdgeOnline {
-		q += `, last_seen_at = $6, seq = $7, outbox = $8, software = $9`
-		args = append(args, int64(st.Seq), st.Outbox, st.Software)
+		q += `, last_seen_at = $6, seq = $7, outbox = $8, software = $9, skew_ms = $10, outbox_oldest = $11, cache_counts = $12, disk_free = $13`
+		var disk any
+		if st.DiskFree != nil {
+			disk = int64(min(*st.DiskFree, 1<<62))
+		}
+		args = append(args, int64(st.Seq), st.Outbox, st.Software, st.At.Sub(at).Milliseconds(), nullTime(st.OutboxOldest),
+			null(cloud.EncodeCacheCounts(st.Cache)), disk)
 	}
 	tag, err := s.pool.Exec(ctx, q+` WHERE id = $1 AND org_id = $2 AND mode = $3 AND site_id = $4`, args...)
 	if err != nil {

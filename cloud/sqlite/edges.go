@@ -126,54 +126,87 @@ func scanEdgeFact(r scanner) (cloud.EdgeFact, error) {
 
 const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
-// edgeRead are the columns scanEdge reads: edgeCols and the badge key,
-// which an edge is made without.
-const edgeRead = edgeCols + `, badge_key, badge_key_at`
+// edgeRead are the columns scanEdge reads: edgeCols, the badge key, which
+// an edge is made without, what the fleet shows (issue 17), and its
+// site's feed head.
+const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free,
+	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id)`
 
 func scanEdge(r scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var created, seq int64
-	var stateAt, seen, revoked, badgeAt sql.NullInt64
+	var stateAt, seen, revoked, badgeAt, skew, oldest, disk, head sql.NullInt64
+	var counts sql.NullString
 	err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &created, &e.State,
-		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt)
+		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt,
+		&e.IdentityKey, &skew, &oldest, &counts, &disk, &head)
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), fromMicros(created), fromNullMicros(stateAt), fromNullMicros(seen)
 	e.RevokedAt, e.BadgeKeyAt = fromNullMicros(revoked), fromNullMicros(badgeAt)
-	e.Seq = uint64(seq)
+	e.Seq, e.Head = uint64(seq), uint64(head.Int64)
+	e.OutboxOldest = fromNullMicros(oldest)
+	if skew.Valid {
+		d := time.Duration(skew.Int64) * time.Millisecond
+		e.Skew = &d
+	}
+	if disk.Valid {
+		v := uint64(disk.Int64)
+		e.DiskFree = &v
+	}
+	if err == nil {
+		e.Cache, err = cloud.DecodeCacheCounts(counts.String)
+	}
 	return e, err
 }
 
 // CreateEdge implements cloud.Store.
 func (s *Store) CreateEdge(ctx context.Context, e cloud.Edge) error {
+	return s.tx(ctx, func(tx *sql.Tx) error { return insertEdge(ctx, tx, e) })
+}
+
+// insertEdge makes e, one active edge per site, in tx.
+func insertEdge(ctx context.Context, tx *sql.Tx, e cloud.Edge) error {
 	state := e.State
 	if state == "" {
 		state = cloud.EdgeOffline
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		var active int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM edges WHERE org_id = ? AND mode = ? AND site_id = ? AND revoked_at IS NULL`,
-			e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active); err != nil {
+	var active int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM edges WHERE org_id = ? AND mode = ? AND site_id = ? AND revoked_at IS NULL`,
+		e.Tenant.OrgID, string(e.Tenant.Mode), e.SiteID).Scan(&active); err != nil {
+		return fmt.Errorf("insert edge: %w", err)
+	}
+	if active > 0 {
+		return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrSiteHasEdge)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO edges (`+edgeCols+`)
+		SELECT ?, ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
+		e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Name, e.Username, e.SecretHash, micros(e.CreatedAt), state,
+		nullMicros(e.StateSince), nullMicros(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software, nullMicros(e.RevokedAt),
+		e.SiteID, e.Tenant.OrgID, string(e.Tenant.Mode))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("insert edge: %w: %w", cloud.ErrConflict, err)
+	}
+	if err != nil {
+		return fmt.Errorf("insert edge: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
+	}
+	if e.IdentityKey != nil || e.Skew != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE edges SET identity_key = ?, skew_ms = ? WHERE id = ?`,
+			e.IdentityKey, skewMillis(e.Skew), e.ID); err != nil {
 			return fmt.Errorf("insert edge: %w", err)
 		}
-		if active > 0 {
-			return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrSiteHasEdge)
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO edges (`+edgeCols+`)
-			SELECT ?, ?, ?, id, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM sites WHERE id = ? AND org_id = ? AND mode = ?`,
-			e.ID, e.Tenant.OrgID, string(e.Tenant.Mode), e.Name, e.Username, e.SecretHash, micros(e.CreatedAt), state,
-			nullMicros(e.StateSince), nullMicros(e.LastSeenAt), int64(e.Seq), e.Outbox, e.Software, nullMicros(e.RevokedAt),
-			e.SiteID, e.Tenant.OrgID, string(e.Tenant.Mode))
-		if isUniqueViolation(err) {
-			return fmt.Errorf("insert edge: %w: %w", cloud.ErrConflict, err)
-		}
-		if err != nil {
-			return fmt.Errorf("insert edge: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("insert edge: site %s: %w", e.SiteID, cloud.ErrNotFound)
-		}
+	}
+	return nil
+}
+
+// skewMillis is a skew as stored: milliseconds, or NULL.
+func skewMillis(d *time.Duration) any {
+	if d == nil {
 		return nil
-	})
+	}
+	return d.Milliseconds()
 }
 
 // RevokeEdge implements cloud.Store.
@@ -297,8 +330,14 @@ func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID str
 	q := `UPDATE edges SET state_at = CASE WHEN state = ? AND state_at IS NOT NULL THEN state_at ELSE ? END, state = ?`
 	args := []any{st.State, micros(at), st.State}
 	if st.State == cloud.EdgeOnline {
-		q += `, last_seen_at = ?, seq = ?, outbox = ?, software = ?`
-		args = append(args, micros(at), int64(st.Seq), st.Outbox, st.Software)
+		q += `, last_seen_at = ?, seq = ?, outbox = ?, software = ?, skew_ms = ?, outbox_oldest = ?, cache_counts = ?, disk_free = ?`
+		var disk any
+		if st.DiskFree != nil {
+			disk = int64(min(*st.DiskFree, 1<<62))
+		}
+		skew := st.At.Sub(at)
+		args = append(args, micros(at), int64(st.Seq), st.Outbox, st.Software, skew.Milliseconds(), nullMicros(st.OutboxOldest),
+			null(cloud.EncodeCacheCounts(st.Cache)), disk)
 	}
 	res, err := s.w.ExecContext(ctx, q+` WHERE id = ? AND org_id = ? AND mode = ? AND site_id = ?`,
 		append(args, st.EdgeID, t.OrgID, string(t.Mode), siteID)...)

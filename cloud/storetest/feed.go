@@ -971,6 +971,10 @@ func testEdgeCreateAndGet(t *testing.T, e *env) {
 	want := e.newEdge(t, e.a, s.ID)
 	got, err := e.s.Edge(t.Context(), want.ID)
 	require.NoError(t, err)
+	_, head, err := e.s.SiteChanges(t.Context(), e.a, s.ID, 1<<62, 1)
+	require.NoError(t, err)
+	require.Equal(t, head, got.Head, "the edge is read with its site's feed head")
+	want.Head = head
 	require.Equal(t, normEdge(want), normEdge(got))
 	_, err = e.s.Edge(t.Context(), ids.New(ids.Edge))
 	requireNotFound(t, err)

@@ -8,30 +8,24 @@
 //
 // The key is made on the appliance's first start and kept in one file on
 // its data partition beside the cache (FileName), apart from any other
-// key: PEM of its PKCS #8 form, mode 0600, written whole or not at all.
-// It is never replaced: every badge printed since depends on it, so a
+// key, as edge/keyfile keeps keys: PEM of its PKCS #8 form, mode 0600,
+// written whole or not at all. It is never replaced: every badge printed since depends on it, so a
 // file that is there and unusable stops the appliance with a *FileError
 // that names the file and what to do.
 //
-// It may import the standard library, edge/durable and shared/ packages;
+// It may import the standard library, edge/keyfile and shared/ packages;
 // it knows nothing of the cache, so whoever signs badges (the edge's
 // kiosk store) needs no bbolt to use it.
 package badgekey
 
 import (
-	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"time"
 
-	"github.com/svc-vms/svc/edge/durable"
+	"github.com/svc-vms/svc/edge/keyfile"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"
 )
@@ -39,17 +33,10 @@ import (
 // FileName is the key file's name, in the directory of the cache file.
 const FileName = "badge-key.pem"
 
-// pemType is the PEM block type of a PKCS #8 private key, as openssl
-// writes it, so an operator can inspect the file with openssl pkey.
-const pemType = "PRIVATE KEY"
-
-// maxFile bounds what Open reads: a PEM Ed25519 key is 119 bytes.
-const maxFile = 4 << 10
-
 // ErrDamaged is returned, inside a *FileError, when the key file's content
 // is not one Ed25519 private key in PEM: empty, truncated, another kind of
-// key, or anything after it.
-var ErrDamaged = errors.New("badge key file is damaged")
+// key, or anything after it. It is keyfile.ErrDamaged.
+var ErrDamaged = keyfile.ErrDamaged
 
 // FileError is returned by Open when the key file is there and cannot be
 // used: unreadable, open to other users, or damaged (ErrDamaged). The
@@ -77,88 +64,23 @@ type Key struct {
 
 // Open returns the badge key kept at path. When there is no file at path
 // it makes a key from random (crypto/rand when nil) and writes it there
-// first, durably, with mode 0600: created is true then. A file at path
-// that cannot be used is a *FileError, and the file is left as it is.
-// Other errors are the file system's, from making a new file.
+// first, durably, with mode 0600 (edge/keyfile): created is true then. A
+// file at path that cannot be used is a *FileError, and the file is left
+// as it is. Other errors are the file system's, from making a new file.
 func Open(path string, random io.Reader) (k *Key, created bool, err error) {
-	k, err = load(path)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return k, false, err
-	}
-	if random == nil {
-		random = rand.Reader
-	}
-	_, priv, err := ed25519.GenerateKey(random)
-	if err != nil {
-		return nil, false, fmt.Errorf("badge key %s: make: %w", path, err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return nil, false, fmt.Errorf("badge key %s: make: %w", path, err)
-	}
-	err = durable.CreateNew(path, pem.EncodeToMemory(&pem.Block{Type: pemType, Bytes: der}), 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		k, err := load(path) // made meanwhile by another process: that one stands
-		return k, false, err
+	priv, created, err := keyfile.Open(path, random)
+	var fe *keyfile.FileError
+	if errors.As(err, &fe) {
+		return nil, false, &FileError{Path: path, Err: fe.Err}
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("badge key %s: write: %w", path, err)
-	}
-	k, err = load(path) // what is on disk is what signs
-	return k, err == nil, err
-}
-
-// load reads the key at path; an error wrapping fs.ErrNotExist when there
-// is no file, a *FileError for one that cannot be used.
-func load(path string) (*Key, error) {
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, err
-	case err != nil:
-		return nil, &FileError{Path: path, Err: err}
-	case !st.Mode().IsRegular():
-		return nil, &FileError{Path: path, Err: fmt.Errorf("not a regular file (%s)", st.Mode().Type())}
-	case st.Mode().Perm()&0o077 != 0:
-		return nil, &FileError{Path: path, Err: fmt.Errorf("mode %#o lets other users read the private key, want 0600", st.Mode().Perm())}
-	case st.Size() > maxFile:
-		return nil, &FileError{Path: path, Err: fmt.Errorf("%w: %d bytes, more than a key", ErrDamaged, st.Size())}
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &FileError{Path: path, Err: err}
-	}
-	priv, err := parse(raw)
-	if err != nil {
-		return nil, &FileError{Path: path, Err: fmt.Errorf("%w: %w", ErrDamaged, err)}
+		return nil, false, fmt.Errorf("badge key: %w", err)
 	}
 	pk, err := passtoken.BadgeKey(priv)
 	if err != nil {
-		return nil, &FileError{Path: path, Err: fmt.Errorf("%w: %w", ErrDamaged, err)}
+		return nil, false, &FileError{Path: path, Err: fmt.Errorf("%w: %w", ErrDamaged, err)}
 	}
-	return &Key{key: pk, path: path}, nil
-}
-
-// parse reads exactly one PEM block of a PKCS #8 Ed25519 private key.
-func parse(raw []byte) (ed25519.PrivateKey, error) {
-	b, rest := pem.Decode(raw)
-	switch {
-	case b == nil:
-		return nil, errors.New("no PEM block")
-	case b.Type != pemType || len(b.Headers) > 0:
-		return nil, fmt.Errorf("a PEM block of type %q, not %q", b.Type, pemType)
-	case len(bytes.TrimSpace(rest)) > 0:
-		return nil, errors.New("data after the key")
-	}
-	key, err := x509.ParsePKCS8PrivateKey(b.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	priv, ok := key.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("a %T, not an Ed25519 key", key)
-	}
-	return priv, nil
+	return &Key{key: pk, path: path}, created, nil
 }
 
 // Path is the key file's path.

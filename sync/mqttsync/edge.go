@@ -69,6 +69,11 @@ type EdgeConfig struct {
 	// (edge/badgekey), sent in every online status for the cloud to
 	// certify for the site; nil sends none.
 	BadgeKey ed25519.PublicKey
+	// Health, when set, says what an online status tells the cloud's
+	// fleet of the appliance beside the sync's own figures: its cache's
+	// counts and the bytes free on its data partition (issue 17). Its
+	// error leaves them out of that status.
+	Health func() (protocol.CacheCounts, uint64, error)
 
 	// ResyncEvery is how often the edge asks "anything after my
 	// sequence?" when nothing else happens: the answer refreshes the sync
@@ -519,6 +524,10 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 		}
 		e.log.Info("snapshot applied", "seq", rs.seq, "parts", rs.total)
 		e.count(func(n *EdgeCounters) { n.Snapshots++ })
+		// The status sent as the edge connected said what it held before
+		// the snapshot: the fleet hears the new figures at the next tick,
+		// not a status period later.
+		e.nextStatus = time.Time{}
 		e.resynced()
 	}
 	if e.highest > e.cfg.Store.Seq() {
@@ -644,7 +653,7 @@ func (e *Edge) markSynced() {
 
 // status encodes the edge's status in state.
 func (e *Edge) status(state string) ([]byte, error) {
-	depth, _, err := e.cfg.Store.OutboxStats()
+	depth, oldest, err := e.cfg.Store.OutboxStats()
 	if err != nil {
 		e.log.Error("read outbox stats", "error", err)
 	}
@@ -654,6 +663,17 @@ func (e *Edge) status(state string) ([]byte, error) {
 	}
 	if state == "online" {
 		st.BadgeKey = e.cfg.BadgeKey
+		if depth > 0 && !oldest.IsZero() {
+			at := oldest.UTC().Truncate(time.Microsecond)
+			st.OutboxOldest = &at
+		}
+		if e.cfg.Health != nil {
+			if counts, free, err := e.cfg.Health(); err != nil {
+				e.log.Warn("read the appliance's health for its status", "error", err)
+			} else {
+				st.Cache, st.DiskFree = &counts, &free
+			}
+		}
 	}
 	b, err := protocol.Encode(&st)
 	if err != nil {

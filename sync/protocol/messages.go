@@ -936,6 +936,19 @@ type Status struct {
 	// status carries it again after every reconnection, so a certification
 	// lost to an outage is asked for again with no state of its own.
 	BadgeKey []byte `json:"badge_key,omitempty"`
+	// What the cloud shows of the appliance in its fleet (issue 17); an
+	// older edge sends none of them.
+	OutboxOldest *time.Time   `json:"outbox_oldest,omitempty"` // when the oldest fact waiting happened
+	Cache        *CacheCounts `json:"cache,omitempty"`         // what its cache holds
+	DiskFree     *uint64      `json:"disk_free,omitempty"`     // bytes free on its data partition
+}
+
+// CacheCounts are what an edge's cache holds, as its status says.
+type CacheCounts struct {
+	Visits int `json:"visits"`
+	People int `json:"people"`
+	Gates  int `json:"gates"`
+	Keys   int `json:"keys"`
 }
 
 func (s *Status) validate() error {
@@ -952,6 +965,10 @@ func (s *Status) validate() error {
 		return invalid("badge_key is not a %d-byte Ed25519 key", ed25519.PublicKeySize)
 	case s.BadgeKey != nil && s.State != "online":
 		return invalid("an offline status carries no badge_key")
+	case s.Cache != nil && (s.Cache.Visits < 0 || s.Cache.People < 0 || s.Cache.Gates < 0 || s.Cache.Keys < 0):
+		return invalid("cache counts are negative")
+	case s.OutboxOldest != nil && s.OutboxOldest.IsZero():
+		return invalid("outbox_oldest is the zero time")
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ const usage = `usage:
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
   svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--broker-ca FILE|system] [--json]
+  svc-cloud edges claim [CODE | --appliance URL] [--site ID] [--name N] [--api URL] [--key KEY | --data DIR] [--json]
   svc-cloud edges list --org ID --mode live|test [--site ID] [--json]
   svc-cloud edges revoke --org ID --mode live|test --edge-id ID
   svc-cloud passkeys rotate --org ID --mode live|test [--grace 720h] [--json]
@@ -58,6 +59,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 		}
 		if len(args) > 1 && args[1] == "list" {
 			return edgesList(ctx, args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "claim" {
+			return edgesClaim(ctx, args[2:], stdout, stderr)
 		}
 		if len(args) > 1 && args[1] == "revoke" {
 			return edgesRevoke(ctx, args[2:], stdout, stderr)
@@ -162,8 +166,15 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
 	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
+	syncs, eb, err := syncParts(ctx, &cfg, svc, log)
+	if err != nil {
+		return err
+	}
+	// Enrolled appliances are told to connect where edges create's
+	// configuration points: the broker's URL and CA.
 	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: log, DocsURL: cfg.DocsURL, RateLimits: limits,
-		PassLinkLimit: passLink, PassAddressLimit: passAddress, TrustedProxies: proxies})
+		PassLinkLimit: passLink, PassAddressLimit: passAddress, TrustedProxies: proxies,
+		EdgeBroker: httpapi.EdgeBroker{URL: eb.URL, CA: eb.CA}})
 	if err != nil {
 		return err
 	}
@@ -173,11 +184,6 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	ln := httpapi.Listen(tcp, cfg.serverLimits())
 	srv := httpapi.NewHTTPServer(api, cfg.serverLimits(), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
-	syncs, eb, err := syncParts(ctx, &cfg, svc, log)
-	if err != nil {
-		ln.Close()
-		return err
-	}
 	base := "http://" + ln.Addr().String() + "/v1"
 	if cfg.Demo {
 		if err := demo(ctx, svc, &cfg, base, eb, stdout); err != nil {
@@ -243,12 +249,12 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, bro
 	default:
 		return fmt.Errorf("demo: %w", err)
 	}
-	edgePath := filepath.Join(dir, "edge.json")
 	if broker.URL != "" {
-		if err := demoEdge(ctx, svc, keys.SecretTest, edgePath, broker); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "demo edge configuration: %s (svc-edge run --config %s --simulate)\n", edgePath, edgePath)
+		// The demo edge is enrolled by code, as an installer enrols one
+		// (make run does these two steps).
+		fmt.Fprintf(stdout, "enrol the demo edge: svc-edge enrol --cloud %s --data %s --config %s --kiosk-listen 127.0.0.1:8088\n"+
+			"  then claim its code:  svc-cloud edges claim CODE --data %s --api %s   (or POST /v1/edges)\n",
+			strings.TrimSuffix(base, "/v1"), filepath.Join(dir, "edge"), filepath.Join(dir, "edge.json"), dir, strings.TrimSuffix(base, "/v1"))
 	}
 	fmt.Fprintf(stdout, "svc-cloud is serving %s\n\n  secret key, test mode:       %s\n  secret key, live mode:       %s\n  publishable key, test mode:  %s\n  publishable key, live mode:  %s\n\ntry:\n  curl -H 'Authorization: Bearer %s' %s/teams\n\n",
 		base, keys.SecretTest, keys.SecretLive, keys.PublishableTest, keys.PublishableLive, keys.SecretTest, base)

@@ -127,7 +127,7 @@ func (c *Config) storeFlags(fs *flag.FlagSet) {
 func (c *Config) serveFlags(fs *flag.FlagSet) {
 	c.storeFlags(fs)
 	c.serving = true
-	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", "127.0.0.1:8080"), "address to listen on (env SVC_ADDR)")
+	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", DefaultAddr), "address to listen on (env SVC_ADDR)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
 	fs.StringVar(&c.PassRateLimits, "pass-rate-limits", env("SVC_PASS_RATE_LIMITS", ""), fmt.Sprintf("requests per minute to the key-free pass link, per link and per client address (default link=%d,address=%d) (env SVC_PASS_RATE_LIMITS)", httpapi.DefaultPassLinkLimit, httpapi.DefaultPassAddressLimit))
@@ -155,6 +155,9 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 // does not collide with an external broker (Mosquitto) on 1883 on the same
 // machine.
 const DefaultMQTTListen = "127.0.0.1:1884"
+
+// DefaultAddr is where serve listens for the API unless told otherwise.
+const DefaultAddr = "127.0.0.1:8080"
 
 // DefaultMQTTTLSListen is where the embedded broker serves MQTT over TLS:
 // 8884, beside an external broker's 8883. Loopback by default, like the

@@ -106,26 +106,6 @@ func edgeConfig(e cloud.Edge, password string, broker edgeBroker, gates []cloud.
 	return f
 }
 
-// siteGates returns every gate of the site, oldest first.
-func siteGates(ctx context.Context, store cloud.Store, t cloud.Tenant, siteID string) ([]cloud.Gate, error) {
-	var out []cloud.Gate
-	p := cloud.Page{Limit: 100}
-	for {
-		gs, more, err := store.ListGates(ctx, t, cloud.GateFilter{SiteID: siteID}, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, gs...)
-		if !more || len(gs) == 0 {
-			break
-		}
-		last := gs[len(gs)-1]
-		p.After = &cloud.Position{CreatedAt: last.CreatedAt, ID: last.ID}
-	}
-	slices.Reverse(out)
-	return out, nil
-}
-
 func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
 	var cfg Config
 	fs := flag.NewFlagSet("edges create", flag.ContinueOnError)
@@ -184,7 +164,7 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		} else if err != nil {
 			return err
 		}
-		gates, err := siteGates(ctx, svc.Store(), t, *site)
+		gates, err := svc.SiteGates(ctx, t, *site)
 		if err != nil {
 			return err
 		}
@@ -358,61 +338,6 @@ func edgesList(ctx context.Context, args []string, stdout io.Writer, stderr *os.
 			fmt.Fprintf(stdout, "warning: site %s has %d edges that are not revoked: a single-use pass may be used once at each; "+
 				"revoke all but one (docs/decisions.md, \"One appliance per site\")\n", site, active[site])
 		}
-	}
-	return nil
-}
-
-// demoEdge enrols an edge for the demo organisation's first test-mode site
-// and writes its appliance's configuration to path (mode 0600), unless the
-// file exists: make run starts svc-edge with it. The edge keeps its state
-// in the directory "edge" beside the file.
-func demoEdge(ctx context.Context, svc *cloud.Service, secretKey, path string, broker edgeBroker) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("demo edge: %w", err)
-	}
-	p, err := svc.Authenticate(ctx, secretKey)
-	if err != nil {
-		return fmt.Errorf("demo edge: the demo key in demo.json: %w (delete the data directory to seed afresh)", err)
-	}
-	t := p.Tenant()
-	sites, _, err := svc.Store().ListSites(ctx, t, cloud.SiteFilter{}, cloud.Page{Limit: 100})
-	if err != nil {
-		return fmt.Errorf("demo edge: %w", err)
-	}
-	if len(sites) == 0 {
-		return errors.New("demo edge: the demo organisation has no test-mode site")
-	}
-	site := sites[len(sites)-1] // the oldest: the first seeded
-	gates, err := siteGates(ctx, svc.Store(), t, site.ID)
-	if err != nil {
-		return fmt.Errorf("demo edge: %w", err)
-	}
-	e, secret, err := svc.CreateEdge(ctx, t, site.ID, "Demo edge")
-	if errors.Is(err, cloud.ErrSiteHasEdge) {
-		// The demo edge's file is gone but its edge is not: a site has one
-		// appliance, so the old demo edge is revoked for the new one.
-		active, lerr := activeEdges(ctx, svc, t, site.ID)
-		if lerr != nil {
-			return fmt.Errorf("demo edge: %w", lerr)
-		}
-		for _, id := range active {
-			if _, err := svc.RevokeEdge(ctx, t, id); err != nil {
-				return fmt.Errorf("demo edge: %w", err)
-			}
-		}
-		e, secret, err = svc.CreateEdge(ctx, t, site.ID, "Demo edge")
-	}
-	if err != nil {
-		return fmt.Errorf("demo edge: %w", err)
-	}
-	file := edgeConfig(e, secret, broker, gates)
-	file.DataDir = "edge"
-	file.Kiosk.Listen = fmt.Sprintf("127.0.0.1:%d", kioskPort) // the demo's browser is on this machine
-	raw, _ := json.MarshalIndent(file, "", "  ")
-	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
-		return fmt.Errorf("demo edge: %w", err)
 	}
 	return nil
 }

@@ -53,6 +53,13 @@ func (l *lockedBuffer) String() string {
 // the test ends. It returns the child's stderr.
 func startServe(t *testing.T, dir string, args ...string) *lockedBuffer {
 	t.Helper()
+	_, stderr := startServeURL(t, dir, args...)
+	return stderr
+}
+
+// startServeURL is startServe, returning the API's base URL (.../v1) too.
+func startServeURL(t *testing.T, dir string, args ...string) (string, *lockedBuffer) {
+	t.Helper()
 	args = append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
 		"--mqtt-tls-listen", "127.0.0.1:0", "--demo"}, args...)
 	cmd := exec.Command(os.Args[0], args...)
@@ -64,9 +71,10 @@ func startServe(t *testing.T, dir string, args ...string) *lockedBuffer {
 	require.NoError(t, cmd.Start())
 	sc := bufio.NewScanner(stdout)
 	served := false
+	var base string
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "svc-cloud is serving ") {
-			served = true
+		if rest, ok := strings.CutPrefix(sc.Text(), "svc-cloud is serving "); ok {
+			served, base = true, rest
 			break
 		}
 	}
@@ -87,7 +95,7 @@ func startServe(t *testing.T, dir string, args ...string) *lockedBuffer {
 		}
 	})
 	require.True(t, served, "serve printed its URL; stderr:\n%s", stderr)
-	return stderr
+	return base, stderr
 }
 
 // TestServe_EdgeOverTLS (issue 15 item 9): the embedded broker serves MQTT
@@ -97,8 +105,8 @@ func startServe(t *testing.T, dir string, args ...string) *lockedBuffer {
 // handshake, before its password is sent.
 func TestServe_EdgeOverTLS(t *testing.T) {
 	dir := t.TempDir()
-	startServe(t, dir)
-	cfg, err := config.Load(filepath.Join(dir, "edge.json"))
+	base, _ := startServeURL(t, dir)
+	cfg, err := config.Load(enrolDemoEdge(t, base, dir))
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(cfg.Broker.URL, "ssl://127.0.0.1:"), cfg.Broker.URL)
 
@@ -171,7 +179,7 @@ func TestServe_DataFilesPrivate(t *testing.T) {
 		}
 		require.Equal(t, want, info.Mode().Perm(), e.Name())
 	}
-	for _, want := range []string{"cloud.db", "cloud.db-wal", "cloud.db-shm", "kek", "demo.json", "edge.json", "tls", "notes.txt", "backup"} {
+	for _, want := range []string{"cloud.db", "cloud.db-wal", "cloud.db-shm", "kek", "demo.json", "tls", "notes.txt", "backup"} {
 		require.Contains(t, names, want)
 	}
 	tlsFiles, err := os.ReadDir(filepath.Join(dir, "tls"))

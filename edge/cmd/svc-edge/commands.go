@@ -18,8 +18,11 @@ import (
 )
 
 const usage = `usage:
-  svc-edge run [--config FILE] [--simulate]
-                                    run the appliance until SIGINT or SIGTERM
+  svc-edge enrol --cloud URL [--data DIR] [--ca FILE] [--config FILE]
+                                    show a one-time enrolment code, wait until it is claimed, write the config file
+  svc-edge run [--config FILE] [--simulate] [--cloud URL [--data DIR] [--ca FILE]]
+                                    run the appliance until SIGINT or SIGTERM (enrolling it first when it has
+                                    no config file and --cloud is given)
   svc-edge status [--addr HOST:PORT] [--json]
                                     show the running daemon's sync, outbox, cache and gates
   svc-edge scan --gate GATE_ID [--addr HOST:PORT] TOKEN
@@ -79,7 +82,11 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case "run":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return runDaemon(ctx, args[1:], stderr)
+		return runDaemon(ctx, args[1:], stdout, stderr)
+	case "enrol", "enroll":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return enrolCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		return status(args[1:], stdout, stderr)
 	case "scan":

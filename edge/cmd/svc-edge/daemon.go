@@ -28,15 +28,27 @@ const software = "svc-edge"
 
 // runDaemon is `svc-edge run`: load the config, wire the App and run it
 // until ctx ends (SIGINT or SIGTERM).
-func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := newFlagSet("run", "usage: svc-edge run [--config FILE] [--simulate]\nRuns the appliance until SIGINT or SIGTERM.")
+func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", "usage: svc-edge run [--config FILE] [--simulate] [--cloud URL [--data DIR] [--ca FILE]]\n"+
+		"Runs the appliance until SIGINT or SIGTERM. An appliance without its config file is not enrolled: with --cloud it\n"+
+		"enrols first (as svc-edge enrol does), without it the command says so.")
 	path := fs.String("config", env("SVC_EDGE_CONFIG", defaultConfig), "the config file (env SVC_EDGE_CONFIG)")
 	simulate := fs.Bool("simulate", envBool("SVC_EDGE_SIMULATE"), "simulated GPIO pins that log every level, for a machine without GPIO (env SVC_EDGE_SIMULATE)")
+	var ef enrolFlags
+	ef.register(fs)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("run: unexpected argument %q", fs.Arg(0))}
+	}
+	if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
+		if ef.cloud == "" {
+			return fmt.Errorf("run: %s does not exist: the appliance is not enrolled; run svc-edge enrol --cloud URL (or svc-edge run --cloud URL) first", *path)
+		}
+		if err := enrolAppliance(ctx, ef, *path, config.DefaultListen, stdout, stderr); err != nil {
+			return err
+		}
 	}
 	cfg, err := config.Load(*path)
 	if err != nil {
@@ -56,6 +68,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
 			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
 			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software, BadgeKey: badge,
+			Health: edge.Health(c, cfg.DataDir),
 		})
 		if err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -105,7 +106,7 @@ func startDaemon(t *testing.T) *daemon {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runDaemon(ctx, []string{"--config", path, "--simulate"}, d.stderr) }()
+	go func() { done <- runDaemon(ctx, []string{"--config", path, "--simulate"}, io.Discard, d.stderr) }()
 	d.stop = sync.OnceValue(func() error {
 		cancel()
 		select {
@@ -215,10 +216,12 @@ func TestScan_Usage(t *testing.T) {
 	}
 }
 
-func TestRun_BadConfig(t *testing.T) {
+// An appliance without its configuration file is not enrolled: run says
+// how to enrol it.
+func TestRun_NotEnrolled(t *testing.T) {
 	code, _, errOut := runCLI(t, "run", "--config", filepath.Join(t.TempDir(), "none.json"))
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "no such file or directory")
+	require.Contains(t, errOut, "none.json does not exist: the appliance is not enrolled; run svc-edge enrol --cloud URL")
 }
 
 func TestSetGC_DefaultUnlessGOGC(t *testing.T) {

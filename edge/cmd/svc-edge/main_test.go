@@ -154,7 +154,8 @@ func TestRun_Usage(t *testing.T) {
 		code, out, errOut := runCLI(t, args...)
 		require.Equal(t, 2, code, "%q", args)
 		require.Empty(t, out)
-		require.Contains(t, errOut, "usage:\n  svc-edge run [--config FILE]", "%q", args)
+		require.Contains(t, errOut, "usage:\n  svc-edge enrol --cloud URL", "%q", args)
+		require.Contains(t, errOut, "\n  svc-edge run [--config FILE]", "%q", args)
 		require.Contains(t, errOut, "\n  svc-edge qr decode FILE...", "%q", args)
 	}
 	code, out, errOut := runCLI(t, "help")

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/edge/config"
+)
+
+// svcEdge is the svc-edge binary, built once for the tests that run it as
+// a child process beside svc-cloud (the two are separate main packages).
+var svcEdge = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "svc-edge-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "svc-edge")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/svc-vms/svc/edge/cmd/svc-edge")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build svc-edge: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// edgeChild is svc-edge running as a child process.
+type edgeChild struct {
+	cmd    *exec.Cmd
+	lines  chan string // its stdout, line by line
+	stderr *lockedBuffer
+	done   chan error
+}
+
+func startEdge(t *testing.T, args ...string) *edgeChild {
+	t.Helper()
+	bin, err := svcEdge()
+	require.NoError(t, err)
+	c := &edgeChild{cmd: exec.Command(bin, args...), lines: make(chan string, 100), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	c.cmd.Stderr = c.stderr
+	out, err := c.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, c.cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Logf("svc-edge %s stderr:\n%s", args[0], c.stderr)
+		}
+	})
+	return c
+}
+
+// line waits for a line of the child's stdout that starts with prefix
+// and returns the rest.
+func (c *edgeChild) line(t *testing.T, prefix string) string {
+	t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case l, ok := <-c.lines:
+			require.True(t, ok, "svc-edge ended before printing %q; stderr:\n%s", prefix, c.stderr)
+			if rest, found := strings.CutPrefix(strings.TrimSpace(l), prefix); found {
+				return rest
+			}
+		case <-timeout:
+			t.Fatalf("svc-edge printed no %q; stderr:\n%s", prefix, c.stderr)
+		}
+	}
+}
+
+// enrolDemoEdge enrols a svc-edge child against the cloud at base (.../v1)
+// by its code, claimed with svc-cloud edges claim and the demo's key in
+// dir, and returns the configuration file it wrote.
+func enrolDemoEdge(t *testing.T, base, dir string) string {
+	t.Helper()
+	root := strings.TrimSuffix(base, "/v1")
+	path := filepath.Join(dir, "edge.json")
+	child := startEdge(t, "enrol", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", path,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--kiosk-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--reader-port", fmt.Sprint(freePort(t)))
+	code := strings.Fields(child.line(t, "enrolment code:"))[0]
+	require.Regexp(t, `^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$`, code)
+	out := runCLI(t, "edges", "claim", code, "--api", root, "--data", dir, "--name", "Demo edge")
+	require.Contains(t, out, "claimed "+code)
+	child.line(t, "enrolled as ")
+	select {
+	case err := <-child.done:
+		require.NoError(t, err, "svc-edge enrol exits 0 once enrolled")
+	case <-time.After(30 * time.Second):
+		t.Fatal("svc-edge enrol did not exit after writing its configuration")
+	}
+	return path
+}
+
+// api calls the API with the demo's test-mode secret key.
+func api(t *testing.T, dir, method, url string) (int, map[string]any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "demo.json"))
+	require.NoError(t, err)
+	var keys cloud.SeedKeys
+	require.NoError(t, json.Unmarshal(raw, &keys))
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+keys.SecretTest)
+	if method == http.MethodPost {
+		req.Header.Set("Idempotency-Key", "5f0c6b8e-3c1a-4f4e-9d55-"+fmt.Sprintf("%012x", time.Now().UnixNano()&0xffffffffffff))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(b, &out), "%s", b)
+	return resp.StatusCode, out
+}
+
+// TestEnrol_EndToEnd is make run's path through real processes: svc-cloud
+// serve --demo (SQLite, or PostgreSQL when SVC_TEST_POSTGRES_URL is set;
+// the embedded broker over TLS), a svc-edge child that enrols by code, the
+// code claimed with svc-cloud edges claim, the configuration it wrote
+// (0600, the broker's CA, a kiosk), then svc-edge run on it: the fleet API
+// shows it online with what its status says, and revoking it there shows
+// it revoked and offline.
+func TestEnrol_EndToEnd(t *testing.T) {
+	stores := map[string][]string{"sqlite": nil}
+	if u := os.Getenv("SVC_TEST_POSTGRES_URL"); u != "" {
+		stores["postgres"] = []string{"--database-url", u}
+	}
+	for name, args := range stores {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			base, _ := startServeURL(t, dir, args...)
+			path := enrolDemoEdge(t, base, dir)
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "it holds the broker password")
+			cfg, err := config.Load(path)
+			require.NoError(t, err)
+			require.Equal(t, "test", cfg.Site.Mode)
+			require.Equal(t, filepath.Join(dir, "edge"), cfg.DataDir)
+			require.Regexp(t, `^ssl://127\.0\.0\.1:[1-9][0-9]*$`, cfg.Broker.URL, "the demo edge connects over TLS")
+			ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
+			require.NoError(t, err)
+			require.Equal(t, ca, cfg.Broker.CA, "with the CA made under the data directory")
+			require.NotNil(t, cfg.Kiosk, "the demo edge serves its kiosk")
+			require.NotEmpty(t, cfg.Gates)
+			key, err := os.Stat(filepath.Join(dir, "edge", "identity-key.pem"))
+			require.NoError(t, err)
+			require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
+
+			startEdge(t, "run", "--config", path, "--simulate")
+			var edge map[string]any
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
+				require.Equal(t, http.StatusOK, status, "%v", e)
+				// Its first status goes out as it connects, before its
+				// snapshot: the figures are those of that moment.
+				if e["state"] == "online" && e["cache"] != nil {
+					edge = e
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the edge did not come online and sync: %v", e)
+				time.Sleep(100 * time.Millisecond)
+			}
+			require.Equal(t, "svc-edge", edge["software_version"])
+			require.Equal(t, true, edge["enrolled_by_code"])
+			require.Equal(t, edge["feed_head"].(float64)-edge["applied_seq"].(float64), edge["lag"])
+			require.Greater(t, edge["disk_free_bytes"], 0.0)
+			require.Less(t, edge["clock_skew_seconds"], 5.0)
+			require.Equal(t, false, edge["clock_skew_warning"])
+
+			_, list := api(t, dir, http.MethodGet, base+"/edges?state=online")
+			require.Len(t, list["data"], 1)
+
+			status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
+			require.Equal(t, http.StatusOK, status, "%v", revoked)
+			require.NotNil(t, revoked["revoked_at"])
+			require.Equal(t, "offline", revoked["state"])
+		})
+	}
+}
