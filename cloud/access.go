@@ -51,8 +51,7 @@ var DefaultRateLimits = map[Plan]int{
 // Scope is a permission a secret key carries. Each endpoint needs one.
 type Scope string
 
-// The 24 scopes, in the order docs/decisions.md lists them: the 22 of
-// the spec and the fleet's two (issue 17).
+// The 22 scopes, in the order docs/decisions.md lists them.
 const (
 	ScopeOrganisationRead Scope = "organisation:read"
 	ScopeSitesRead        Scope = "sites:read"
@@ -76,21 +75,18 @@ const (
 	ScopeEventsRead       Scope = "events:read"
 	ScopeAuditRead        Scope = "audit:read"
 	ScopeFormsRead        Scope = "forms:read"
-	ScopeEdgesRead        Scope = "edges:read"
-	ScopeEdgesWrite       Scope = "edges:write"
 )
 
-// Scopes lists all 24 scopes.
+// Scopes lists all 22 scopes.
 var Scopes = []Scope{
 	ScopeOrganisationRead, ScopeSitesRead, ScopeSitesWrite, ScopePeopleRead, ScopePeopleWrite,
 	ScopeVisitsRead, ScopeVisitsWrite, ScopeVisitorsRead, ScopeVisitorsWrite,
 	ScopeDeliveriesRead, ScopeDeliveriesWrite, ScopeBookingsRead, ScopeBookingsWrite,
 	ScopeAttendanceRead, ScopeAttendanceWrite, ScopeWatchlistRead, ScopeWatchlistWrite,
 	ScopeRollCallsWrite, ScopeWebhooksWrite, ScopeEventsRead, ScopeAuditRead, ScopeFormsRead,
-	ScopeEdgesRead, ScopeEdgesWrite,
 }
 
-// Valid reports whether s is one of the 24 scopes.
+// Valid reports whether s is one of the 22 scopes.
 func (s Scope) Valid() bool {
 	for _, q := range Scopes {
 		if s == q {

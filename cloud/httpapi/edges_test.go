@@ -236,19 +236,20 @@ func TestEdges_ClaimRefusals(t *testing.T) {
 	})
 }
 
-// Publishable keys cannot see the fleet, keys without edges:read are
-// refused, and another organisation's or mode's edge is not_found.
+// Publishable keys cannot see the fleet, keys without sites:read (a
+// visits:read key) are refused, and another organisation's or mode's edge
+// is not_found.
 func TestEdges_Isolation(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
 		h := newHarness(t, open, withBroker())
 		id := h.demoEdge(t)
 		for _, path := range []string{"/v1/edges", "/v1/edges/" + id} {
 			requireProblem(t, h.do(req{method: http.MethodGet, path: path, key: h.seed.Keys.PublishableTest}), http.StatusForbidden, "forbidden")
-			r := h.do(req{method: http.MethodGet, path: path, key: newKey(t, h, cloud.ScopeSitesRead)})
+			r := h.do(req{method: http.MethodGet, path: path, key: newKey(t, h, cloud.ScopeVisitsRead)})
 			requireProblem(t, r, http.StatusForbidden, "scope_missing")
-			require.Contains(t, r.Body["detail"], "edges:read")
+			require.Contains(t, r.Body["detail"], "sites:read")
 		}
-		requireProblem(t, h.do(req{method: http.MethodPost, path: "/v1/edges/" + id + "/revoke", key: newKey(t, h, cloud.ScopeEdgesRead)}),
+		requireProblem(t, h.do(req{method: http.MethodPost, path: "/v1/edges/" + id + "/revoke", key: newKey(t, h, cloud.ScopeSitesRead)}),
 			http.StatusForbidden, "scope_missing")
 		live := h.do(req{method: http.MethodGet, path: "/v1/edges/" + id, key: h.seed.Keys.SecretLive})
 		requireProblem(t, live, http.StatusNotFound, "not_found")

@@ -317,10 +317,10 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodPost, "/timesheets/:timesheet_id/approve", route{scope: cloud.ScopeAttendanceWrite}, s.moveTimesheet(true))
 
 	// The fleet (docs/decisions.md, "Enrolment (issue 17)").
-	op(http.MethodGet, "/edges", route{scope: cloud.ScopeEdgesRead, list: true}, s.listEdges)
-	op(http.MethodPost, "/edges", route{scope: cloud.ScopeEdgesWrite}, s.claimEdge)
-	op(http.MethodGet, "/edges/:edge_id", route{scope: cloud.ScopeEdgesRead}, s.getEdge)
-	op(http.MethodPost, "/edges/:edge_id/revoke", route{scope: cloud.ScopeEdgesWrite}, s.revokeEdge)
+	op(http.MethodGet, "/edges", route{scope: cloud.ScopeSitesRead, list: true}, s.listEdges)
+	op(http.MethodPost, "/edges", route{scope: cloud.ScopeSitesWrite}, s.claimEdge)
+	op(http.MethodGet, "/edges/:edge_id", route{scope: cloud.ScopeSitesRead}, s.getEdge)
+	op(http.MethodPost, "/edges/:edge_id/revoke", route{scope: cloud.ScopeSitesWrite}, s.revokeEdge)
 	// An appliance's enrolment: no key, a request signed with its
 	// identity key (shared/edgeauth).
 	v1.POST("/enrolments", s.requestEnrolment, noQuery)

@@ -24,7 +24,7 @@ import (
 func edgesClaim(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
 	fs := flag.NewFlagSet("edges claim", flag.ContinueOnError)
 	api := fs.String("api", env("SVC_API_URL", "http://"+DefaultAddr), "the API's base URL (env SVC_API_URL)")
-	key := fs.String("key", env("SVC_API_KEY", ""), "a secret key with edges:write (env SVC_API_KEY); empty: the demo's test-mode key from --data")
+	key := fs.String("key", env("SVC_API_KEY", ""), "a secret key with sites:write (env SVC_API_KEY); empty: the demo's test-mode key from --data")
 	data := fs.String("data", env("SVC_DATA_DIR", "./data"), "the data directory of svc-cloud serve --demo, for its demo.json when --key is empty")
 	site := fs.String("site", "", "ID of the site the appliance serves; empty: the organisation's oldest site in the key's mode")
 	name := fs.String("name", "", "name of the edge (default Edge)")
