@@ -102,7 +102,9 @@ func ValidVersion(v string) bool { return versionRE.MatchString(v) && !strings.C
 
 // Validate names the first field that breaks a rule.
 func (m Manifest) Validate() error {
-	bad := func(format string, a ...any) error { return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, a...)) }
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, a...))
+	}
 	switch {
 	case m.Format != Format:
 		return bad("format %q, not %q", m.Format, Format)
