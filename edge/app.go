@@ -81,6 +81,12 @@ type Deps struct {
 	// BrokerState reports the sync half's state for GET /status; it is
 	// marshalled as JSON. Nil leaves it out.
 	BrokerState func() any
+	// Connected reports whether the sync half is connected to the broker,
+	// for SelfTest; nil: SelfTest does not wait for the broker.
+	Connected func() bool
+	// Update reports the state of software updates for GET /status and
+	// /metrics; nil leaves it out.
+	Update func() UpdateStatus
 	// Now is the clock of scans, freshness and pruning; nil means time.Now.
 	Now func() time.Time
 	// Debounce is the window of DefaultDebounce; negative turns it off.
@@ -104,6 +110,8 @@ type App struct {
 	kioskDevices atomic.Pointer[kiosk.Devices]
 	// kioskHandler is what the kiosk's listener serves, once Run opened it.
 	kioskHandler atomic.Pointer[http.Handler]
+	// running is what Run opened, while it runs, for SelfTest.
+	running atomic.Pointer[site]
 }
 
 // Listening is where a running App listens.
@@ -194,6 +202,8 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.close(s)
+	a.running.Store(s)
+	defer a.running.Store(nil)
 
 	h := a.routes(s)
 	a.handler.Store(&h)

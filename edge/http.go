@@ -119,6 +119,10 @@ func (a *App) status(w http.ResponseWriter, s *site) {
 			out.Broker, _ = json.Marshal(map[string]string{"error": err.Error()})
 		}
 	}
+	if a.d.Update != nil {
+		u := a.d.Update()
+		out.Update = &u
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -20,6 +20,9 @@ import (
 const usage = `usage:
   svc-edge run [--config FILE] [--simulate]
                                     run the appliance until SIGINT or SIGTERM
+  svc-edge supervise --slots DIR -- run [--config FILE] ...
+                                    run the daemon from the current slot; try, commit or roll back signed updates
+  svc-edge version                  print this binary's release version
   svc-edge status [--addr HOST:PORT] [--json]
                                     show the running daemon's sync, outbox, cache and gates
   svc-edge scan --gate GATE_ID [--addr HOST:PORT] TOKEN
@@ -80,6 +83,13 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return runDaemon(ctx, args[1:], stderr)
+	case "supervise":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return supervise(ctx, args[1:], stderr)
+	case "version":
+		fmt.Fprintln(stdout, version)
+		return nil
 	case "status":
 		return status(args[1:], stdout, stderr)
 	case "scan":

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/edge/update"
 	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/kiosk/badge"
 	"github.com/svc-vms/svc/kiosk/printer"
@@ -32,9 +34,18 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("run", "usage: svc-edge run [--config FILE] [--simulate]\nRuns the appliance until SIGINT or SIGTERM.")
 	path := fs.String("config", env("SVC_EDGE_CONFIG", defaultConfig), "the config file (env SVC_EDGE_CONFIG)")
 	simulate := fs.Bool("simulate", envBool("SVC_EDGE_SIMULATE"), "simulated GPIO pins that log every level, for a machine without GPIO (env SVC_EDGE_SIMULATE)")
+	var uf updateFlags
+	fs.StringVar(&uf.cloud, "cloud", env("SVC_EDGE_CLOUD", ""), "the cloud's URL, for updates (env SVC_EDGE_CLOUD)")
+	fs.StringVar(&uf.identity, "identity", env("SVC_EDGE_IDENTITY", ""), "the appliance's identity key file, which signs its requests to the cloud (env SVC_EDGE_IDENTITY)")
+	every, err := time.ParseDuration(env("SVC_EDGE_UPDATE_EVERY", update.DefaultEvery.String()))
+	if err != nil {
+		return usageError{fmt.Sprintf("run: SVC_EDGE_UPDATE_EVERY: %v", err)}
+	}
+	fs.DurationVar(&uf.every, "update-every", every, "how often to ask the cloud for a release (env SVC_EDGE_UPDATE_EVERY)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
+	faultAtStart()
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("run: unexpected argument %q", fs.Arg(0))}
 	}
@@ -69,6 +80,15 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return nil
 	}
+	deps.Connected = func() bool {
+		e := half.Load()
+		return e != nil && e.State().Connected
+	}
+	up, err := newUpdates(uf, log)
+	if err != nil {
+		return err
+	}
+	deps.Update = up.status
 	deps.Online = func() bool {
 		e := half.Load()
 		return e != nil && e.State().TakingFacts(time.Now(), edge.OnlineWait)
@@ -90,13 +110,46 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	if *simulate && cfg.Kiosk != nil {
 		go announceKiosk(ctx, app, stderr)
 	}
-	if err := app.Run(ctx); errors.Is(err, cache.ErrDamaged) {
+	// The App and the Updater stop together; the Updater stops them both
+	// when it requested a trial, for the supervisor to start it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var trial atomic.Pointer[update.Trial]
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if update.OnTrial() {
+			trialCheck(ctx, app, trialCheckTimeout, log)
+		}
+		if up.u == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-app.Ready():
+		}
+		up.u.Restart = func(t update.Trial) { trial.Store(&t); cancel() }
+		_ = up.u.Run(ctx)
+	}()
+	err = app.Run(ctx)
+	cancel()
+	wg.Wait()
+	if errors.Is(err, cache.ErrDamaged) {
 		return fmt.Errorf("%w\n%s", err, damagedHelp(*path))
 	} else if err != nil {
 		return err
 	}
+	if t := trial.Load(); t != nil {
+		return exitError{code: exitTrial, msg: fmt.Sprintf("stopped for the supervisor to start release %s on trial (slot %s)", t.Slot.Version, t.Slot.Name)}
+	}
 	return nil
 }
+
+// trialCheckTimeout bounds a trial's health check, within the supervisor's
+// update.DefaultTrialTimeout: mostly the wait for the broker.
+const trialCheckTimeout = 2 * time.Minute
 
 // simulatedPrinter starts a simulated label printer on 127.0.0.1:9100, or
 // on a free port when that is taken, loaded with label's labels, and
