@@ -2,6 +2,8 @@ package cloud
 
 import (
 	"context"
+	"crypto/ed25519"
+	"io"
 	"time"
 
 	"github.com/svc-vms/svc/sync/protocol"
@@ -401,6 +403,42 @@ type Store interface {
 	// Secret returns the named server secret, storing generate's value first
 	// if there is none, so every process sharing the store agrees on it.
 	Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+
+	// Signed updates (releases.go).
+
+	// AddRelease stores a release and its bundle, read to the end, in
+	// pieces of ReleaseChunk bytes, in one transaction; an error wrapping
+	// ErrConflict when the version exists for the platform.
+	AddRelease(ctx context.Context, r Release, bundle io.Reader) error
+	// Release returns a release or ErrNotFound.
+	Release(ctx context.Context, version, platform string) (Release, error)
+	// ListReleases returns every release, newest added first.
+	ListReleases(ctx context.Context) ([]Release, error)
+	// ReleaseChunk returns piece index of a release's bundle, or
+	// ErrNotFound.
+	ReleaseChunk(ctx context.Context, version, platform string, index int) ([]byte, error)
+	// CreateRollout stores a new rollout.
+	CreateRollout(ctx context.Context, r Rollout) error
+	// Rollout returns one of the tenant's rollouts or ErrNotFound.
+	Rollout(ctx context.Context, t Tenant, id string) (Rollout, error)
+	// Rollouts returns the tenant's rollouts, newest first.
+	Rollouts(ctx context.Context, t Tenant) ([]Rollout, error)
+	// SetRolloutState stores a rollout's state and reason (and when it was
+	// cancelled, when at is set); ErrNotFound when the tenant has no such
+	// rollout. A cancelled rollout stays cancelled.
+	SetRolloutState(ctx context.Context, t Tenant, id, state, reason string, at *time.Time) error
+	// PutEdgeUpdate stores what an edge last said of its updates.
+	PutEdgeUpdate(ctx context.Context, u EdgeUpdate) error
+	// EdgeUpdates returns what the tenant's edges last said of their
+	// updates.
+	EdgeUpdates(ctx context.Context, t Tenant) ([]EdgeUpdate, error)
+	// EdgeByIdentityKey returns the edge enrolled with this Ed25519
+	// identity key, revoked or not, or ErrNotFound. (Enrolment stores the
+	// key; SetEdgeIdentityKey stands in for it until then.)
+	EdgeByIdentityKey(ctx context.Context, key ed25519.PublicKey) (Edge, error)
+	// SetEdgeIdentityKey records an edge's identity key; an error wrapping
+	// ErrConflict when another edge has it.
+	SetEdgeIdentityKey(ctx context.Context, edgeID string, key ed25519.PublicKey) error
 
 	// Close releases the store's connections.
 	Close() error
