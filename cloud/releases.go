@@ -252,6 +252,9 @@ func (s *Service) CreateRollout(ctx context.Context, t Tenant, in RolloutInput) 
 		d := r.Deadline.UTC()
 		r.Deadline = &d
 	}
+	if err := respond(ctx, r); err != nil {
+		return Rollout{}, fmt.Errorf("create rollout: %w", err)
+	}
 	if err := s.store.CreateRollout(ctx, r); err != nil {
 		return Rollout{}, fmt.Errorf("create rollout: %w", err)
 	}
@@ -326,61 +329,53 @@ func rolloutBlocked(r Rollout, edges []Edge, updates map[string]EdgeUpdate) (wai
 // the identity key, or its edge is revoked.
 var ErrUnknownEdge = errors.New("no enrolled appliance has this identity key")
 
-// EdgePoll records what the appliance with identity key said of its
+// EdgePoll records what the appliance of edge e (EdgeByKey) said of its
 // updates (u, whose EdgeID and Tenant it fills) and returns the release due
 // for it now on its platform, nil when none is: the newest active rollout
 // that covers it names a version it does not run, with a release for its
 // platform, and it is in the window of its site's local time or past the
 // deadline, and in the first stage or the first stage has committed. A
 // first-stage appliance that reports the version failed halts the rollout.
-// ErrUnknownEdge for a key no live edge has.
-func (s *Service) EdgePoll(ctx context.Context, key ed25519.PublicKey, platform string, u EdgeUpdate) (Edge, *Release, error) {
-	e, err := s.store.EdgeByIdentityKey(ctx, key)
-	if errors.Is(err, ErrNotFound) || (err == nil && e.RevokedAt != nil) {
-		return Edge{}, nil, ErrUnknownEdge
-	}
-	if err != nil {
-		return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
-	}
+func (s *Service) EdgePoll(ctx context.Context, e Edge, platform string, u EdgeUpdate) (*Release, error) {
 	now := s.Now()
 	u.EdgeID, u.Tenant, u.PolledAt = e.ID, e.Tenant, now
 	if err := s.store.PutEdgeUpdate(ctx, u); err != nil {
-		return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
+		return nil, fmt.Errorf("edge poll: %w", err)
 	}
 	rollouts, err := s.store.Rollouts(ctx, e.Tenant)
 	if err != nil {
-		return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
+		return nil, fmt.Errorf("edge poll: %w", err)
 	}
 	i := slices.IndexFunc(rollouts, func(r Rollout) bool { return r.Covers(e) && r.State != RolloutCancelled })
 	if i < 0 || rollouts[i].State != RolloutActive || rollouts[i].Version == u.Version {
-		return e, nil, nil
+		return nil, nil
 	}
 	r := rollouts[i]
 	if r.FirstStage(e.ID) && u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != "committed" {
-		return e, nil, s.haltRollout(ctx, r, fmt.Sprintf("%s %s %s: %s", e.ID, u.LastOutcome, r.Version, u.LastReason))
+		return nil, s.haltRollout(ctx, r, fmt.Sprintf("%s %s %s: %s", e.ID, u.LastOutcome, r.Version, u.LastReason))
 	}
 	if u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != "committed" {
-		return e, nil, nil // failed here; the appliance does not try it again
+		return nil, nil // failed here; the appliance does not try it again
 	}
 	site, err := s.store.Site(ctx, e.Tenant, e.SiteID)
 	if err != nil {
-		return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
+		return nil, fmt.Errorf("edge poll: %w", err)
 	}
 	loc, err := time.LoadLocation(site.Timezone)
 	if err != nil {
 		loc = time.UTC
 	}
 	if !r.InWindow(now, loc) && (r.Deadline == nil || now.Before(*r.Deadline)) {
-		return e, nil, nil
+		return nil, nil
 	}
 	if r.FirstPercent < 100 && !r.FirstStage(e.ID) {
 		edges, err := s.store.ListEdges(ctx, e.Tenant, "")
 		if err != nil {
-			return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
+			return nil, fmt.Errorf("edge poll: %w", err)
 		}
 		updates, err := s.store.EdgeUpdates(ctx, e.Tenant)
 		if err != nil {
-			return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
+			return nil, fmt.Errorf("edge poll: %w", err)
 		}
 		byEdge := map[string]EdgeUpdate{}
 		for _, u := range updates {
@@ -388,20 +383,20 @@ func (s *Service) EdgePoll(ctx context.Context, key ed25519.PublicKey, platform 
 		}
 		waiting, failed := rolloutBlocked(r, edges, byEdge)
 		if failed != nil {
-			return e, nil, s.haltRollout(ctx, r, fmt.Sprintf("%s %s %s: %s", failed.EdgeID, failed.LastOutcome, r.Version, failed.LastReason))
+			return nil, s.haltRollout(ctx, r, fmt.Sprintf("%s %s %s: %s", failed.EdgeID, failed.LastOutcome, r.Version, failed.LastReason))
 		}
 		if waiting != "" {
-			return e, nil, nil
+			return nil, nil
 		}
 	}
 	rel, err := s.store.Release(ctx, r.Version, platform)
 	if errors.Is(err, ErrNotFound) {
-		return e, nil, nil // no build for this platform
+		return nil, nil // no build for this platform
 	}
 	if err != nil {
-		return Edge{}, nil, fmt.Errorf("edge poll: %w", err)
+		return nil, fmt.Errorf("edge poll: %w", err)
 	}
-	return e, &rel, nil
+	return &rel, nil
 }
 
 func (s *Service) haltRollout(ctx context.Context, r Rollout, reason string) error {
@@ -418,9 +413,30 @@ func (s *Service) CancelRollout(ctx context.Context, t Tenant, id string) (Rollo
 	if !ids.Valid(ids.Rollout, id) {
 		return Rollout{}, ErrNotFound
 	}
-	now := s.Now()
-	if err := s.store.SetRolloutState(ctx, t, id, RolloutCancelled, "", &now); err != nil {
+	r, err := s.store.Rollout(ctx, t, id)
+	if err != nil {
+		return Rollout{}, err
+	}
+	if r.State != RolloutCancelled {
+		now := s.Now()
+		r.State, r.Reason, r.CancelledAt = RolloutCancelled, "", &now
+	}
+	// The answer is known before the write: rendered for it to store.
+	if err := respond(ctx, r); err != nil {
 		return Rollout{}, fmt.Errorf("cancel rollout: %w", err)
 	}
-	return s.store.Rollout(ctx, t, id)
+	if err := s.store.SetRolloutState(ctx, t, id, RolloutCancelled, r.Reason, r.CancelledAt); err != nil {
+		return Rollout{}, fmt.Errorf("cancel rollout: %w", err)
+	}
+	return r, nil
+}
+
+// EdgeByKey returns the live edge whose identity key this is, or
+// ErrUnknownEdge.
+func (s *Service) EdgeByKey(ctx context.Context, key ed25519.PublicKey) (Edge, error) {
+	e, err := s.store.EdgeByIdentityKey(ctx, key)
+	if errors.Is(err, ErrNotFound) || (err == nil && e.RevokedAt != nil) {
+		return Edge{}, ErrUnknownEdge
+	}
+	return e, err
 }

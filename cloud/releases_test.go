@@ -92,7 +92,10 @@ func newUpdateEnv(t *testing.T, store cloud.Store) *updateEnv {
 // returns the version offered, "" for none.
 func (e *updateEnv) poll(t *testing.T, ed cloud.Edge, u cloud.EdgeUpdate) string {
 	t.Helper()
-	_, r, err := e.svc.EdgePoll(t.Context(), e.keys[ed.ID], "amd64", u)
+	got, err := e.svc.EdgeByKey(t.Context(), e.keys[ed.ID])
+	require.NoError(t, err)
+	require.Equal(t, ed.ID, got.ID)
+	r, err := e.svc.EdgePoll(t.Context(), got, "amd64", u)
 	require.NoError(t, err)
 	if r == nil {
 		return ""
@@ -156,8 +159,12 @@ func TestEdgePoll_StagedRollout(t *testing.T) {
 			require.Empty(t, e.poll(t, ed, running), "cancelled")
 		}
 
-		_, _, err = e.svc.EdgePoll(ctx, ed25519.PublicKey(make([]byte, 32)), "amd64", running)
+		_, err = e.svc.EdgeByKey(ctx, ed25519.PublicKey(make([]byte, 32)))
 		require.ErrorIs(t, err, cloud.ErrUnknownEdge)
+		_, err = e.svc.RevokeEdge(ctx, e.tenant, e.edges[0].ID)
+		require.NoError(t, err)
+		_, err = e.svc.EdgeByKey(ctx, e.keys[e.edges[0].ID])
+		require.ErrorIs(t, err, cloud.ErrUnknownEdge, "a revoked appliance is refused")
 	})
 }
 

@@ -317,6 +317,7 @@ func TestScopes_ReadOnlyKeysNeverSeeAPass(t *testing.T) {
 			"event_id":            data(t, h.get("/v1/events"))[0]["id"].(string),
 			"webhook_endpoint_id": ids.New(ids.WebhookEndpoint), // refused for the scope before it is looked up
 		}
+		params["rollout_id"] = createTestRollout(t, h)
 		queries := map[string]string{
 			"/v1/booking-types/{booking_type_id}/slots": "?from=2026-11-23&to=2026-11-24",
 			"/v1/attendance-summaries":                  "?from=2026-11-01&to=2026-11-30",
