@@ -24,6 +24,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/kek/kektest"
+	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
+	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/sitetest"
@@ -169,7 +174,22 @@ type appliance struct {
 	exited                                  chan struct{}
 }
 
+// startAppliance starts the appliance on a stub cloud.
 func startAppliance(t *testing.T, b *builds) *appliance {
+	t.Helper()
+	_, identity, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	stub := &cloudStub{identity: identity.Public().(ed25519.PublicKey)}
+	srv := httptest.NewServer(stub.handler(t))
+	t.Cleanup(srv.Close)
+	a := startApplianceOn(t, b, srv.URL, identity)
+	a.cloud = stub
+	return a
+}
+
+// startApplianceOn starts the appliance with identity key identity, on
+// the cloud at url.
+func startApplianceOn(t *testing.T, b *builds, url string, identity ed25519.PrivateKey) *appliance {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,15 +199,10 @@ func startAppliance(t *testing.T, b *builds) *appliance {
 	require.NoError(t, err)
 	go func() { _ = brk.Run(ctx) }()
 
-	_, identity, err := ed25519.GenerateKey(nil)
-	require.NoError(t, err)
 	keyFile := filepath.Join(dir, "identity.key")
 	writeIdentity(t, keyFile, identity)
 	a := &appliance{addr: freePort(t), gate: ids.New(ids.Gate), cachePath: filepath.Join(dir, "data", "cache.db"),
-		slots: filepath.Join(dir, "slots"), faultWait: filepath.Join(dir, "fail-now"),
-		cloud: &cloudStub{identity: identity.Public().(ed25519.PublicKey)}, out: &syncBuffer{}, exited: make(chan struct{})}
-	srv := httptest.NewServer(a.cloud.handler(t))
-	t.Cleanup(srv.Close)
+		slots: filepath.Join(dir, "slots"), faultWait: filepath.Join(dir, "fail-now"), out: &syncBuffer{}, exited: make(chan struct{})}
 
 	siteID, edgeID := ids.New(ids.Site), ids.New(ids.Edge)
 	cfg := fmt.Sprintf(`{
@@ -222,7 +237,7 @@ func startAppliance(t *testing.T, b *builds) *appliance {
 	require.NoError(t, err)
 
 	a.cmd = exec.Command(b.paths["1.0.0"], "supervise", "--slots", a.slots, "--trial-timeout", "60s", "--stop-grace", "10s", "--",
-		"run", "--config", path, "--simulate", "--cloud", srv.URL, "--identity", keyFile, "--update-every", "100ms")
+		"run", "--config", path, "--simulate", "--cloud", url, "--identity", keyFile, "--update-every", "100ms")
 	a.cmd.Env = append(os.Environ(), "SVC_EDGE_FAULT_WAIT="+a.faultWait)
 	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
 	require.NoError(t, a.cmd.Start())
@@ -389,6 +404,39 @@ func TestUpdate(t *testing.T) {
 		require.True(t, ok, "1.0.0 decides")
 	}
 
+	t.Run("through the cloud: a rollout commits on the appliance", func(t *testing.T) {
+		eachCloudStore(t, func(t *testing.T, store cloud.Store) {
+			svc := cloud.NewService(store, time.Now)
+			ctx := context.Background()
+			seed, err := svc.Seed(ctx, "Acme", cloud.PlanPro)
+			require.NoError(t, err)
+			tn := cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}
+			e, _, err := svc.CreateEdge(ctx, tn, seed.Test.Sites[0].ID, "Reception")
+			require.NoError(t, err)
+			_, identity, err := ed25519.GenerateKey(nil)
+			require.NoError(t, err)
+			require.NoError(t, store.SetEdgeIdentityKey(ctx, e.ID, identity.Public().(ed25519.PublicKey)))
+			api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: sitetest.Logger(t, "cloud")})
+			require.NoError(t, err)
+			srv := httptest.NewServer(api)
+			t.Cleanup(srv.Close)
+
+			a := startApplianceOn(t, b, srv.URL, identity)
+			_, err = svc.AddRelease(ctx, b.signed(t, "2.0.0"), b.pub, bytes.NewReader(b.bundles["2.0.0"]))
+			require.NoError(t, err)
+			_, err = svc.CreateRollout(ctx, tn, cloud.RolloutInput{Version: "2.0.0", EdgeIDs: []string{e.ID}, WindowStart: "00:00",
+				WindowMinutes: 1440, FirstPercent: 100})
+			require.NoError(t, err)
+			sitetest.Eventually(t, 60*time.Second, func() bool {
+				list, err := store.EdgeUpdates(ctx, tn)
+				return err == nil && len(list) == 1 && list[0].Version == "2.0.0" && list[0].LastOutcome == update.Committed
+			}, "the cloud did not hear of the commit:\n%s", a.out)
+			st := a.status(t)
+			require.Equal(t, "2.0.0", st.Version)
+			require.Equal(t, "b", st.Slot)
+		})
+	})
+
 	t.Run("bad signature is rejected before anything changes", func(t *testing.T) {
 		a := startAppliance(t, b)
 		env := b.signed(t, "2.0.0")
@@ -435,4 +483,16 @@ func TestUpdate(t *testing.T) {
 		a.stop(t)
 		require.True(t, a.outbox(t)[r.FactID], "the trial's fact survives the rollback")
 	})
+}
+
+// eachCloudStore runs fn on a cloud store on SQLite, and on PostgreSQL
+// when SVC_TEST_POSTGRES_URL is set.
+func eachCloudStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		fn(t, s)
+	})
+	t.Run("postgres", func(t *testing.T) { fn(t, postgrestest.New(t)) })
 }
