@@ -25,8 +25,10 @@ import (
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
-// software is what the edge reports to the cloud in its status.
-const software = "svc-edge"
+// software is what the edge reports to the cloud in its status: the
+// program and its release version ("svc-edge 1.4.2"), which the fleet
+// API shows.
+func software() string { return "svc-edge " + version }
 
 // runDaemon is `svc-edge run`: load the config, wire the App and run it
 // until ctx ends (SIGINT or SIGTERM).
@@ -66,7 +68,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	deps.NewSyncer = func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
 			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
-			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software, BadgeKey: badge,
+			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software(), BadgeKey: badge,
 		})
 		if err != nil {
 			return nil, err

@@ -281,6 +281,17 @@ func (a *appliance) status(t *testing.T) *edge.UpdateStatus {
 	return st.Update
 }
 
+// metrics is the daemon's GET /metrics.
+func (a *appliance) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + a.addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
 // scan scans the visitor's pass at the gate through the loopback API:
 // the decision's fact, or ok false when no daemon answered (a restart).
 func (a *appliance) scan(t *testing.T) (resp edge.ScanResponse, ok bool) {
@@ -371,6 +382,11 @@ func TestUpdate(t *testing.T) {
 		st := a.status(t)
 		require.Equal(t, "b", st.Slot)
 		require.Equal(t, update.Committed, st.Last.Outcome)
+		code, out, errOut := runCLI(t, "status", "--addr", a.addr)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "  version      2.0.0 (slot b)\n")
+		require.Contains(t, out, "  last update  committed 2.0.0 ")
+		require.Contains(t, a.metrics(t), "svc_edge_update_last_failed 0\n")
 		sitetest.Eventually(t, 10*time.Second, func() bool {
 			r, ok := a.cloud.lastResult()
 			return ok && r.Outcome == update.Committed && r.Version == "2.0.0"
@@ -480,6 +496,14 @@ func TestUpdate(t *testing.T) {
 		require.NotEmpty(t, r.FactID)
 		require.NoError(t, os.WriteFile(a.faultWait, nil, 0o600))
 		failed(t, a, update.RolledBack, "svcfault: this build fails its health check")
+		code, out, errOut := runCLI(t, "status", "--addr", a.addr)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "update\n  version      1.0.0 (slot a)\n  state        idle\n")
+		require.Contains(t, out, "  last update  rolled_back 2.0.2-unhealthy ")
+		require.Contains(t, out, "(from 1.0.0): the health check failed: svcfault: this build fails its health check\n")
+		metrics := a.metrics(t)
+		require.Contains(t, metrics, `svc_edge_update_info{version="1.0.0",slot="a",state="idle"} 1`)
+		require.Contains(t, metrics, "svc_edge_update_last_failed 1\n")
 		a.stop(t)
 		require.True(t, a.outbox(t)[r.FactID], "the trial's fact survives the rollback")
 	})
@@ -495,4 +519,18 @@ func eachCloudStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
 		fn(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) { fn(t, postgrestest.New(t)) })
+}
+
+// A download under way shows its progress, and updates that are off say
+// why.
+func TestPrintUpdate(t *testing.T) {
+	now := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
+	var out bytes.Buffer
+	printUpdate(&out, edge.UpdateStatus{Version: "1.0.0", Slot: "a", Enabled: true, State: update.StateDownloading, Target: "2.0.0",
+		Bytes: 5 << 20, Size: 20 << 20, Error: "update: download 2.0.0: stopped at 5242880 of 20971520 bytes (resumes)"}, now)
+	require.Equal(t, "update\n  version   1.0.0 (slot a)\n  state     downloading 2.0.0: 5242880 of 20971520 bytes (25%)\n"+
+		"  retrying  update: download 2.0.0: stopped at 5242880 of 20971520 bytes (resumes)\n", out.String())
+	out.Reset()
+	printUpdate(&out, edge.UpdateStatus{Version: "dev", Disabled: "not started by svc-edge supervise"}, now)
+	require.Equal(t, "update\n  version  dev (slot -)\n  updates  off: not started by svc-edge supervise\n", out.String())
 }
