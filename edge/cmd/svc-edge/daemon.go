@@ -57,7 +57,7 @@ func runDaemon(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	setGC(os.Getenv)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	deps := edge.Deps{Logger: log}
+	deps := edge.Deps{Logger: log, KeepCacheSchema: update.OnTrial()}
 	if *simulate {
 		deps.OpenPin = edge.SimulatedPins(log)
 	}
