@@ -222,3 +222,89 @@ func waitFor(t *testing.T, cond func() bool) {
 		<-tick.C
 	}
 }
+
+// fakeSource offers one release and serves its bundle; it records polls.
+type fakeSource struct {
+	offer  *Offer
+	bundle []byte
+	polls  []Poll
+}
+
+func (f *fakeSource) Check(_ context.Context, p Poll) (*Offer, error) {
+	f.polls = append(f.polls, p)
+	return f.offer, nil
+}
+
+func (f *fakeSource) Download(_ context.Context, _ Offer, offset int64) (io.ReadCloser, bool, error) {
+	if offset >= int64(len(f.bundle)) {
+		return nil, false, ErrBeyondEnd
+	}
+	return io.NopCloser(bytes.NewReader(f.bundle[offset:])), offset > 0, nil
+}
+
+// The Updater rejects, before writing anything, a release for another
+// architecture or kind; does nothing for the release it runs; reports a
+// result once; and never tries again a release that failed.
+func TestUpdater_Decisions(t *testing.T) {
+	ctx := context.Background()
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	bundle := []byte("#!/bin/sh\nexit 0\n")
+	offer := func(version, arch string) *Offer {
+		m, err := release.Describe(bytes.NewReader(bundle), version, arch, "", release.KindBinary, t0)
+		require.NoError(t, err)
+		env, err := release.Sign(m, priv)
+		require.NoError(t, err)
+		return &Offer{Release: env, URL: "/bundle"}
+	}
+	newUpdater := func(d *Dir, src Source) *Updater {
+		return &Updater{Slots: d, Results: d, Source: src, Trusted: []ed25519.PublicKey{pub}, Version: "1", Arch: "amd64", Kind: release.KindBinary,
+			Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return t0 }}
+	}
+
+	d := installScript(t, "exec sleep 60")
+	src := &fakeSource{offer: offer("2", "arm64"), bundle: bundle}
+	u := newUpdater(d, src)
+	tr, err := u.Once(ctx)
+	require.NoError(t, err)
+	require.Nil(t, tr)
+	r, ok, err := d.LastResult()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, Rejected, r.Outcome)
+	require.Contains(t, r.Reason, "release 2 is for arm64; this appliance is amd64")
+	_, err = os.Stat(filepath.Join(d.Path(), "b", "staging"))
+	require.True(t, os.IsNotExist(err), "nothing was written")
+	_, err = u.Once(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, src.polls[1].Result, "the result goes with the next poll")
+	_, err = u.Once(ctx)
+	require.NoError(t, err)
+	require.Nil(t, src.polls[2].Result, "once acknowledged, it is not sent again")
+
+	src.offer = offer("1", "amd64")
+	tr, err = u.Once(ctx)
+	require.NoError(t, err)
+	require.Nil(t, tr, "the release it runs")
+
+	// A release that rolled back here is not tried again.
+	src.offer = offer("2", "amd64")
+	m, err := src.offer.Release.Verify([]ed25519.PublicKey{pub})
+	require.NoError(t, err)
+	require.NoError(t, d.SetResult(Result{Version: "2", SHA256: m.SHA256, Outcome: RolledBack, Reported: true, At: t0}))
+	tr, err = u.Once(ctx)
+	require.NoError(t, err)
+	require.Nil(t, tr)
+	_, ok, _ = d.Trial(ctx)
+	require.False(t, ok)
+
+	// Another build of it is.
+	require.NoError(t, d.SetResult(Result{Version: "2", SHA256: "other", Outcome: RolledBack, Reported: true, At: t0}))
+	tr, err = u.Once(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, tr)
+	require.Equal(t, "2", tr.Slot.Version)
+	require.Equal(t, StateTrialRequested, u.Progress().State)
+	got, err := os.ReadFile(tr.Slot.Path)
+	require.NoError(t, err)
+	require.Equal(t, bundle, got)
+}
