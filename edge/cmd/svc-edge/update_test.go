@@ -314,9 +314,11 @@ func (a *appliance) scanner(t *testing.T) (stop func() []string) {
 	var facts []string
 	var wg sync.WaitGroup
 	var answered atomic.Int64
+	var gap time.Duration // the longest time between two answered scans: the restart
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		last := time.Now()
 		tick := time.NewTicker(20 * time.Millisecond) // the pace of visitors
 		defer tick.Stop()
 		for {
@@ -327,6 +329,7 @@ func (a *appliance) scanner(t *testing.T) (stop func() []string) {
 			}
 			if r, ok := a.scan(t); ok {
 				answered.Add(1)
+				gap, last = max(gap, time.Since(last)), time.Now()
 				if r.FactID != "" {
 					facts = append(facts, r.FactID)
 				}
@@ -337,6 +340,7 @@ func (a *appliance) scanner(t *testing.T) (stop func() []string) {
 		close(done)
 		wg.Wait()
 		require.Positive(t, answered.Load(), "the gate decided during the update")
+		t.Logf("%d scans answered; the longest pause between answers (the restart): %s", answered.Load(), gap)
 		return facts
 	}
 }
