@@ -427,7 +427,8 @@ type Store interface {
 	// cancelled, when at is set); ErrNotFound when the tenant has no such
 	// rollout. A cancelled rollout stays cancelled.
 	SetRolloutState(ctx context.Context, t Tenant, id, state, reason string, at *time.Time) error
-	// PutEdgeUpdate stores what an edge last said of its updates.
+	// PutEdgeUpdate stores what an edge last said of its updates; an
+	// update without a last outcome (LastOutcome "") keeps the one stored.
 	PutEdgeUpdate(ctx context.Context, u EdgeUpdate) error
 	// EdgeUpdates returns what the tenant's edges last said of their
 	// updates.

@@ -87,12 +87,10 @@ func (s *Server) edgePoll(c echo.Context) error {
 	if p := in.Progress; p != nil {
 		u.State, u.Target, u.Bytes, u.Size, u.Error = p.State, p.Version, p.Bytes, p.Size, p.Error
 	}
+	// A result is sent until acknowledged; the store keeps the last one.
 	if r := in.Result; r != nil {
 		at := r.At.UTC()
 		u.LastVersion, u.LastOutcome, u.LastReason, u.LastAt = r.Version, r.Outcome, r.Reason, &at
-	} else if prev, ok := s.lastUpdate(c.Request().Context(), e); ok {
-		// A result is sent until acknowledged, then kept here.
-		u.LastVersion, u.LastOutcome, u.LastReason, u.LastAt = prev.LastVersion, prev.LastOutcome, prev.LastReason, prev.LastAt
 	}
 	platform := cloud.Platform(release.Manifest{Arch: in.Arch, ARM: in.ARM})
 	rel, err := s.svc.EdgePoll(c.Request().Context(), e, platform, u)
@@ -104,19 +102,6 @@ func (s *Server) edgePoll(c echo.Context) error {
 		out.Release, out.URL = rel.Envelope, "/v1/edge/releases/"+rel.Version+"/"+rel.Platform
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-func (s *Server) lastUpdate(ctx context.Context, e cloud.Edge) (cloud.EdgeUpdate, bool) {
-	list, err := s.svc.Store().EdgeUpdates(ctx, e.Tenant)
-	if err != nil {
-		return cloud.EdgeUpdate{}, false
-	}
-	for _, u := range list {
-		if u.EdgeID == e.ID {
-			return u, true
-		}
-	}
-	return cloud.EdgeUpdate{}, false
 }
 
 // edgeRelease is GET /v1/edge/releases/{version}/{platform}: the bundle,

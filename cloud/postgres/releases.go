@@ -176,8 +176,11 @@ func scanEdgeUpdate(r scanner) (cloud.EdgeUpdate, error) {
 func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate) error {
 	_, err := s.pool.Exec(ctx, `INSERT INTO edge_updates (`+edgeUpdateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (edge_id) DO UPDATE SET version = excluded.version, slot = excluded.slot, state = excluded.state, target = excluded.target,
-			bytes = excluded.bytes, size = excluded.size, error = excluded.error, last_version = excluded.last_version,
-			last_outcome = excluded.last_outcome, last_reason = excluded.last_reason, last_at = excluded.last_at, polled_at = excluded.polled_at`,
+			bytes = excluded.bytes, size = excluded.size, error = excluded.error, polled_at = excluded.polled_at,
+			last_version = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_version ELSE excluded.last_version END,
+			last_reason = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_reason ELSE excluded.last_reason END,
+			last_at = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_at ELSE excluded.last_at END,
+			last_outcome = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_outcome ELSE excluded.last_outcome END`,
 		u.EdgeID, u.Tenant.OrgID, string(u.Tenant.Mode), u.Version, u.Slot, u.State, u.Target, u.Bytes, u.Size, u.Error,
 		u.LastVersion, u.LastOutcome, u.LastReason, nullTime(u.LastAt), u.PolledAt)
 	if err != nil {

@@ -165,7 +165,13 @@ func scanEdgeUpdate(r scanner) (cloud.EdgeUpdate, error) {
 // PutEdgeUpdate implements cloud.Store.
 func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO edge_updates (`+edgeUpdateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO edge_updates (`+edgeUpdateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (edge_id) DO UPDATE SET version = excluded.version, slot = excluded.slot, state = excluded.state,
+				target = excluded.target, bytes = excluded.bytes, size = excluded.size, error = excluded.error, polled_at = excluded.polled_at,
+				last_version = CASE WHEN excluded.last_outcome = '' THEN last_version ELSE excluded.last_version END,
+				last_reason = CASE WHEN excluded.last_outcome = '' THEN last_reason ELSE excluded.last_reason END,
+				last_at = CASE WHEN excluded.last_outcome = '' THEN last_at ELSE excluded.last_at END,
+				last_outcome = CASE WHEN excluded.last_outcome = '' THEN last_outcome ELSE excluded.last_outcome END`,
 			u.EdgeID, u.Tenant.OrgID, string(u.Tenant.Mode), u.Version, u.Slot, u.State, u.Target, u.Bytes, u.Size, u.Error,
 			u.LastVersion, u.LastOutcome, u.LastReason, nullMicros(u.LastAt), micros(u.PolledAt))
 		if err != nil {

@@ -103,7 +103,9 @@ func testEdgeUpdatesAndIdentityKeys(t *testing.T, e *env) {
 		LastVersion: "1.0.0", LastOutcome: "committed", LastAt: &at, PolledAt: e.tick()}
 	require.NoError(t, e.s.PutEdgeUpdate(ctx, u))
 	u.State, u.Bytes, u.PolledAt = "idle", 0, e.tick()
-	require.NoError(t, e.s.PutEdgeUpdate(ctx, u))
+	without := u
+	without.LastVersion, without.LastOutcome, without.LastAt = "", "", nil
+	require.NoError(t, e.s.PutEdgeUpdate(ctx, without), "a poll without a result keeps the last one")
 	list, err := e.s.EdgeUpdates(ctx, e.a)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
