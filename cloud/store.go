@@ -2,6 +2,8 @@ package cloud
 
 import (
 	"context"
+	"crypto/ed25519"
+	"io"
 	"time"
 
 	"github.com/svc-vms/svc/sync/protocol"
@@ -432,6 +434,41 @@ type Store interface {
 	// Secret returns the named server secret, storing generate's value first
 	// if there is none, so every process sharing the store agrees on it.
 	Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error)
+
+	// Signed updates (releases.go).
+
+	// AddRelease stores a release and its bundle, read to the end, in
+	// pieces of ReleaseChunk bytes, in one transaction; an error wrapping
+	// ErrConflict when the version exists for the platform.
+	AddRelease(ctx context.Context, r Release, bundle io.Reader) error
+	// Release returns a release or ErrNotFound.
+	Release(ctx context.Context, version, platform string) (Release, error)
+	// ListReleases returns every release, newest added first.
+	ListReleases(ctx context.Context) ([]Release, error)
+	// ReleaseChunk returns piece index of a release's bundle, or
+	// ErrNotFound.
+	ReleaseChunk(ctx context.Context, version, platform string, index int) ([]byte, error)
+	// CreateRollout stores a new rollout.
+	CreateRollout(ctx context.Context, r Rollout) error
+	// Rollout returns one of the tenant's rollouts or ErrNotFound.
+	Rollout(ctx context.Context, t Tenant, id string) (Rollout, error)
+	// Rollouts returns the tenant's rollouts, newest first.
+	Rollouts(ctx context.Context, t Tenant) ([]Rollout, error)
+	// SetRolloutState stores a rollout's state and reason (and when it was
+	// cancelled, when at is set); ErrNotFound when the tenant has no such
+	// rollout. A cancelled rollout stays cancelled.
+	SetRolloutState(ctx context.Context, t Tenant, id, state, reason string, at *time.Time) error
+	// PutEdgeUpdate stores what an edge last said of its updates; an
+	// update without a last outcome (LastOutcome "") keeps the one stored.
+	PutEdgeUpdate(ctx context.Context, u EdgeUpdate) error
+	// EdgeUpdates returns what the tenant's edges last said of their
+	// updates.
+	EdgeUpdates(ctx context.Context, t Tenant) ([]EdgeUpdate, error)
+	// SetEdgeIdentityKey binds an identity key to an edge outside
+	// enrolment (which binds it on a claim): for appliances installed
+	// before it, and tests. An error wrapping ErrConflict when another
+	// edge, not revoked, has it; ErrNotFound for no such edge.
+	SetEdgeIdentityKey(ctx context.Context, edgeID string, key ed25519.PublicKey) error
 
 	// Close releases the store's connections.
 	Close() error

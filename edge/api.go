@@ -56,6 +56,9 @@ type StatusResponse struct {
 	// Broker is the MQTT edge half's state as it reports it; absent
 	// without one.
 	Broker json.RawMessage `json:"broker,omitempty"`
+	// Update is the state of software updates; absent when main wires
+	// none (Deps.Update).
+	Update *UpdateStatus `json:"update,omitempty"`
 }
 
 // SiteStatus names the site the edge serves.
@@ -102,4 +105,35 @@ type HealthResponse struct {
 // ErrorResponse is the body of a refused request to the local API.
 type ErrorResponse struct {
 	Error string `json:"error"`
+}
+
+// UpdateStatus is the state of software updates, in StatusResponse.
+type UpdateStatus struct {
+	// Version is the running release ("dev" for a build without one).
+	Version string `json:"version"`
+	// Slot is the slot it runs from ("a" or "b"); "" without a supervisor.
+	Slot string `json:"slot,omitempty"`
+	// Enabled is false when the appliance cannot update, with Disabled
+	// saying why (no supervisor, no release key built in, no cloud).
+	Enabled  bool   `json:"enabled"`
+	Disabled string `json:"disabled,omitempty"`
+	// State is idle, downloading, verifying or trial_requested.
+	State string `json:"state"`
+	// Target, Bytes and Size describe a download under way.
+	Target string `json:"target,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	// Error is the last attempt's, to be tried again.
+	Error string `json:"error,omitempty"`
+	// Last is the last update's outcome.
+	Last *UpdateResult `json:"last,omitempty"`
+}
+
+// UpdateResult is an update's outcome.
+type UpdateResult struct {
+	Version string    `json:"version"`
+	From    string    `json:"from,omitempty"`
+	Outcome string    `json:"outcome"` // committed, rolled_back or rejected
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
 }

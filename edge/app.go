@@ -81,6 +81,16 @@ type Deps struct {
 	// BrokerState reports the sync half's state for GET /status; it is
 	// marshalled as JSON. Nil leaves it out.
 	BrokerState func() any
+	// KeepCacheSchema opens the cache with cache.Options.KeepSchema: set
+	// for a release on trial, so that it never migrates the file the
+	// release before it must still read after a rollback.
+	KeepCacheSchema bool
+	// Connected reports whether the sync half is connected to the broker,
+	// for SelfTest; nil: SelfTest does not wait for the broker.
+	Connected func() bool
+	// Update reports the state of software updates for GET /status and
+	// /metrics; nil leaves it out.
+	Update func() UpdateStatus
 	// Now is the clock of scans, freshness and pruning; nil means time.Now.
 	Now func() time.Time
 	// Debounce is the window of DefaultDebounce; negative turns it off.
@@ -104,6 +114,8 @@ type App struct {
 	kioskDevices atomic.Pointer[kiosk.Devices]
 	// kioskHandler is what the kiosk's listener serves, once Run opened it.
 	kioskHandler atomic.Pointer[http.Handler]
+	// running is what Run opened, while it runs, for SelfTest.
+	running atomic.Pointer[site]
 }
 
 // Listening is where a running App listens.
@@ -194,6 +206,8 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.close(s)
+	a.running.Store(s)
+	defer a.running.Store(nil)
 
 	h := a.routes(s)
 	a.handler.Store(&h)
@@ -283,7 +297,7 @@ func (a *App) open() (s *site, err error) {
 		a.log.Info("walk-in badge key made; the cloud certifies it for the site when the edge next connects",
 			"path", s.badge.Path(), "key_id", s.badge.ID())
 	}
-	if s.cache, err = cache.Open(a.cfg.CachePath, cache.Options{EdgeID: a.cfg.EdgeID}); err != nil {
+	if s.cache, err = cache.Open(a.cfg.CachePath, cache.Options{EdgeID: a.cfg.EdgeID, KeepSchema: a.d.KeepCacheSchema}); err != nil {
 		return s, fmt.Errorf("edge: %w", err)
 	}
 	// Open decodes every visit: the garbage is as large as the View it

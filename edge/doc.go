@@ -16,7 +16,7 @@
 //	GET  /healthz                  200 {"status":"ok"} while the cache is open and fresh;
 //	                               503 {"status":"unavailable","reason":...} otherwise
 //	GET  /metrics                  Prometheus text format (below)
-//	GET  /status                   StatusResponse: sync, sequence, outbox, cache, gates, broker
+//	GET  /status                   StatusResponse: sync, sequence, outbox, cache, gates, broker, update
 //	POST /gates/{gate_id}/scan     the body is a pass token; ScanResponse (svc-edge scan)
 //	POST /gates/{gate_id}/frames   a camera's JPEG or PNG frame (gate/reader.Frames)
 //
@@ -36,6 +36,9 @@
 //	svc_edge_sync_age_seconds                        +Inf before the first sync
 //	svc_edge_cache_stale                             1 while gates that fail secure refuse
 //	svc_edge_cache_seq, svc_edge_cache_visits, svc_edge_cache_gates, svc_edge_cache_keys
+//	svc_edge_update_info{version,slot,state}         1; with svc_edge_update_download_bytes,
+//	                                                 svc_edge_update_download_size_bytes and
+//	                                                 svc_edge_update_last_failed (when main wires updates)
 //
 // # Scans
 //

@@ -70,7 +70,12 @@ func (a *App) metrics(w http.ResponseWriter, s *site) {
 	view := s.cache.View()
 	stale, _ := gate.Staleness(view, now)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_ = a.m.write(w, gauges{view: view, outbox: depth, oldest: oldest, now: now, stale: stale, failing: s.cache.WriteFailure()})
+	g := gauges{view: view, outbox: depth, oldest: oldest, now: now, stale: stale, failing: s.cache.WriteFailure()}
+	if a.d.Update != nil {
+		u := a.d.Update()
+		g.update = &u
+	}
+	_ = a.m.write(w, g)
 }
 
 func (a *App) status(w http.ResponseWriter, s *site) {
@@ -118,6 +123,10 @@ func (a *App) status(w http.ResponseWriter, s *site) {
 		} else {
 			out.Broker, _ = json.Marshal(map[string]string{"error": err.Error()})
 		}
+	}
+	if a.d.Update != nil {
+		u := a.d.Update()
+		out.Update = &u
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -109,6 +109,8 @@ type gauges struct {
 	stale  bool
 	// failing is the cache's write failure, nil while writes commit.
 	failing error
+	// update is the state of updates; nil when main wires none.
+	update *UpdateStatus
 }
 
 // write writes every metric in the Prometheus text format, version 0.0.4.
@@ -166,6 +168,17 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 	p.gauge("svc_edge_cache_gates", "Gates in the cache.", float64(counts.Gates))
 	p.gauge("svc_edge_cache_keys", "Pass-verification keys in the cache, retired ones included.", float64(counts.Keys))
 	p.gauge("svc_edge_cache_people", "People in the cache, deactivated ones included.", float64(counts.People))
+	if u := g.update; u != nil {
+		p.family("svc_edge_update_info", "gauge", "1, labelled with the release running, its slot and the state of updates (idle, downloading, verifying, trial_requested).")
+		p.sample("svc_edge_update_info", 1, "version", u.Version, "slot", u.Slot, "state", u.State)
+		p.gauge("svc_edge_update_download_bytes", "Bytes of the release being downloaded that the inactive slot holds; 0 when none is.", float64(u.Bytes))
+		p.gauge("svc_edge_update_download_size_bytes", "Size of the release being downloaded; 0 when none is.", float64(u.Size))
+		failed := 0.0
+		if u.Last != nil && u.Last.Outcome != "committed" {
+			failed = 1
+		}
+		p.gauge("svc_edge_update_last_failed", "1 when the last update was rolled back or rejected (svc-edge status says why).", failed)
+	}
 	if p.err != nil {
 		return p.err
 	}

@@ -318,6 +318,7 @@ func TestScopes_ReadOnlyKeysNeverSeeAPass(t *testing.T) {
 			"webhook_endpoint_id": ids.New(ids.WebhookEndpoint), // refused for the scope before it is looked up
 			"edge_id":             h.demoEdge(t),
 		}
+		params["rollout_id"] = createTestRollout(t, h)
 		queries := map[string]string{
 			"/v1/booking-types/{booking_type_id}/slots": "?from=2026-11-23&to=2026-11-24",
 			"/v1/attendance-summaries":                  "?from=2026-11-01&to=2026-11-30",

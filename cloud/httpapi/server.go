@@ -235,6 +235,15 @@ func (s *Server) routes() *echo.Echo {
 
 	op(http.MethodGet, "/organisation", route{scope: cloud.ScopeOrganisationRead}, s.getOrganisation)
 
+	// Signed updates: an appliance's own two routes, authenticated by its
+	// identity key's signature (shared/edgeauth) instead of an API key.
+	v1.POST("/edge/update", s.edgePoll)
+	v1.GET("/edge/releases/:version/:platform", s.edgeRelease)
+	op(http.MethodPost, "/rollouts", route{scope: cloud.ScopeSitesWrite}, s.createRollout)
+	op(http.MethodGet, "/rollouts", route{scope: cloud.ScopeSitesRead, list: true}, s.listRollouts)
+	op(http.MethodGet, "/rollouts/:rollout_id", route{scope: cloud.ScopeSitesRead}, s.getRollout)
+	op(http.MethodPost, "/rollouts/:rollout_id/cancel", route{scope: cloud.ScopeSitesWrite}, s.cancelRollout)
+
 	op(http.MethodGet, "/sites", route{scope: cloud.ScopeSitesRead, list: true}, s.listSites)
 	op(http.MethodPost, "/sites", route{scope: cloud.ScopeSitesWrite}, s.createSite)
 	op(http.MethodGet, "/sites/:site_id", route{scope: cloud.ScopeSitesRead}, s.getSite)

@@ -47,10 +47,12 @@ func TestMigration6_FillsEdgeUntil(t *testing.T) {
 	_ = s.Close()
 
 	for _, q := range []string{
+		`DROP TABLE edge_updates, release_chunks, releases, rollouts`,
 		`DROP TABLE edge_facts, edges, site_feed_cursors, site_feed, site_feed_heads, enrolments, enrolment_failures`,
 		`ALTER TABLE visits DROP COLUMN edge_until`,
-		// The later migrations of the tables 6 makes run again after it.
-		`DELETE FROM schema_migrations WHERE version IN (6, 14, 19, 30)`,
+		// The later migrations of the tables 6 makes run again after it
+		// (40's tables refer to edges).
+		`DELETE FROM schema_migrations WHERE version IN (6, 14, 19, 30, 40)`,
 	} {
 		postgrestest.Exec(t, url, `SET search_path TO `+schema+`; `+q)
 	}

@@ -194,6 +194,7 @@ func groups() []group {
 		{"WaitReminders", reminderTests()},
 		{"Facts", factTests()},
 		{"Edges", edgeTests()},
+		{"Releases", releaseTests()},
 		{"Concurrency", []test{
 			{"Writers", testConcurrentWriters},
 			{"UpdatePersonNoLostUpdates", testConcurrentUpdatePerson},

@@ -30,6 +30,11 @@ type Options struct {
 	// fact. A new file takes it; a file of another edge is refused with
 	// ErrEdgeMismatch. Empty means the file's own.
 	EdgeID string
+	// KeepSchema refuses, with ErrSchemaChange, a file this build would
+	// migrate (an older schema, or buckets it would add): a release on
+	// trial (edge/update) opens the cache so, so that the release before
+	// it, should the trial roll back, still reads the file they share.
+	KeepSchema bool
 }
 
 // Cache is the appliance's durable state in one bbolt file, and the View
@@ -104,7 +109,7 @@ func Open(path string, opts Options) (*Cache, error) {
 		return nil, openError(path, err)
 	}
 	c := &Cache{db: db, file: file, path: path, pending: map[uid]int{}, in: newInterner()}
-	if err := c.open(opts.EdgeID); err != nil {
+	if err := c.open(opts.EdgeID, opts.KeepSchema); err != nil {
 		_ = db.Close()
 		return nil, openError(path, err)
 	}
@@ -128,10 +133,13 @@ func openError(path string, err error) error {
 // open checks the file and reads it (prepare, then load, both read-only),
 // and only then writes what init must: the buckets and edge of a file
 // from an older build, or the migration of a schema 1 file.
-func (c *Cache) open(edgeID string) error {
+func (c *Cache) open(edgeID string, keepSchema bool) error {
 	st, err := c.prepare(edgeID)
 	if err != nil {
 		return err
+	}
+	if keepSchema && st.migrate {
+		return fmt.Errorf("%w: the file is schema %s and this build would migrate it to %s", ErrSchemaChange, st.schema, schemaVersion)
 	}
 	if err := c.load(st.schema); err != nil {
 		return err
@@ -156,6 +164,9 @@ var buckets = [][]byte{bucketMeta, bucketVisits, bucketGates, bucketKeys, bucket
 type fileState struct {
 	schema string // "" for a file init has not yet written
 	write  bool   // init has something to write
+	// migrate is set when what init writes would change the file for an
+	// older build: its schema, or buckets it does not know.
+	migrate bool
 }
 
 // prepare checks, without writing, what init would: that the root holds
@@ -170,16 +181,19 @@ func (c *Cache) prepare(edgeID string) (st fileState, err error) {
 				return corrupt(k, nil, errors.New("the root of the file holds what is not one of the cache's buckets"))
 			}
 		}
+		meta := tx.Bucket(bucketMeta)
+		st.schema = string(get(meta, metaSchema))
 		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
 				st.write = true
+				st.migrate = st.schema != ""
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		st.schema = string(get(meta, metaSchema))
 		switch st.schema {
-		case "", schemaJSON, schemaBinary:
+		case "":
 			st.write = true
+		case schemaJSON, schemaBinary:
+			st.write, st.migrate = true, true
 		case schemaVersion:
 		default:
 			return fmt.Errorf("schema %q; this build reads schemas %s, %s and %s", st.schema, schemaJSON, schemaBinary, schemaVersion)

@@ -30,6 +30,11 @@ var (
 	// left as it is; Reset moves it aside and recovers what it can.
 	ErrDamaged = errors.New("cache: file damaged")
 
+	// ErrSchemaChange is returned by Open with Options.KeepSchema when
+	// opening would migrate the file: a release on trial must leave the
+	// file readable by the release it may roll back to.
+	ErrSchemaChange = errors.New("cache: opening would change the file's schema, which a release on trial must not")
+
 	// ErrNoFile is returned by Check and Reset when there is no file at
 	// the path: there is nothing to check or recover.
 	ErrNoFile = errors.New("cache: no file")

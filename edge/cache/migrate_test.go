@@ -260,3 +260,38 @@ func TestOpen_MigratesSchema2(t *testing.T) {
 	schema, _ := fileForm(t, path)
 	require.Equal(t, "3", schema)
 }
+
+// A release on trial opens the cache with KeepSchema: a file it would
+// migrate (an older schema, a bucket it would add) is refused unchanged,
+// so the release before it still reads it after a rollback; a file of its
+// own schema, or a new one, opens.
+func TestOpen_KeepSchemaRefusesMigration(t *testing.T) {
+	c, path := newCache(t)
+	v := newVisit()
+	apply(t, c, 1, v)
+	require.NoError(t, c.Close())
+	c, err := cache.Open(path, cache.Options{EdgeID: edgeID, KeepSchema: true})
+	require.NoError(t, err, "a file of this build's schema")
+	require.NoError(t, c.Close())
+
+	db, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("visit_types")) }))
+	require.NoError(t, db.Close())
+	_, err = cache.Open(path, cache.Options{EdgeID: edgeID, KeepSchema: true})
+	require.ErrorIs(t, err, cache.ErrSchemaChange, "a bucket this build would add")
+
+	toSchema1(t, path)
+	_, err = cache.Open(path, cache.Options{EdgeID: edgeID, KeepSchema: true})
+	require.ErrorIs(t, err, cache.ErrSchemaChange)
+	schema, _ := fileForm(t, path)
+	require.Equal(t, "1", schema, "the file is left as it was")
+
+	c, err = cache.Open(path, cache.Options{EdgeID: edgeID})
+	require.NoError(t, err, "outside a trial the file migrates")
+	require.NoError(t, c.Close())
+
+	fresh, err := cache.Open(t.TempDir()+"/new.db", cache.Options{EdgeID: edgeID, KeepSchema: true})
+	require.NoError(t, err, "a new file is made")
+	require.NoError(t, fresh.Close())
+}

@@ -9,6 +9,7 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -79,4 +80,34 @@ func CreateNew(path string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	return LinkNew(name, path)
+}
+
+// WriteFile writes the file at path with permissions perm from what write
+// writes, durably, replacing any file there: built under a temporary name
+// beside path, fsync'd, renamed into place, and the directory synced, so
+// a power cut leaves the old file or the new one whole.
+func WriteFile(path string, perm fs.FileMode, write func(w io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	err = tmp.Chmod(perm)
+	if err == nil {
+		err = write(tmp)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
 }

@@ -11,6 +11,10 @@ var (
 	// one above MaxPulse.
 	ErrPulseLength = errors.New("pulse length out of range")
 
+	// ErrSelfTest is returned by Relay.SelfTest when the pin reads back
+	// another level than the one it was driven to.
+	ErrSelfTest = errors.New("the pin does not read back the level driven")
+
 	// ErrNoPin is returned by Open when no GPIO line has the name.
 	ErrNoPin = errors.New("no such pin")
 )

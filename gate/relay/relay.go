@@ -210,3 +210,53 @@ func (r *Relay) Close() error {
 	}
 	return nil
 }
+
+// levelReader is an Output that can read back the level it drives: a
+// periph pin that is also an input (the Linux GPIO character device reads
+// an output line's value) or a Simulated pin.
+type levelReader interface {
+	Level() (high bool, ok bool)
+}
+
+// Level reads the pin's level back when it is a gpio.PinIn; ok is false
+// when it is output only.
+func (o pinOutput) Level() (bool, bool) {
+	in, ok := o.p.(gpio.PinIn)
+	if !ok {
+		return false, false
+	}
+	return bool(in.Read()), true
+}
+
+// SelfTest checks the relay without freeing a passage: it drives the pin
+// inactive, as it already is between pulses, and reads the level back
+// where the pin can be read. It never drives the pin active, which would
+// open the gate; while a pulse runs it checks nothing and returns nil.
+// It returns ErrClosed, the Output's error, or ErrSelfTest when the level
+// read back is not the one driven.
+func (r *Relay) SelfTest() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return fmt.Errorf("relay %s: self-test: %w", r.name, ErrClosed)
+	case r.holders > 0:
+		return nil // a pulse drives it: the pin worked a moment ago
+	}
+	if err := r.out.Out(r.inactive); err != nil {
+		return fmt.Errorf("relay %s: self-test: drive inactive: %w", r.name, err)
+	}
+	if lr, ok := r.out.(levelReader); ok {
+		if high, ok := lr.Level(); ok && high != r.inactive {
+			return fmt.Errorf("relay %s: self-test: %w: drove %s, read %s", r.name, ErrSelfTest, levelName(r.inactive), levelName(high))
+		}
+	}
+	return nil
+}
+
+func levelName(high bool) string {
+	if high {
+		return "high"
+	}
+	return "low"
+}

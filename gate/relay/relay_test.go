@@ -402,3 +402,53 @@ func TestRelay_StartFailsWithoutFreeingThePassage(t *testing.T) {
 		t.Fatalf("Start = %v, %v; want nil and %v", finish != nil, err, broken)
 	}
 }
+
+// stuckOutput accepts every level and always reads high: a relay board
+// whose line is shorted, or a pin some other process drives.
+type stuckOutput struct{ writes []bool }
+
+func (s *stuckOutput) Out(high bool) error    { s.writes = append(s.writes, high); return nil }
+func (s *stuckOutput) Level() (high, ok bool) { return true, true }
+
+// SelfTest drives the pin inactive, never active, and reads it back.
+func TestRelay_SelfTest(t *testing.T) {
+	sim := relay.NewSimulated("GPIO17", nil)
+	r, err := relay.New(relay.PinOutput(sim), relay.Config{Pin: "GPIO17"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SelfTest(); err != nil {
+		t.Fatalf("a simulated pin reads back what it was driven: %v", err)
+	}
+	for _, w := range sim.Writes() {
+		if w.Level {
+			t.Fatalf("the self-test drove the relay active: %v", sim.Writes())
+		}
+	}
+
+	stuck := &stuckOutput{}
+	r, err = relay.New(stuck, relay.Config{Pin: "GPIO18"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SelfTest(); !errors.Is(err, relay.ErrSelfTest) {
+		t.Fatalf("a stuck pin: %v", err)
+	}
+	// Active-low: inactive is high, which the stuck pin reads.
+	r, err = relay.New(stuck, relay.Config{Pin: "GPIO18", ActiveLow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SelfTest(); err != nil {
+		t.Fatal(err)
+	}
+	for _, high := range stuck.writes[2:] {
+		if !high {
+			t.Fatal("the active-low self-test drove the relay active")
+		}
+	}
+	_ = r.Close()
+	if err := r.SelfTest(); !errors.Is(err, relay.ErrClosed) {
+		t.Fatalf("closed: %v", err)
+	}
+}

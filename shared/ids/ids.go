@@ -37,6 +37,7 @@ const (
 	Timesheet       = "ts"
 	Evidence        = "evd"
 	Kiosk           = "kiosk"
+	Rollout         = "rollout"
 )
 
 // New returns a fresh TypeID (UUIDv7 suffix) with the given prefix. It

@@ -35,6 +35,9 @@ const usage = `usage:
   svc-cloud edges revoke --org ID --mode live|test --edge-id ID
   svc-cloud passkeys rotate --org ID --mode live|test [--grace 720h] [--json]
   svc-cloud kek rotate [--data DIR | --kek-file FILE] [--database-url URL]
+  svc-cloud releases keygen --out FILE
+  svc-cloud releases add FILE --version V --arch amd64|arm64|arm/7 --sign-with KEYFILE [--data DIR | --database-url URL]
+  svc-cloud releases list [--data DIR | --database-url URL]
 Every flag also reads an SVC_* variable; run a command with -h for its flags.`
 
 func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
@@ -73,6 +76,16 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 	case "kek":
 		if len(args) > 1 && args[1] == "rotate" {
 			return kekRotate(ctx, args[2:], stdout, stderr)
+		}
+	case "releases":
+		if len(args) > 1 && args[1] == "keygen" {
+			return releasesKeygen(args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "add" {
+			return releasesAdd(ctx, args[2:], stdout, stderr)
+		}
+		if len(args) > 1 && args[1] == "list" {
+			return releasesList(ctx, args[2:], stdout, stderr)
 		}
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)

@@ -118,6 +118,9 @@ func printStatus(w io.Writer, st edge.StatusResponse) error {
 			return err
 		}
 	}
+	if u := st.Update; u != nil {
+		printUpdate(w, *u, st.Now)
+	}
 	fmt.Fprintln(w, "gates")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, g := range st.Gates {
@@ -132,6 +135,41 @@ func printStatus(w io.Writer, st edge.StatusResponse) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", g.GateID, name, g.Direction, g.WhenStale, strings.Join(g.Readers, ", "), door)
 	}
 	return tw.Flush()
+}
+
+// printUpdate prints the update state: the release and slot, a download
+// under way, and the last update's outcome with its reason.
+func printUpdate(w io.Writer, u edge.UpdateStatus, now time.Time) {
+	fmt.Fprintln(w, "update")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	slot := u.Slot
+	if slot == "" {
+		slot = "-"
+	}
+	fmt.Fprintf(tw, "  version\t%s (slot %s)\n", u.Version, slot)
+	if !u.Enabled {
+		fmt.Fprintf(tw, "  updates\toff: %s\n", u.Disabled)
+	} else {
+		state := u.State
+		if u.Size > 0 {
+			state += fmt.Sprintf(" %s: %d of %d bytes (%d%%)", u.Target, u.Bytes, u.Size, u.Bytes*100/u.Size)
+		}
+		fmt.Fprintf(tw, "  state\t%s\n", state)
+		if u.Error != "" {
+			fmt.Fprintf(tw, "  retrying\t%s\n", u.Error)
+		}
+	}
+	if l := u.Last; l != nil {
+		line := fmt.Sprintf("%s %s %s ago", l.Outcome, l.Version, now.Sub(l.At).Truncate(time.Second))
+		if l.From != "" {
+			line += " (from " + l.From + ")"
+		}
+		if l.Reason != "" {
+			line += ": " + l.Reason
+		}
+		fmt.Fprintf(tw, "  last update\t%s\n", line)
+	}
+	_ = tw.Flush()
 }
 
 // scan is `svc-edge scan`: POST a token to the daemon at a gate. Its exit

@@ -23,6 +23,9 @@ const usage = `usage:
   svc-edge run [--config FILE] [--simulate] [--cloud URL [--data DIR] [--ca FILE]]
                                     run the appliance until SIGINT or SIGTERM (enrolling it first when it has
                                     no config file and --cloud is given)
+  svc-edge supervise --slots DIR -- run [--config FILE] ...
+                                    run the daemon from the current slot; try, commit or roll back signed updates
+  svc-edge version                  print this binary's release version
   svc-edge status [--addr HOST:PORT] [--json]
                                     show the running daemon's sync, outbox, cache and gates
   svc-edge scan --gate GATE_ID [--addr HOST:PORT] TOKEN
@@ -87,6 +90,13 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return enrolCommand(ctx, args[1:], stdout, stderr)
+	case "supervise":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return supervise(ctx, args[1:], stderr)
+	case "version":
+		fmt.Fprintln(stdout, version)
+		return nil
 	case "status":
 		return status(args[1:], stdout, stderr)
 	case "scan":

@@ -11,20 +11,25 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/edge/enrol"
+	"github.com/svc-vms/svc/edge/update"
 	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/kiosk/badge"
 	"github.com/svc-vms/svc/kiosk/printer"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
-// software is what the edge reports to the cloud in its status.
-const software = "svc-edge"
+// software is what the edge reports to the cloud in its status: the
+// program and its release version ("svc-edge 1.4.2"), which the fleet
+// API shows.
+func software() string { return "svc-edge " + version }
 
 // runDaemon is `svc-edge run`: load the config, wire the App and run it
 // until ctx ends (SIGINT or SIGTERM).
@@ -35,10 +40,18 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	path := fs.String("config", env("SVC_EDGE_CONFIG", defaultConfig), "the config file (env SVC_EDGE_CONFIG)")
 	simulate := fs.Bool("simulate", envBool("SVC_EDGE_SIMULATE"), "simulated GPIO pins that log every level, for a machine without GPIO (env SVC_EDGE_SIMULATE)")
 	var ef enrolFlags
-	ef.register(fs)
+	ef.register(fs) // --cloud is also where updates come from
+	var uf updateFlags
+	fs.StringVar(&uf.identity, "identity", env("SVC_EDGE_IDENTITY", ""), "the appliance's identity key file, which signs its requests to the cloud; empty: the one enrolment made in --data (env SVC_EDGE_IDENTITY)")
+	every, err := time.ParseDuration(env("SVC_EDGE_UPDATE_EVERY", update.DefaultEvery.String()))
+	if err != nil {
+		return usageError{fmt.Sprintf("run: SVC_EDGE_UPDATE_EVERY: %v", err)}
+	}
+	fs.DurationVar(&uf.every, "update-every", every, "how often to ask the cloud for a release (env SVC_EDGE_UPDATE_EVERY)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
+	faultAtStart()
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("run: unexpected argument %q", fs.Arg(0))}
 	}
@@ -56,7 +69,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	setGC(os.Getenv)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	deps := edge.Deps{Logger: log}
+	deps := edge.Deps{Logger: log, KeepCacheSchema: update.OnTrial()}
 	if *simulate {
 		deps.OpenPin = edge.SimulatedPins(log)
 	}
@@ -67,7 +80,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	deps.NewSyncer = func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
 			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
-			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software, BadgeKey: badge,
+			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software(), BadgeKey: badge,
 			Health: edge.Health(c, cfg.DataDir),
 		})
 		if err != nil {
@@ -82,6 +95,23 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	}
+	deps.Connected = func() bool {
+		e := half.Load()
+		return e != nil && e.State().Connected
+	}
+	// Updates come from the cloud the appliance enrolled with, signed by
+	// the identity key enrolment made (unless --identity names another).
+	uf.cloud = ef.cloud
+	if uf.identity == "" {
+		if p := filepath.Join(cfg.DataDir, enrol.KeyFileName); fileExists(p) {
+			uf.identity = p
+		}
+	}
+	up, err := newUpdates(uf, log)
+	if err != nil {
+		return err
+	}
+	deps.Update = up.status
 	deps.Online = func() bool {
 		e := half.Load()
 		return e != nil && e.State().TakingFacts(time.Now(), edge.OnlineWait)
@@ -103,13 +133,46 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *simulate && cfg.Kiosk != nil {
 		go announceKiosk(ctx, app, stderr)
 	}
-	if err := app.Run(ctx); errors.Is(err, cache.ErrDamaged) {
+	// The App and the Updater stop together; the Updater stops them both
+	// when it requested a trial, for the supervisor to start it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var trial atomic.Pointer[update.Trial]
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if update.OnTrial() {
+			trialCheck(ctx, app, trialCheckTimeout, log)
+		}
+		if up.u == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-app.Ready():
+		}
+		up.u.Restart = func(t update.Trial) { trial.Store(&t); cancel() }
+		_ = up.u.Run(ctx)
+	}()
+	err = app.Run(ctx)
+	cancel()
+	wg.Wait()
+	if errors.Is(err, cache.ErrDamaged) {
 		return fmt.Errorf("%w\n%s", err, damagedHelp(*path))
 	} else if err != nil {
 		return err
 	}
+	if t := trial.Load(); t != nil {
+		return exitError{code: exitTrial, msg: fmt.Sprintf("stopped for the supervisor to start release %s on trial (slot %s)", t.Slot.Version, t.Slot.Name)}
+	}
 	return nil
 }
+
+// trialCheckTimeout bounds a trial's health check, within the supervisor's
+// update.DefaultTrialTimeout: mostly the wait for the broker.
+const trialCheckTimeout = 2 * time.Minute
 
 // simulatedPrinter starts a simulated label printer on 127.0.0.1:9100, or
 // on a free port when that is taken, loaded with label's labels, and
@@ -186,4 +249,9 @@ func setGC(getenv func(string) string) {
 func envBool(name string) bool {
 	b, _ := strconv.ParseBool(os.Getenv(name))
 	return b
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
