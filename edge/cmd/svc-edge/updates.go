@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/svc-vms/svc/edge/keyfile"
 	"log/slog"
 	"net/http"
 	"os"
@@ -61,7 +62,7 @@ func newUpdates(f updateFlags, log *slog.Logger) (*updates, error) {
 		return out, nil
 	}
 	// The identity key's file is PKCS #8 PEM, 0600.
-	key, err := release.ReadKeyFile(f.identity)
+	key, err := keyfile.Load(f.identity) // as enrolment made it
 	if err != nil {
 		return nil, fmt.Errorf("identity key: %w", err)
 	}
