@@ -9,16 +9,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/svc-vms/svc/shared/durable"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -163,39 +164,8 @@ func (d *Devices) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(d.path, b, 0o600)
-}
-
-// writeFileAtomic replaces path with b: a crash leaves the old file or the
-// new one, never a mix.
-func writeFileAtomic(path string, b []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("kiosk: save %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if _, err := f.Write(b); err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		if dirf, derr := os.Open(dir); derr == nil {
-			err = dirf.Sync()
-			dirf.Close()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("kiosk: save %s: %w", path, err)
+	if err := durable.WriteFile(d.path, 0o600, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+		return fmt.Errorf("kiosk: save %s: %w", d.path, err)
 	}
 	return nil
 }

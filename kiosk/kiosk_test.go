@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -504,7 +505,7 @@ func TestKiosk_NewRefusesBadLanguages(t *testing.T) {
 
 func TestDevices_DamagedFileIsAnError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kiosk.json")
-	if err := writeFileAtomic(path, []byte("{not json"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := OpenDevices(path); err == nil || !strings.Contains(err.Error(), "damaged") {

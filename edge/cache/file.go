@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/svc-vms/svc/edge/durable"
+	"github.com/svc-vms/svc/shared/durable"
 )
 
 // boltOptions are the options every open of a cache file uses.

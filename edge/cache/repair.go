@@ -12,7 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/svc-vms/svc/edge/durable"
+	"github.com/svc-vms/svc/shared/durable"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )

@@ -27,8 +27,8 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/edge/config"
-	"github.com/svc-vms/svc/edge/durable"
 	"github.com/svc-vms/svc/edge/keyfile"
+	"github.com/svc-vms/svc/shared/durable"
 	"github.com/svc-vms/svc/shared/edgeauth"
 	"github.com/svc-vms/svc/sync/protocol"
 )

@@ -24,7 +24,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/svc-vms/svc/edge/durable"
+	"github.com/svc-vms/svc/shared/durable"
 )
 
 // pemType is the PEM block type of a PKCS #8 private key.

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/svc-vms/svc/edge/durable"
+	"github.com/svc-vms/svc/shared/durable"
 )
 
 var b64 = base64.RawURLEncoding

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/svc-vms/svc/shared/durable"
 	"io"
 	"log/slog"
 	"os"
@@ -163,7 +164,7 @@ func OpenQueue(dir string, opt QueueOptions) (*Queue, error) {
 		name := e.Name()
 		path := filepath.Join(dir, name)
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
+		case strings.Contains(name, ".json.new-"):
 			// A write the appliance did not finish; the job's previous
 			// file, if any, is whole.
 			_ = os.Remove(path)
@@ -253,39 +254,7 @@ func (q *Queue) write(j *Job) error {
 	if err != nil {
 		return fmt.Errorf("encode print job: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(q.dir, j.ID+".json"), data)
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return writeFile(filepath.Join(q.dir, j.ID+".json"), data)
 }
 
 // Submit stores a job and sends it at once, returning the job as it ended:
@@ -448,4 +417,11 @@ func (q *Queue) copy(j *Job, withPNG bool) Job {
 		c.PNG = append([]byte(nil), j.PNG...)
 	}
 	return c
+}
+
+// writeFile replaces path with data durably (shared/durable): a crash
+// leaves the old file or the new one, and at worst a temporary file that
+// the next OpenQueue removes.
+func writeFile(path string, data []byte) error {
+	return durable.WriteFile(path, 0o600, func(w io.Writer) error { _, err := w.Write(data); return err })
 }

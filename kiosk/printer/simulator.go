@@ -250,7 +250,7 @@ func (s *Simulator) keep(page Page) error {
 			return fmt.Errorf("encode printed label: %w", err)
 		}
 		pr.Path = filepath.Join(s.dir, fmt.Sprintf("label-%04d.png", s.seq+1))
-		if err := writeFileAtomic(pr.Path, buf.Bytes()); err != nil {
+		if err := writeFile(pr.Path, buf.Bytes()); err != nil {
 			return err
 		}
 		s.seq++

@@ -1,7 +1,7 @@
-// Package durable puts new files on the appliance's data partition so that
-// a power cut at any instant leaves either no file or the whole of it,
-// never one in between: the cache's new file, its damaged file moved
-// aside, and the appliance's badge key are made this way.
+// Package durable writes files so that a power cut at any instant leaves
+// either no file (or the old one) or the whole new one, never one in
+// between: the appliance's cache file, its keys, the kiosk's paired
+// devices and print jobs are written this way.
 //
 // It may import the standard library only.
 package durable

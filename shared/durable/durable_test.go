@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/svc-vms/svc/edge/durable"
+	"github.com/svc-vms/svc/shared/durable"
 )
 
 // CreateNew writes a whole new file with its mode, and never replaces one.
