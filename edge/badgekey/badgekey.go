@@ -25,7 +25,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/svc-vms/svc/edge/keyfile"
+	"github.com/svc-vms/svc/shared/keyfile"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"
 )

@@ -27,9 +27,9 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/edge/config"
-	"github.com/svc-vms/svc/edge/keyfile"
 	"github.com/svc-vms/svc/shared/durable"
 	"github.com/svc-vms/svc/shared/edgeauth"
+	"github.com/svc-vms/svc/shared/keyfile"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/edge/enrol"
-	"github.com/svc-vms/svc/edge/keyfile"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/keyfile"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 

@@ -2,11 +2,11 @@ package release
 
 import (
 	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
-	"os"
+	"io/fs"
 	"strings"
+
+	"github.com/svc-vms/svc/shared/keyfile"
 )
 
 // TrustedKeys are the release public keys built into this binary: base64url
@@ -45,63 +45,26 @@ func ParsePublicKeys(s string) ([]ed25519.PublicKey, error) {
 // PublicKeyString is a public key as TrustedKeys lists it.
 func PublicKeyString(pub ed25519.PublicKey) string { return b64.EncodeToString(pub) }
 
-// pemType is the key file's PEM block: PKCS #8, as openssl writes it.
-const pemType = "PRIVATE KEY"
-
 // WriteKeyFile makes a release key and writes its private half to path
-// with mode 0600, refusing to replace a file. It returns the public half.
+// with mode 0600, durably, refusing to replace a file (shared/keyfile,
+// as the appliances' own keys). It returns the public half.
 func WriteKeyFile(path string) (ed25519.PublicKey, error) {
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		return nil, fmt.Errorf("release: generate key: %w", err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
+	priv, created, err := keyfile.Open(path, nil)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("release: %w", err)
+	case !created:
+		return nil, fmt.Errorf("release: key file %s: %w: not replaced", path, fs.ErrExist)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("release: key file: %w", err)
-	}
-	err = pem.Encode(f, &pem.Block{Type: pemType, Bytes: der})
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("release: write key file %s: %w", path, err)
-	}
-	return pub, nil
+	return priv.Public().(ed25519.PublicKey), nil
 }
 
 // ReadKeyFile reads a private key WriteKeyFile wrote. It refuses a file
 // that others can read, as ssh does.
 func ReadKeyFile(path string) (ed25519.PrivateKey, error) {
-	st, err := os.Stat(path)
+	priv, err := keyfile.Load(path)
 	if err != nil {
-		return nil, fmt.Errorf("release: key file: %w", err)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("release: key file %s is readable by others (mode %v): chmod 600 it", path, st.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("release: key file: %w", err)
-	}
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != pemType {
-		return nil, fmt.Errorf("release: key file %s: not a PEM %q block", path, pemType)
-	}
-	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("release: key file %s: %w", path, err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("release: key file %s: %T, not an Ed25519 key", path, k)
+		return nil, fmt.Errorf("release: %w", err)
 	}
 	return priv, nil
 }

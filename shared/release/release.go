@@ -17,7 +17,7 @@
 // unknown field, a missing one, an architecture or kind this package does
 // not know, or a size out of range is an error naming it.
 //
-// It may import only the standard library.
+// It may import the standard library and shared/keyfile.
 package release
 
 import (

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/svc-vms/svc/shared/keyfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,12 +166,12 @@ func TestKeyFile(t *testing.T) {
 
 	require.NoError(t, os.Chmod(path, 0o644))
 	_, err = release.ReadKeyFile(path)
-	require.ErrorContains(t, err, "readable by others")
+	require.ErrorContains(t, err, "lets other users read the private key")
 
 	bad := filepath.Join(t.TempDir(), "bad.key")
 	require.NoError(t, os.WriteFile(bad, []byte("not pem"), 0o600))
 	_, err = release.ReadKeyFile(bad)
-	require.ErrorContains(t, err, "not a PEM")
+	require.ErrorIs(t, err, keyfile.ErrDamaged)
 
 	keys, err := release.ParsePublicKeys(" " + release.PublicKeyString(pub) + ",,")
 	require.NoError(t, err)

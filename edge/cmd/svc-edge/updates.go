@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/svc-vms/svc/edge/keyfile"
+	"github.com/svc-vms/svc/shared/keyfile"
 	"log/slog"
 	"net/http"
 	"os"

@@ -9,7 +9,7 @@
 // leaves it as it is. The appliance's badge key (edge/badgekey) and its
 // identity key (edge/enrol) are both kept this way.
 //
-// It may import the standard library and edge/durable.
+// It may import the standard library and shared/durable.
 package keyfile
 
 import (
