@@ -3,10 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"github.com/svc-vms/svc/gate/qrdecode"
+	"github.com/svc-vms/svc/shared/zbartest"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -630,24 +628,11 @@ func decodeQR(t *testing.T, raw []byte) string {
 	return text
 }
 
-// zbarimg returns the text an independent decoder (Debian's zbar-tools, at
-// SVC_TEST_ZBARIMG, which make test fills in from PATH) reads from a PNG.
-// Like the PostgreSQL suites, it is skipped when its address is unset,
-// unless the environment requires every service.
+// zbarimg returns the text an independent decoder (Debian's zbar-tools)
+// reads from a PNG (shared/zbartest).
 func zbarimg(t *testing.T, png []byte) string {
 	t.Helper()
-	bin := os.Getenv("SVC_TEST_ZBARIMG")
-	if bin == "" {
-		if os.Getenv("SVC_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("SVC_TEST_ZBARIMG is not set: install zbar-tools (make test finds it on PATH)")
-		}
-		t.Skip("SVC_TEST_ZBARIMG is not set")
-	}
-	path := filepath.Join(t.TempDir(), "pass.png")
-	require.NoError(t, os.WriteFile(path, png, 0o600))
-	out, err := exec.CommandContext(t.Context(), bin, "--quiet", "--raw", path).Output()
-	require.NoError(t, err, "zbarimg could not read the pass")
-	return strings.TrimRight(string(out), "\n")
+	return zbartest.Read(t, png)
 }
 
 func TestVisits_PassPNGDecodesToItsToken(t *testing.T) {

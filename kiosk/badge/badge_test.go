@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"errors"
+	"github.com/svc-vms/svc/shared/zbartest"
 	"image"
 	"image/color"
 	"image/png"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,20 +71,6 @@ func sample(label badge.Label, tok string) badge.Badge {
 	}
 }
 
-// zbarimg returns the path of Debian's zbarimg from SVC_TEST_ZBARIMG, as
-// the other QR tests find it.
-func zbarimg(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("SVC_TEST_ZBARIMG")
-	if bin == "" {
-		if os.Getenv("SVC_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("SVC_TEST_ZBARIMG is not set: install zbar-tools (make test finds it on PATH)")
-		}
-		t.Skip("SVC_TEST_ZBARIMG is not set")
-	}
-	return bin
-}
-
 func TestRender_QRDecodesToToken(t *testing.T) {
 	tokens := map[string]string{
 		"no gates":  token(t, 0),
@@ -116,7 +100,6 @@ func TestRender_QRDecodesToToken(t *testing.T) {
 }
 
 func TestRender_Zbarimg(t *testing.T) {
-	bin := zbarimg(t)
 	for _, label := range badge.Labels {
 		for name, tok := range map[string]string{"max gates": token(t, passtoken.MaxGates), "long": longToken()} {
 			t.Run(label.Name+"/"+name, func(t *testing.T) {
@@ -124,15 +107,7 @@ func TestRender_Zbarimg(t *testing.T) {
 				if err != nil {
 					t.Fatalf("RenderPNG: %v", err)
 				}
-				path := filepath.Join(t.TempDir(), "badge.png")
-				if err := os.WriteFile(path, data, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				out, err := exec.CommandContext(t.Context(), bin, "--quiet", "--raw", path).Output()
-				if err != nil {
-					t.Fatalf("zbarimg: %v", err)
-				}
-				if got := strings.TrimSuffix(string(out), "\n"); got != tok {
+				if got := zbartest.Read(t, data); got != tok {
 					t.Errorf("zbarimg read\n%q\nwant\n%q", got, tok)
 				}
 			})

@@ -3,10 +3,8 @@ package passtoken_test
 import (
 	"encoding/binary"
 	"errors"
+	"github.com/svc-vms/svc/shared/zbartest"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -251,27 +249,12 @@ func TestPersonToken_QRSize(t *testing.T) {
 
 // TestPersonToken_Zbarimg: a common reader gives back the exact token.
 func TestPersonToken_Zbarimg(t *testing.T) {
-	zbarimg := os.Getenv("SVC_TEST_ZBARIMG")
-	if zbarimg == "" {
-		if os.Getenv("SVC_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("SVC_TEST_ZBARIMG is not set: install zbar-tools (make test finds it on PATH)")
-		}
-		t.Skip("SVC_TEST_ZBARIMG is not set")
-	}
 	tok := signPersonT(t, newKey(t, 1), basePerson(t))
 	png, err := qrcode.Encode(tok, qrcode.Medium, 256)
 	if err != nil {
 		t.Fatalf("qrcode.Encode: %v", err)
 	}
-	path := filepath.Join(t.TempDir(), "pass.png")
-	if err := os.WriteFile(path, png, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.CommandContext(t.Context(), zbarimg, "--quiet", "--raw", path).Output()
-	if err != nil {
-		t.Fatalf("zbarimg: %v", err)
-	}
-	if got := strings.TrimSuffix(string(out), "\n"); got != tok {
+	if got := zbartest.Read(t, png); got != tok {
 		t.Errorf("zbarimg read\n%q\nwant\n%q", got, tok)
 	}
 }

@@ -2,9 +2,7 @@ package passtoken_test
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"github.com/svc-vms/svc/shared/zbartest"
 	"strings"
 	"testing"
 
@@ -79,13 +77,6 @@ func TestToken_QRSize(t *testing.T) {
 // TestToken_Zbarimg shows that a common reader gives back the exact token
 // from the PNG the cloud will send.
 func TestToken_Zbarimg(t *testing.T) {
-	zbarimg := os.Getenv("SVC_TEST_ZBARIMG")
-	if zbarimg == "" {
-		if os.Getenv("SVC_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("SVC_TEST_ZBARIMG is not set: install zbar-tools (make test finds it on PATH)")
-		}
-		t.Skip("SVC_TEST_ZBARIMG is not set")
-	}
 	k := newKey(t, 1)
 	for _, n := range []int{0, passtoken.MaxGates} {
 		t.Run(fmt.Sprintf("%d gates", n), func(t *testing.T) {
@@ -94,15 +85,7 @@ func TestToken_Zbarimg(t *testing.T) {
 			if err != nil {
 				t.Fatalf("qrcode.Encode: %v", err)
 			}
-			path := filepath.Join(t.TempDir(), "pass.png")
-			if err := os.WriteFile(path, png, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.CommandContext(t.Context(), zbarimg, "--quiet", "--raw", path).Output()
-			if err != nil {
-				t.Fatalf("zbarimg: %v", err)
-			}
-			if got := strings.TrimSuffix(string(out), "\n"); got != tok {
+			if got := zbartest.Read(t, png); got != tok {
 				t.Errorf("zbarimg read\n%q\nwant\n%q", got, tok)
 			}
 		})
