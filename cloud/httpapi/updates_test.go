@@ -140,3 +140,34 @@ func TestRollouts_Validation(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status)
 	})
 }
+
+// Publishable keys cannot see or schedule rollouts, keys without the
+// sites scopes are refused, and another organisation's or mode's rollout
+// is not_found and cannot be cancelled.
+func TestRollouts_Isolation(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		id := createTestRollout(t, h)
+		body := map[string]any{"version": "9.9.9", "window": map[string]any{"start": "00:00", "minutes": 1440}}
+		for _, path := range []string{"/v1/rollouts", "/v1/rollouts/" + id} {
+			requireProblem(t, h.do(req{method: http.MethodGet, path: path, key: h.seed.Keys.PublishableTest}), http.StatusForbidden, "forbidden")
+			r := h.do(req{method: http.MethodGet, path: path, key: newKey(t, h, cloud.ScopeVisitsRead)})
+			requireProblem(t, r, http.StatusForbidden, "scope_missing")
+			require.Contains(t, r.Body["detail"], "sites:read")
+		}
+		requireProblem(t, h.do(req{method: http.MethodPost, path: "/v1/rollouts", body: body, key: h.seed.Keys.PublishableTest}),
+			http.StatusForbidden, "forbidden")
+		requireProblem(t, h.do(req{method: http.MethodPost, path: "/v1/rollouts/" + id + "/cancel", key: newKey(t, h, cloud.ScopeSitesRead)}),
+			http.StatusForbidden, "scope_missing")
+		requireProblem(t, h.do(req{method: http.MethodGet, path: "/v1/rollouts/" + id, key: h.seed.Keys.SecretLive}), http.StatusNotFound, "not_found")
+		other, err := cloud.NewService(h.store, h.clock.Now).Seed(t.Context(), "Other Org", cloud.PlanPro)
+		require.NoError(t, err)
+		for _, r := range []req{
+			{method: http.MethodGet, path: "/v1/rollouts/" + id, key: other.Keys.SecretTest},
+			{method: http.MethodPost, path: "/v1/rollouts/" + id + "/cancel", key: other.Keys.SecretTest},
+		} {
+			requireProblem(t, h.do(r), http.StatusNotFound, "not_found")
+		}
+		require.Empty(t, data(t, h.do(req{method: http.MethodGet, path: "/v1/rollouts", key: other.Keys.SecretTest})))
+	})
+}
