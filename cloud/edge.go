@@ -47,6 +47,12 @@ type Edge struct {
 	OutboxOldest *time.Time            // when the oldest fact waiting happened
 	Cache        *protocol.CacheCounts // what its cache holds
 	DiskFree     *uint64               // bytes free on its data partition
+	// Announced is the state the last edge.online or edge.offline event
+	// said it was in (EdgeOffline before its first).
+	Announced string
+	// Update is what it last said of its updates, when the service read
+	// it (Service.Edges, Service.Edge); nil before its first poll.
+	Update *EdgeUpdate
 }
 
 // The states of an edge.

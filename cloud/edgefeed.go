@@ -173,11 +173,13 @@ func leadName(v Visit) string {
 
 // clip cuts s to the protocol's bound on names, at a character boundary:
 // the API counts characters, the protocol bytes.
-func clip(s string) string {
-	if len(s) <= edgeMaxText {
+func clip(s string) string { return clipTo(s, edgeMaxText) }
+
+// clipTo cuts s to at most n bytes, at a character boundary.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	n := edgeMaxText
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}

@@ -90,7 +90,13 @@ func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, er
 		if err != nil {
 			return Edge{}, fmt.Errorf("revoke edge: %w", err)
 		}
-		if err := s.record(ctx, l, []string{EventEdgeRevoked}, "edge", id, t, data); err != nil {
+		// An edge announced online goes offline with it: edge.offline
+		// after edge.revoked (the store announces it offline).
+		types := []string{EventEdgeRevoked}
+		if before.Announced == EdgeOnline {
+			types = append(types, EventEdgeOffline)
+		}
+		if err := s.record(ctx, l, types, "edge", id, t, data); err != nil {
 			return Edge{}, err
 		}
 	}
@@ -748,10 +754,23 @@ func (s *Service) RecordEdgeStatus(ctx context.Context, site protocol.Site, st p
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: edge %s is not one of site %s's", ErrEdgeRejected, st.EdgeID, site.Prefix())
 	}
-	if err != nil || st.BadgeKey == nil {
+	if err != nil {
 		return err
 	}
-	return s.certifyBadgeKey(ctx, e, st.BadgeKey)
+	if st.BadgeKey != nil {
+		if err := s.certifyBadgeKey(ctx, e, st.BadgeKey); err != nil {
+			return err
+		}
+	}
+	// edge.online or edge.offline, when the status changed what the
+	// cloud shows; should this fail, EdgeAnnouncer fires it later.
+	if e, err = s.store.Edge(ctx, st.EdgeID); err == nil {
+		_, err = s.announceEdge(ctx, e)
+	}
+	if err != nil {
+		return fmt.Errorf("status of edge %s recorded, its state event left to the next announcement round: %w", st.EdgeID, err)
+	}
+	return nil
 }
 
 // certifyBadgeKey certifies the walk-in badge key an edge's status
@@ -788,11 +807,10 @@ func (s *Service) certifyBadgeKey(ctx context.Context, e Edge, pub []byte) error
 // been silent for EdgeSilentAfter is offline since then.
 func (s *Service) Edges(ctx context.Context, t Tenant, siteID string) ([]Edge, error) {
 	edges, err := s.store.ListEdges(ctx, t, siteID)
-	now := s.Now()
-	for i := range edges {
-		edges[i] = edges[i].Presented(now)
+	if err != nil {
+		return nil, err
 	}
-	return edges, err
+	return edges, s.present(ctx, t, "", edges)
 }
 
 // Edge returns the tenant's edge as Edges presents it; ErrNotFound when
@@ -809,5 +827,7 @@ func (s *Service) Edge(ctx context.Context, t Tenant, id string) (Edge, error) {
 	if e.Tenant != t {
 		return Edge{}, ErrNotFound
 	}
-	return e.Presented(s.Now()), nil
+	shown := []Edge{e}
+	err = s.present(ctx, t, id, shown)
+	return shown[0], err
 }

@@ -287,6 +287,10 @@ func (r Rollout) FirstStage(edgeID string) bool {
 	return int(h.Sum32()%100) < r.FirstPercent
 }
 
+// MaxUpdateText bounds, in bytes, an appliance's update error and reason
+// as the cloud keeps them: longer ones are cut.
+const MaxUpdateText = 1000
+
 // EdgeUpdate is what an appliance last said of its updates.
 type EdgeUpdate struct {
 	EdgeID  string
@@ -316,7 +320,7 @@ func rolloutBlocked(r Rollout, edges []Edge, updates map[string]EdgeUpdate) (wai
 		}
 		u, ok := updates[e.ID]
 		switch {
-		case ok && u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != "committed":
+		case ok && u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != release.Committed:
 			return e.ID, &u
 		case !ok || u.Version != r.Version:
 			waiting = e.ID
@@ -339,7 +343,9 @@ var ErrUnknownEdge = errors.New("no enrolled appliance has this identity key")
 func (s *Service) EdgePoll(ctx context.Context, e Edge, platform string, u EdgeUpdate) (*Release, error) {
 	now := s.Now()
 	u.EdgeID, u.Tenant, u.PolledAt = e.ID, e.Tenant, now
-	if err := s.store.PutEdgeUpdate(ctx, u); err != nil {
+	// The appliance's words, shown in the fleet and its events, bounded.
+	u.Error, u.LastReason = clipTo(u.Error, MaxUpdateText), clipTo(u.LastReason, MaxUpdateText)
+	if err := s.putEdgeUpdate(ctx, e, u); err != nil {
 		return nil, fmt.Errorf("edge poll: %w", err)
 	}
 	rollouts, err := s.store.Rollouts(ctx, e.Tenant)
@@ -351,10 +357,10 @@ func (s *Service) EdgePoll(ctx context.Context, e Edge, platform string, u EdgeU
 		return nil, nil
 	}
 	r := rollouts[i]
-	if r.FirstStage(e.ID) && u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != "committed" {
+	if r.FirstStage(e.ID) && u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != release.Committed {
 		return nil, s.haltRollout(ctx, r, fmt.Sprintf("%s %s %s: %s", e.ID, u.LastOutcome, r.Version, u.LastReason))
 	}
-	if u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != "committed" {
+	if u.LastVersion == r.Version && u.LastOutcome != "" && u.LastOutcome != release.Committed {
 		return nil, nil // failed here; the appliance does not try it again
 	}
 	site, err := s.store.Site(ctx, e.Tenant, e.SiteID)
@@ -373,7 +379,7 @@ func (s *Service) EdgePoll(ctx context.Context, e Edge, platform string, u EdgeU
 		if err != nil {
 			return nil, fmt.Errorf("edge poll: %w", err)
 		}
-		updates, err := s.store.EdgeUpdates(ctx, e.Tenant)
+		updates, err := s.store.EdgeUpdates(ctx, e.Tenant, "")
 		if err != nil {
 			return nil, fmt.Errorf("edge poll: %w", err)
 		}

@@ -149,7 +149,7 @@ func TestEdgePoll_StagedRollout(t *testing.T) {
 		for _, ed := range rest {
 			require.Equal(t, "2.0.0", e.poll(t, ed, running))
 		}
-		updates, err := store.EdgeUpdates(ctx, e.tenant)
+		updates, err := store.EdgeUpdates(ctx, e.tenant, "")
 		require.NoError(t, err)
 		require.Len(t, updates, len(e.edges))
 

@@ -121,27 +121,5 @@ type WaitReminders struct {
 // Run sends reminders until ctx ends, then returns nil. A round that
 // fails is logged and the next one tries again.
 func (r *WaitReminders) Run(ctx context.Context) error {
-	interval, log := r.Interval, r.Log
-	if interval <= 0 {
-		interval = DefaultWaitReminderInterval
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		n, err := r.Service.RemindWaiting(ctx)
-		if err != nil && ctx.Err() == nil {
-			log.Warn("waiting reminders", "err", err)
-		}
-		if n > 0 {
-			log.Info("sent waiting reminders", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return every(ctx, r.Interval, DefaultWaitReminderInterval, r.Log, "waiting reminders", r.Service.RemindWaiting)
 }

@@ -345,7 +345,8 @@ type Store interface {
 	// already (the first time stays), and returns it; ErrNotFound when
 	// the tenant has no such edge. Revoking an edge with a badge key
 	// appends the key, retired (EdgeBadgeKey), to its site's feed in the
-	// same transaction.
+	// same transaction. The first time, it is announced offline too (the
+	// caller's edge.offline goes with it).
 	RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error)
 	// RevokedEdges returns those of the edge IDs given that are revoked,
 	// of whatever tenant, in any order.
@@ -458,12 +459,29 @@ type Store interface {
 	// cancelled, when at is set); ErrNotFound when the tenant has no such
 	// rollout. A cancelled rollout stays cancelled.
 	SetRolloutState(ctx context.Context, t Tenant, id, state, reason string, at *time.Time) error
-	// PutEdgeUpdate stores what an edge last said of its updates; an
-	// update without a last outcome (LastOutcome "") keeps the one stored.
-	PutEdgeUpdate(ctx context.Context, u EdgeUpdate) error
+	// PutEdgeUpdate stores what an edge last said of its updates, with
+	// the events of ctx, in one transaction, provided what is stored is
+	// what the caller read: a row polled at prev, or no row when prev is
+	// nil. Otherwise (another poll wrote meanwhile) it returns an error
+	// wrapping ErrConflict and stores nothing. An update without a last
+	// outcome (LastOutcome "") keeps the one stored.
+	PutEdgeUpdate(ctx context.Context, u EdgeUpdate, prev *time.Time) error
 	// EdgeUpdates returns what the tenant's edges last said of their
-	// updates.
-	EdgeUpdates(ctx context.Context, t Tenant) ([]EdgeUpdate, error)
+	// updates, by edge ID; those of edgeID alone unless it is "".
+	EdgeUpdates(ctx context.Context, t Tenant, edgeID string) ([]EdgeUpdate, error)
+	// AnnounceEdge records that the tenant's edge id is announced as
+	// being in state to, with the events of ctx, in one transaction,
+	// provided it was announced as in state from; otherwise it returns an
+	// error wrapping ErrConflict (another process announced it) and
+	// stores nothing. ErrNotFound for no such edge.
+	AnnounceEdge(ctx context.Context, t Tenant, id, from, to string) error
+	// EdgesToAnnounce returns up to limit edges, of every tenant, that
+	// may be due an announcement (Edge.Announcement), cutoff being
+	// EdgeSilentAfter before now: those announced offline that are online
+	// with a status at or after cutoff and unrevoked, and those announced
+	// online that are revoked, online with no status since before cutoff,
+	// or offline since cutoff or before.
+	EdgesToAnnounce(ctx context.Context, cutoff time.Time, limit int) ([]Edge, error)
 	// SetEdgeIdentityKey binds an identity key to an edge outside
 	// enrolment (which binds it on a claim): for appliances installed
 	// before it, and tests. An error wrapping ErrConflict when another

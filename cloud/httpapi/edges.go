@@ -211,12 +211,47 @@ type edgeJSON struct {
 	Enrolled         bool            `json:"enrolled_by_code"`
 	EnrolledAt       string          `json:"enrolled_at"`
 	RevokedAt        *string         `json:"revoked_at"`
-	Update           *map[string]any `json:"update"`
+	Update           *edgeUpdateJSON `json:"update"`
 }
 
 type edgeOutboxJSON struct {
 	Depth        int     `json:"depth"`
 	OldestFactAt *string `json:"oldest_fact_at"`
+}
+
+// edgeUpdateJSON is what an appliance last said of its updates.
+type edgeUpdateJSON struct {
+	Version         string          `json:"version"`
+	Slot            *string         `json:"slot"`
+	State           string          `json:"state"`
+	TargetVersion   *string         `json:"target_version"`
+	DownloadedBytes int64           `json:"downloaded_bytes"`
+	SizeBytes       *int64          `json:"size_bytes"`
+	Error           *string         `json:"error"`
+	LastResult      *edgeResultJSON `json:"last_result"`
+	PolledAt        string          `json:"polled_at"`
+}
+
+type edgeResultJSON struct {
+	Version string  `json:"version"`
+	Outcome string  `json:"outcome"`
+	Reason  *string `json:"reason"`
+	At      string  `json:"at"`
+}
+
+func renderEdgeUpdate(u *cloud.EdgeUpdate) *edgeUpdateJSON {
+	if u == nil {
+		return nil
+	}
+	out := &edgeUpdateJSON{Version: u.Version, Slot: nullable(u.Slot), State: u.State, TargetVersion: nullable(u.Target),
+		DownloadedBytes: u.Bytes, Error: nullable(u.Error), PolledAt: ts(u.PolledAt)}
+	if u.Size > 0 {
+		out.SizeBytes = &u.Size
+	}
+	if u.LastOutcome != "" && u.LastAt != nil {
+		out.LastResult = &edgeResultJSON{Version: u.LastVersion, Outcome: u.LastOutcome, Reason: nullable(u.LastReason), At: ts(*u.LastAt)}
+	}
+	return out
 }
 
 type edgeCacheJSON struct {
@@ -230,7 +265,8 @@ func renderEdge(e cloud.Edge) edgeJSON {
 	out := edgeJSON{ID: e.ID, Object: "edge", SiteID: e.SiteID, Name: e.Name, State: e.State,
 		LastContactAt: tsPtr(e.LastSeenAt), SoftwareVersion: nullable(e.Software), AppliedSeq: e.Seq, FeedHead: e.Head,
 		Outbox: edgeOutboxJSON{Depth: e.Outbox, OldestFactAt: tsPtr(e.OutboxOldest)}, DiskFree: e.DiskFree,
-		Enrolled: e.IdentityKey != nil, EnrolledAt: ts(e.CreatedAt), RevokedAt: tsPtr(e.RevokedAt), ClockSkewWarning: e.SkewWarning()}
+		Enrolled: e.IdentityKey != nil, EnrolledAt: ts(e.CreatedAt), RevokedAt: tsPtr(e.RevokedAt), ClockSkewWarning: e.SkewWarning(),
+		Update: renderEdgeUpdate(e.Update)}
 	if e.Head > e.Seq {
 		out.Lag = e.Head - e.Seq
 	}

@@ -83,7 +83,39 @@ func (s *Server) edgePoll(c echo.Context) error {
 	if err := release.ValidArch(in.Arch, in.ARM); err != nil {
 		return invalid("body.arch", "%v", err)
 	}
-	u := cloud.EdgeUpdate{Version: in.Version, Slot: in.Slot, State: "idle"}
+	var errs fieldErrors
+	if !release.ValidVersion(in.Version) {
+		errs.add("body.version", "must be a version (letters, digits, . + _ -, at most 64)")
+	}
+	if len(in.Slot) > 64 {
+		errs.add("body.slot", "must be at most 64 bytes")
+	}
+	if p := in.Progress; p != nil {
+		if !release.ValidState(p.State) {
+			errs.add("body.progress.state", "must be idle, downloading, verifying or trial_requested")
+		}
+		if p.Version != "" && !release.ValidVersion(p.Version) {
+			errs.add("body.progress.version", "must be a version")
+		}
+		if p.Bytes < 0 || p.Size < 0 {
+			errs.add("body.progress", "bytes and size must not be negative")
+		}
+	}
+	if r := in.Result; r != nil {
+		if !release.ValidOutcome(r.Outcome) {
+			errs.add("body.result.outcome", "must be committed, rolled_back or rejected")
+		}
+		if !release.ValidVersion(r.Version) {
+			errs.add("body.result.version", "must be a version")
+		}
+		if r.At.IsZero() {
+			errs.add("body.result.at", "is required: when the update ended")
+		}
+	}
+	if err := errs.err(); err != nil {
+		return err
+	}
+	u := cloud.EdgeUpdate{Version: in.Version, Slot: in.Slot, State: release.StateIdle}
 	if p := in.Progress; p != nil {
 		u.State, u.Target, u.Bytes, u.Size, u.Error = p.State, p.Version, p.Bytes, p.Size, p.Error
 	}

@@ -59,7 +59,7 @@ func TestEdgeUpdate_PollDownloadReport(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
 		h := newHarness(t, open)
 		ctx := context.Background()
-		_, src := enrolTestEdge(t, h)
+		e, src := enrolTestEdge(t, h)
 		running := update.Poll{Version: "1.0.0", Arch: "amd64", Slot: "a"}
 
 		offer, err := src.Check(ctx, running)
@@ -107,10 +107,23 @@ func TestEdgeUpdate_PollDownloadReport(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status)
 		require.Equal(t, "halted", r.Body["state"])
 		require.Contains(t, r.Body["reason"], "relay GPIO17")
-		updates, err := h.store.EdgeUpdates(ctx, h.testTenant())
+		updates, err := h.store.EdgeUpdates(ctx, h.testTenant(), "")
 		require.NoError(t, err)
 		require.Len(t, updates, 1)
 		require.Equal(t, "rolled_back", updates[0].LastOutcome)
+		r = h.get("/v1/edges/" + e.ID)
+		require.Equal(t, http.StatusOK, r.Status)
+		shown := r.Body["update"].(map[string]any)
+		require.Equal(t, "1.0.0", shown["version"])
+		require.Equal(t, "a", shown["slot"])
+		require.Equal(t, "idle", shown["state"])
+		require.Equal(t, map[string]any{"version": "2.0.0", "outcome": "rolled_back", "reason": "the health check failed: relay GPIO17",
+			"at": failed.Result.At.UTC().Format("2006-01-02T15:04:05.000Z")}, shown["last_result"])
+		require.Len(t, data(t, h.get("/v1/events?type=edge.update_failed")), 1, "edge.update_failed fired")
+		_, err = src.Check(ctx, failed)
+		require.NoError(t, err)
+		require.Len(t, data(t, h.get("/v1/events?type=edge.update_failed")), 1, "the same result again fires nothing")
+		require.Empty(t, data(t, h.get("/v1/events?type=edge.updated")))
 
 		r = h.post("/v1/rollouts/"+rollout+"/cancel", nil)
 		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
@@ -169,5 +182,33 @@ func TestRollouts_Isolation(t *testing.T) {
 			requireProblem(t, h.do(r), http.StatusNotFound, "not_found")
 		}
 		require.Empty(t, data(t, h.do(req{method: http.MethodGet, path: "/v1/rollouts", key: other.Keys.SecretTest})))
+	})
+}
+
+// A poll that is not what an appliance sends is refused, naming each
+// field, and stores nothing.
+func TestEdgeUpdate_PollValidated(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		ctx := context.Background()
+		_, src := enrolTestEdge(t, h)
+		for _, c := range []struct {
+			poll  update.Poll
+			field string
+		}{
+			{update.Poll{Version: "", Arch: "amd64"}, "body.version"},
+			{update.Poll{Version: "1.0/../x", Arch: "amd64"}, "body.version"},
+			{update.Poll{Version: "1.0.0", Arch: "amd64", Progress: &update.Progress{State: "flying"}}, "body.progress.state"},
+			{update.Poll{Version: "1.0.0", Arch: "amd64", Progress: &update.Progress{State: "downloading", Version: "2", Bytes: -1}}, "body.progress"},
+			{update.Poll{Version: "1.0.0", Arch: "amd64", Result: &update.Result{Version: "2.0.0", Outcome: "exploded", At: h.clock.Now()}}, "body.result.outcome"},
+			{update.Poll{Version: "1.0.0", Arch: "amd64", Result: &update.Result{Version: "2.0.0", Outcome: update.Committed}}, "body.result.at"},
+		} {
+			_, err := src.Check(ctx, c.poll)
+			require.ErrorContains(t, err, "422", "%+v", c.poll)
+			require.ErrorContains(t, err, c.field, "%+v", c.poll)
+		}
+		updates, err := h.store.EdgeUpdates(ctx, h.testTenant(), "")
+		require.NoError(t, err)
+		require.Empty(t, updates)
 	})
 }

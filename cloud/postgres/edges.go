@@ -283,9 +283,9 @@ func (s *Store) EdgeFact(ctx context.Context, t cloud.Tenant, id string) (cloud.
 const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
 // edgeRead are the columns scanEdge reads: edgeCols, the badge key, which
-// an edge is made without, what the fleet shows (issue 17), and its
-// site's feed head.
-const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free,
+// an edge is made without, what the fleet shows (issue 17), the state last
+// announced, and its site's feed head.
+const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free, announced,
 	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id)`
 
 func scanEdge(row scanner) (cloud.Edge, error) {
@@ -297,7 +297,7 @@ func scanEdge(row scanner) (cloud.Edge, error) {
 	var counts pgtype.Text
 	if err := row.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &e.CreatedAt, &e.State,
 		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt,
-		&e.IdentityKey, &skew, &oldest, &counts, &disk, &head); err != nil {
+		&e.IdentityKey, &skew, &oldest, &counts, &disk, &e.Announced, &head); err != nil {
 		return cloud.Edge{}, err
 	}
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), e.CreatedAt.UTC(), timePtr(stateAt), timePtr(seen)
@@ -379,7 +379,7 @@ func skewMillis(d *time.Duration) any {
 func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time) (cloud.Edge, error) {
 	var e cloud.Edge
 	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
-		tag, err := tx.Exec(ctx, `UPDATE edges SET revoked_at = $4 WHERE id = $1 AND org_id = $2 AND mode = $3 AND revoked_at IS NULL`,
+		tag, err := tx.Exec(ctx, `UPDATE edges SET revoked_at = $4, announced = 'offline' WHERE id = $1 AND org_id = $2 AND mode = $3 AND revoked_at IS NULL`,
 			id, t.OrgID, string(t.Mode), at)
 		if err != nil {
 			return err
@@ -514,4 +514,41 @@ func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID str
 		return cloud.ErrNotFound
 	}
 	return nil
+}
+
+// AnnounceEdge implements cloud.Store.
+func (s *Store) AnnounceEdge(ctx context.Context, t cloud.Tenant, id, from, to string) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE edges SET announced = $5 WHERE id = $1 AND org_id = $2 AND mode = $3 AND announced = $4`,
+			id, t.OrgID, string(t.Mode), from, to)
+		if err != nil || tag.RowsAffected() > 0 {
+			return err
+		}
+		var announced string
+		err = tx.QueryRow(ctx, `SELECT announced FROM edges WHERE id = $1 AND org_id = $2 AND mode = $3`, id, t.OrgID, string(t.Mode)).Scan(&announced)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("edge %s is announced %s, not %s: %w", id, announced, from, cloud.ErrConflict)
+	})
+	if err != nil {
+		return fmt.Errorf("announce edge: %w", classify(err))
+	}
+	return nil
+}
+
+// EdgesToAnnounce implements cloud.Store.
+func (s *Store) EdgesToAnnounce(ctx context.Context, cutoff time.Time, limit int) ([]cloud.Edge, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+edgeRead+` FROM edges WHERE (state = 'online' OR announced = 'online') AND CASE
+			WHEN announced = 'online' THEN revoked_at IS NOT NULL OR (state = 'online' AND last_seen_at < $1) OR (state <> 'online' AND state_at <= $1)
+			ELSE state = 'online' AND last_seen_at >= $1 AND revoked_at IS NULL END
+		ORDER BY last_seen_at, id LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Edge, error) { return scanEdge(row) })
+	if err != nil {
+		return nil, fmt.Errorf("edges to announce: %w", classify(err))
+	}
+	return out, nil
 }

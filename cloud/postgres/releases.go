@@ -173,16 +173,26 @@ func scanEdgeUpdate(r scanner) (cloud.EdgeUpdate, error) {
 }
 
 // PutEdgeUpdate implements cloud.Store.
-func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO edge_updates (`+edgeUpdateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate, prev *time.Time) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO edge_updates (`+edgeUpdateCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (edge_id) DO UPDATE SET version = excluded.version, slot = excluded.slot, state = excluded.state, target = excluded.target,
 			bytes = excluded.bytes, size = excluded.size, error = excluded.error, polled_at = excluded.polled_at,
 			last_version = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_version ELSE excluded.last_version END,
 			last_reason = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_reason ELSE excluded.last_reason END,
 			last_at = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_at ELSE excluded.last_at END,
-			last_outcome = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_outcome ELSE excluded.last_outcome END`,
-		u.EdgeID, u.Tenant.OrgID, string(u.Tenant.Mode), u.Version, u.Slot, u.State, u.Target, u.Bytes, u.Size, u.Error,
-		u.LastVersion, u.LastOutcome, u.LastReason, nullTime(u.LastAt), u.PolledAt)
+			last_outcome = CASE WHEN excluded.last_outcome = '' THEN edge_updates.last_outcome ELSE excluded.last_outcome END
+		WHERE edge_updates.polled_at = $16`,
+			u.EdgeID, u.Tenant.OrgID, string(u.Tenant.Mode), u.Version, u.Slot, u.State, u.Target, u.Bytes, u.Size, u.Error,
+			u.LastVersion, u.LastOutcome, u.LastReason, nullTime(u.LastAt), u.PolledAt, nullTime(prev))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("edge %s polled meanwhile: %w", u.EdgeID, cloud.ErrConflict)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("put edge update: %w", classify(err))
 	}
@@ -190,9 +200,10 @@ func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate) error {
 }
 
 // EdgeUpdates implements cloud.Store.
-func (s *Store) EdgeUpdates(ctx context.Context, t cloud.Tenant) ([]cloud.EdgeUpdate, error) {
+func (s *Store) EdgeUpdates(ctx context.Context, t cloud.Tenant, edgeID string) ([]cloud.EdgeUpdate, error) {
 	return many(ctx, s.pool, scanEdgeUpdate, "edge updates",
-		`SELECT `+edgeUpdateCols+` FROM edge_updates WHERE org_id = $1 AND mode = $2 ORDER BY edge_id`, t.OrgID, string(t.Mode))
+		`SELECT `+edgeUpdateCols+` FROM edge_updates WHERE org_id = $1 AND mode = $2 AND ($3 = '' OR edge_id = $3) ORDER BY edge_id`,
+		t.OrgID, string(t.Mode), edgeID)
 }
 
 // SetEdgeIdentityKey implements cloud.Store.

@@ -127,9 +127,9 @@ func scanEdgeFact(r scanner) (cloud.EdgeFact, error) {
 const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, created_at, state, state_at, last_seen_at, seq, outbox, software, revoked_at`
 
 // edgeRead are the columns scanEdge reads: edgeCols, the badge key, which
-// an edge is made without, what the fleet shows (issue 17), and its
-// site's feed head.
-const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free,
+// an edge is made without, what the fleet shows (issue 17), the state last
+// announced, and its site's feed head.
+const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free, announced,
 	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id)`
 
 func scanEdge(r scanner) (cloud.Edge, error) {
@@ -140,7 +140,7 @@ func scanEdge(r scanner) (cloud.Edge, error) {
 	var counts sql.NullString
 	err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &created, &e.State,
 		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt,
-		&e.IdentityKey, &skew, &oldest, &counts, &disk, &head)
+		&e.IdentityKey, &skew, &oldest, &counts, &disk, &e.Announced, &head)
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), fromMicros(created), fromNullMicros(stateAt), fromNullMicros(seen)
 	e.RevokedAt, e.BadgeKeyAt = fromNullMicros(revoked), fromNullMicros(badgeAt)
 	e.Seq, e.Head = uint64(seq), uint64(head.Int64)
@@ -213,7 +213,7 @@ func skewMillis(d *time.Duration) any {
 func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time) (cloud.Edge, error) {
 	var e cloud.Edge
 	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
-		res, err := tx.ExecContext(ctx, `UPDATE edges SET revoked_at = ? WHERE id = ? AND org_id = ? AND mode = ? AND revoked_at IS NULL`,
+		res, err := tx.ExecContext(ctx, `UPDATE edges SET revoked_at = ?, announced = 'offline' WHERE id = ? AND org_id = ? AND mode = ? AND revoked_at IS NULL`,
 			micros(at), id, t.OrgID, string(t.Mode))
 		if err != nil {
 			return fmt.Errorf("revoke edge: %w", err)
@@ -348,4 +348,39 @@ func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID str
 		return cloud.ErrNotFound
 	}
 	return nil
+}
+
+// AnnounceEdge implements cloud.Store.
+func (s *Store) AnnounceEdge(ctx context.Context, t cloud.Tenant, id, from, to string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE edges SET announced = ? WHERE id = ? AND org_id = ? AND mode = ? AND announced = ?`,
+			to, id, t.OrgID, string(t.Mode), from)
+		if err != nil {
+			return fmt.Errorf("announce edge: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var announced string
+		err = tx.QueryRowContext(ctx, `SELECT announced FROM edges WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)).Scan(&announced)
+		if errors.Is(err, sql.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("announce edge: %w", err)
+		}
+		return fmt.Errorf("announce edge: edge %s is announced %s, not %s: %w", id, announced, from, cloud.ErrConflict)
+	})
+}
+
+// EdgesToAnnounce implements cloud.Store.
+func (s *Store) EdgesToAnnounce(ctx context.Context, cutoff time.Time, limit int) ([]cloud.Edge, error) {
+	out, err := all(ctx, s.r, scanEdge, `SELECT `+edgeRead+` FROM edges WHERE (state = 'online' OR announced = 'online') AND CASE
+			WHEN announced = 'online' THEN revoked_at IS NOT NULL OR (state = 'online' AND last_seen_at < ?1) OR (state <> 'online' AND state_at <= ?1)
+			ELSE state = 'online' AND last_seen_at >= ?1 AND revoked_at IS NULL END
+		ORDER BY last_seen_at, id LIMIT ?2`, micros(cutoff), limit)
+	if err != nil {
+		return nil, fmt.Errorf("edges to announce: %w", err)
+	}
+	return out, nil
 }

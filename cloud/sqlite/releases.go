@@ -163,28 +163,32 @@ func scanEdgeUpdate(r scanner) (cloud.EdgeUpdate, error) {
 }
 
 // PutEdgeUpdate implements cloud.Store.
-func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate) error {
+func (s *Store) PutEdgeUpdate(ctx context.Context, u cloud.EdgeUpdate, prev *time.Time) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO edge_updates (`+edgeUpdateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		res, err := tx.ExecContext(ctx, `INSERT INTO edge_updates (`+edgeUpdateCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (edge_id) DO UPDATE SET version = excluded.version, slot = excluded.slot, state = excluded.state,
 				target = excluded.target, bytes = excluded.bytes, size = excluded.size, error = excluded.error, polled_at = excluded.polled_at,
 				last_version = CASE WHEN excluded.last_outcome = '' THEN last_version ELSE excluded.last_version END,
 				last_reason = CASE WHEN excluded.last_outcome = '' THEN last_reason ELSE excluded.last_reason END,
 				last_at = CASE WHEN excluded.last_outcome = '' THEN last_at ELSE excluded.last_at END,
-				last_outcome = CASE WHEN excluded.last_outcome = '' THEN last_outcome ELSE excluded.last_outcome END`,
+				last_outcome = CASE WHEN excluded.last_outcome = '' THEN last_outcome ELSE excluded.last_outcome END
+			WHERE edge_updates.polled_at = ?`,
 			u.EdgeID, u.Tenant.OrgID, string(u.Tenant.Mode), u.Version, u.Slot, u.State, u.Target, u.Bytes, u.Size, u.Error,
-			u.LastVersion, u.LastOutcome, u.LastReason, nullMicros(u.LastAt), micros(u.PolledAt))
+			u.LastVersion, u.LastOutcome, u.LastReason, nullMicros(u.LastAt), micros(u.PolledAt), nullMicros(prev))
 		if err != nil {
 			return fmt.Errorf("put edge update: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("put edge update: edge %s polled meanwhile: %w", u.EdgeID, cloud.ErrConflict)
 		}
 		return nil
 	})
 }
 
 // EdgeUpdates implements cloud.Store.
-func (s *Store) EdgeUpdates(ctx context.Context, t cloud.Tenant) ([]cloud.EdgeUpdate, error) {
-	out, err := all(ctx, s.r, scanEdgeUpdate, `SELECT `+edgeUpdateCols+` FROM edge_updates WHERE org_id = ? AND mode = ? ORDER BY edge_id`,
-		t.OrgID, string(t.Mode))
+func (s *Store) EdgeUpdates(ctx context.Context, t cloud.Tenant, edgeID string) ([]cloud.EdgeUpdate, error) {
+	out, err := all(ctx, s.r, scanEdgeUpdate, `SELECT `+edgeUpdateCols+` FROM edge_updates WHERE org_id = ? AND mode = ? AND (? = '' OR edge_id = ?)
+		ORDER BY edge_id`, t.OrgID, string(t.Mode), edgeID, edgeID)
 	if err != nil {
 		return nil, fmt.Errorf("edge updates: %w", err)
 	}

@@ -975,6 +975,7 @@ func testEdgeCreateAndGet(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, head, got.Head, "the edge is read with its site's feed head")
 	want.Head = head
+	want.Announced = cloud.EdgeOffline // an edge is made announced offline
 	require.Equal(t, normEdge(want), normEdge(got))
 	_, err = e.s.Edge(t.Context(), ids.New(ids.Edge))
 	requireNotFound(t, err)

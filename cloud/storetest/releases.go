@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"crypto/ed25519"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 func releaseTests() []test {
@@ -17,6 +19,7 @@ func releaseTests() []test {
 		{"AddGetPieces", testReleaseAddGetPieces},
 		{"Rollouts", testRollouts},
 		{"EdgeUpdatesAndIdentityKeys", testEdgeUpdatesAndIdentityKeys},
+		{"EdgeAnnouncements", testEdgeAnnouncements},
 	}
 }
 
@@ -101,17 +104,80 @@ func testEdgeUpdatesAndIdentityKeys(t *testing.T, e *env) {
 	at := e.tick()
 	u := cloud.EdgeUpdate{EdgeID: ed.ID, Tenant: e.a, Version: "1.0.0", Slot: "a", State: "downloading", Target: "2.0.0", Bytes: 10, Size: 100,
 		LastVersion: "1.0.0", LastOutcome: "committed", LastAt: &at, PolledAt: e.tick()}
-	require.NoError(t, e.s.PutEdgeUpdate(ctx, u))
+	require.NoError(t, e.s.PutEdgeUpdate(ctx, u, nil))
+	first := u.PolledAt
+	require.ErrorIs(t, e.s.PutEdgeUpdate(ctx, u, nil), cloud.ErrConflict, "a first poll when one is stored: another process polled")
 	u.State, u.Bytes, u.PolledAt = "idle", 0, e.tick()
 	without := u
 	without.LastVersion, without.LastOutcome, without.LastAt = "", "", nil
-	require.NoError(t, e.s.PutEdgeUpdate(ctx, without), "a poll without a result keeps the last one")
-	list, err := e.s.EdgeUpdates(ctx, e.a)
+	require.NoError(t, e.s.PutEdgeUpdate(ctx, without, &first), "a poll without a result keeps the last one")
+	stale := without
+	stale.State, stale.PolledAt = "verifying", e.tick()
+	require.ErrorIs(t, e.s.PutEdgeUpdate(ctx, stale, &first), cloud.ErrConflict, "written over a poll it did not read")
+	list, err := e.s.EdgeUpdates(ctx, e.a, "")
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	list[0].LastAt = utcPtr(list[0].LastAt)
 	require.Equal(t, u, list[0])
-	list, err = e.s.EdgeUpdates(ctx, e.b)
+	one, err := e.s.EdgeUpdates(ctx, e.a, ed.ID)
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+	second := e.newEdge(t, e.a, e.newSite(t, e.a).ID)
+	none, err := e.s.EdgeUpdates(ctx, e.a, second.ID)
+	require.NoError(t, err)
+	require.Empty(t, none, "another edge's updates are not this one's")
+	list, err = e.s.EdgeUpdates(ctx, e.b, "")
 	require.NoError(t, err)
 	require.Empty(t, list)
+}
+
+// An edge's state is announced once per change: AnnounceEdge succeeds
+// only from the state last announced, and EdgesToAnnounce finds the edges
+// whose state, as the cloud presents it, differs from it.
+func testEdgeAnnouncements(t *testing.T, e *env) {
+	ctx := t.Context()
+	s := e.newSite(t, e.a)
+	ed := e.newEdge(t, e.a, s.ID)
+	due := func(cutoff time.Time) bool {
+		t.Helper()
+		list, err := e.s.EdgesToAnnounce(ctx, cutoff, 1000)
+		require.NoError(t, err)
+		return slices.ContainsFunc(list, func(x cloud.Edge) bool { return x.ID == ed.ID })
+	}
+	got, err := e.s.Edge(ctx, ed.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeOffline, got.Announced, "a new edge is announced offline")
+	require.False(t, due(time.Time{}), "nothing to announce before its first status")
+
+	at1 := e.tick()
+	online := protocol.Status{V: 1, EdgeID: ed.ID, State: cloud.EdgeOnline, At: at1, Software: "1.0.0"}
+	require.NoError(t, e.s.RecordEdgeStatus(ctx, e.a, s.ID, online, at1))
+	require.True(t, due(at1.Add(-time.Minute)), "online, announced offline")
+	requireNotFound(t, e.s.AnnounceEdge(ctx, e.c, ed.ID, cloud.EdgeOffline, cloud.EdgeOnline), "another tenant's edge")
+	require.NoError(t, e.s.AnnounceEdge(ctx, e.a, ed.ID, cloud.EdgeOffline, cloud.EdgeOnline))
+	require.ErrorIs(t, e.s.AnnounceEdge(ctx, e.a, ed.ID, cloud.EdgeOffline, cloud.EdgeOnline), cloud.ErrConflict,
+		"a second process announcing the same change")
+	got, err = e.s.Edge(ctx, ed.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeOnline, got.Announced)
+	require.False(t, due(at1.Add(-time.Minute)), "online and announced so")
+	require.True(t, due(at1.Add(time.Second)), "silent since before the cutoff: offline, announced online")
+
+	will := e.tick()
+	require.NoError(t, e.s.RecordEdgeStatus(ctx, e.a, s.ID, protocol.Status{V: 1, EdgeID: ed.ID, State: cloud.EdgeOffline, At: at1}, will))
+	require.False(t, due(will.Add(-time.Second)), "offline by its last will for less than the silence limit")
+	require.True(t, due(will), "offline by its last will since the cutoff, announced online")
+	require.NoError(t, e.s.AnnounceEdge(ctx, e.a, ed.ID, cloud.EdgeOnline, cloud.EdgeOffline))
+	require.False(t, due(will))
+
+	at2 := e.tick()
+	online.At = at2
+	require.NoError(t, e.s.RecordEdgeStatus(ctx, e.a, s.ID, online, at2))
+	require.NoError(t, e.s.AnnounceEdge(ctx, e.a, ed.ID, cloud.EdgeOffline, cloud.EdgeOnline))
+	_, err = e.s.RevokeEdge(ctx, e.a, ed.ID, e.tick())
+	require.NoError(t, err)
+	require.False(t, due(at2.Add(-time.Minute)), "revoking announces offline (its edge.offline goes with edge.revoked)")
+	got, err = e.s.Edge(ctx, ed.ID)
+	require.NoError(t, err)
+	require.Equal(t, cloud.EdgeOffline, got.Announced)
 }

@@ -13,20 +13,17 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/shared/durable"
+	"github.com/svc-vms/svc/shared/release"
 )
 
 var b64 = base64.RawURLEncoding
 
-// Outcomes of an update, Result.Outcome.
+// Outcomes of an update, Result.Outcome (release's, which the cloud
+// checks).
 const (
-	// Committed: the release passed its trial and runs.
-	Committed = "committed"
-	// RolledBack: the release failed its trial (its health check, an exit,
-	// a timeout, a restart during it); the previous release runs again.
-	RolledBack = "rolled_back"
-	// Rejected: the release failed before anything changed (its signature,
-	// architecture, size or hash); it never ran.
-	Rejected = "rejected"
+	Committed  = release.Committed
+	RolledBack = release.RolledBack
+	Rejected   = release.Rejected
 )
 
 // Result is the last update's outcome, kept in the slots directory until

@@ -65,12 +65,12 @@ type Progress struct {
 	Error string `json:"error,omitempty"`
 }
 
-// States of Progress.
+// States of Progress (release's, which the cloud checks).
 const (
-	StateIdle           = "idle"
-	StateDownloading    = "downloading"
-	StateVerifying      = "verifying"
-	StateTrialRequested = "trial_requested"
+	StateIdle           = release.StateIdle
+	StateDownloading    = release.StateDownloading
+	StateVerifying      = release.StateVerifying
+	StateTrialRequested = release.StateTrialRequested
 )
 
 // DefaultEvery is how often the Updater asks the cloud.

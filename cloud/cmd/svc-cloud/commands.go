@@ -220,6 +220,8 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	g.Go(func() error { return hooks.Run(gctx) })
 	reminders := &cloud.WaitReminders{Service: svc, Log: log}
 	g.Go(func() error { return reminders.Run(gctx) })
+	announcer := &cloud.EdgeAnnouncer{Service: svc, Log: log}
+	g.Go(func() error { return announcer.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)

@@ -424,36 +424,100 @@ func TestUpdate(t *testing.T) {
 		require.True(t, ok, "1.0.0 decides")
 	}
 
+	// throughCloud enrols an appliance at a real cloud (the API over HTTP
+	// on store), starts it at 1.0.0, and rolls version out to it.
+	throughCloud := func(t *testing.T, store cloud.Store, version string) (*cloud.Service, cloud.Tenant, cloud.Edge, *appliance) {
+		svc := cloud.NewService(store, time.Now)
+		ctx := context.Background()
+		seed, err := svc.Seed(ctx, "Acme", cloud.PlanPro)
+		require.NoError(t, err)
+		tn := cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}
+		e, _, err := svc.CreateEdge(ctx, tn, seed.Test.Sites[0].ID, "Reception")
+		require.NoError(t, err)
+		_, identity, err := ed25519.GenerateKey(nil)
+		require.NoError(t, err)
+		require.NoError(t, store.SetEdgeIdentityKey(ctx, e.ID, identity.Public().(ed25519.PublicKey)))
+		api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: sitetest.Logger(t, "cloud")})
+		require.NoError(t, err)
+		srv := httptest.NewServer(api)
+		t.Cleanup(srv.Close)
+
+		a := startApplianceOn(t, b, srv.URL, identity)
+		_, err = svc.AddRelease(ctx, b.signed(t, version), b.pub, bytes.NewReader(b.bundles[version]))
+		require.NoError(t, err)
+		_, err = svc.CreateRollout(ctx, tn, cloud.RolloutInput{Version: version, EdgeIDs: []string{e.ID}, WindowStart: "00:00",
+			WindowMinutes: 1440, FirstPercent: 100})
+		require.NoError(t, err)
+		return svc, tn, e, a
+	}
+	// updateEvents returns the edge's events of type typ, each with the
+	// outcome and version of the update result its data shows.
+	updateEvents := func(t *testing.T, store cloud.Store, tn cloud.Tenant, edgeID, typ string) [][2]string {
+		t.Helper()
+		evs, _, err := store.ListEvents(context.Background(), tn, cloud.EventFilter{Type: typ, ObjectID: edgeID}, cloud.Page{Limit: 100})
+		require.NoError(t, err)
+		var out [][2]string
+		for _, ev := range evs {
+			var d struct {
+				Update struct {
+					LastResult struct {
+						Outcome string `json:"outcome"`
+						Version string `json:"version"`
+					} `json:"last_result"`
+				} `json:"update"`
+			}
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			out = append(out, [2]string{d.Update.LastResult.Outcome, d.Update.LastResult.Version})
+		}
+		return out
+	}
+
 	t.Run("through the cloud: a rollout commits on the appliance", func(t *testing.T) {
 		eachCloudStore(t, func(t *testing.T, store cloud.Store) {
-			svc := cloud.NewService(store, time.Now)
-			ctx := context.Background()
-			seed, err := svc.Seed(ctx, "Acme", cloud.PlanPro)
-			require.NoError(t, err)
-			tn := cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}
-			e, _, err := svc.CreateEdge(ctx, tn, seed.Test.Sites[0].ID, "Reception")
-			require.NoError(t, err)
-			_, identity, err := ed25519.GenerateKey(nil)
-			require.NoError(t, err)
-			require.NoError(t, store.SetEdgeIdentityKey(ctx, e.ID, identity.Public().(ed25519.PublicKey)))
-			api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: sitetest.Logger(t, "cloud")})
-			require.NoError(t, err)
-			srv := httptest.NewServer(api)
-			t.Cleanup(srv.Close)
-
-			a := startApplianceOn(t, b, srv.URL, identity)
-			_, err = svc.AddRelease(ctx, b.signed(t, "2.0.0"), b.pub, bytes.NewReader(b.bundles["2.0.0"]))
-			require.NoError(t, err)
-			_, err = svc.CreateRollout(ctx, tn, cloud.RolloutInput{Version: "2.0.0", EdgeIDs: []string{e.ID}, WindowStart: "00:00",
-				WindowMinutes: 1440, FirstPercent: 100})
-			require.NoError(t, err)
+			_, tn, e, a := throughCloud(t, store, "2.0.0")
+			var heard time.Time
 			sitetest.Eventually(t, 60*time.Second, func() bool {
-				list, err := store.EdgeUpdates(ctx, tn)
-				return err == nil && len(list) == 1 && list[0].Version == "2.0.0" && list[0].LastOutcome == update.Committed
+				list, err := store.EdgeUpdates(context.Background(), tn, "")
+				if err == nil && len(list) == 1 && list[0].Version == "2.0.0" && list[0].LastOutcome == update.Committed {
+					heard = list[0].PolledAt
+					return true
+				}
+				return false
 			}, "the cloud did not hear of the commit:\n%s", a.out)
 			st := a.status(t)
 			require.Equal(t, "2.0.0", st.Version)
 			require.Equal(t, "b", st.Slot)
+			// Polls go on (each may carry the result again until the
+			// appliance knows the cloud has it): edge.updated fires once.
+			sitetest.Eventually(t, 60*time.Second, func() bool {
+				list, err := store.EdgeUpdates(context.Background(), tn, "")
+				return err == nil && len(list) == 1 && list[0].PolledAt.After(heard)
+			}, "the appliance did not poll again:\n%s", a.out)
+			require.Equal(t, [][2]string{{update.Committed, "2.0.0"}}, updateEvents(t, store, tn, e.ID, cloud.EventEdgeUpdated))
+			require.Empty(t, updateEvents(t, store, tn, e.ID, cloud.EventEdgeUpdateFailed))
+		})
+	})
+
+	t.Run("through the cloud: a release that crashes rolls back, fires edge.update_failed and halts the rollout", func(t *testing.T) {
+		eachCloudStore(t, func(t *testing.T, store cloud.Store) {
+			svc, tn, e, a := throughCloud(t, store, "2.0.1-crash")
+			sitetest.Eventually(t, 60*time.Second, func() bool {
+				return len(updateEvents(t, store, tn, e.ID, cloud.EventEdgeUpdateFailed)) == 1
+			}, "no edge.update_failed:\n%s", a.out)
+			require.Equal(t, [][2]string{{update.RolledBack, "2.0.1-crash"}}, updateEvents(t, store, tn, e.ID, cloud.EventEdgeUpdateFailed))
+			require.Empty(t, updateEvents(t, store, tn, e.ID, cloud.EventEdgeUpdated))
+			st := a.status(t)
+			require.Equal(t, "1.0.0", st.Version, "the old version runs")
+			_, ok := a.scan(t)
+			require.True(t, ok, "1.0.0 decides")
+			rollouts, err := store.Rollouts(context.Background(), tn)
+			require.NoError(t, err)
+			require.Len(t, rollouts, 1)
+			require.Equal(t, cloud.RolloutHalted, rollouts[0].State)
+			got, err := svc.Edge(context.Background(), tn, e.ID)
+			require.NoError(t, err)
+			require.NotNil(t, got.Update)
+			require.Equal(t, update.RolledBack, got.Update.LastOutcome)
 		})
 	})
 
