@@ -1,12 +1,9 @@
 package dynsec_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,9 +13,6 @@ import (
 	"github.com/svc-vms/svc/sync/mqttsync/mqtttest"
 	"github.com/svc-vms/svc/sync/protocol"
 )
-
-// wait bounds every wait for the broker.
-const wait = 10 * time.Second
 
 func newSite() protocol.Site {
 	return protocol.Site{Mode: "test", OrgID: ids.New(ids.Organisation), SiteID: ids.New(ids.Site)}
@@ -30,90 +24,6 @@ func newControl(t *testing.T, b *dynsectest.Broker) *dynsec.Control {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
-}
-
-// client is an MQTT connection of a test, with what it receives and
-// whether the broker closed it.
-type client struct {
-	paho.Client
-	msgs chan paho.Message
-	lost chan struct{}
-}
-
-type dialOpts struct {
-	user, password, clientID string
-	willTopic                string
-}
-
-func dial(t *testing.T, url string, o dialOpts) (*client, error) {
-	t.Helper()
-	c := &client{msgs: make(chan paho.Message, 100), lost: make(chan struct{})}
-	opts := paho.NewClientOptions().AddBroker(url).SetClientID(o.clientID).SetUsername(o.user).SetPassword(o.password).
-		SetProtocolVersion(4).SetCleanSession(true).SetAutoReconnect(false).SetConnectRetry(false).
-		SetConnectTimeout(wait).
-		SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) { c.msgs <- m }).
-		SetConnectionLostHandler(func(paho.Client, error) { close(c.lost) })
-	if o.willTopic != "" {
-		opts.SetWill(o.willTopic, "will", 1, false)
-	}
-	c.Client = paho.NewClient(opts)
-	tok := c.Connect()
-	if !tok.WaitTimeout(wait) {
-		return nil, errors.New("no CONNACK")
-	}
-	if err := tok.Error(); err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { c.Disconnect(0) })
-	return c, nil
-}
-
-func mustDial(t *testing.T, url string, o dialOpts) *client {
-	t.Helper()
-	c, err := dial(t, url, o)
-	require.NoError(t, err)
-	return c
-}
-
-// subscribe returns the SUBACK's return code for filter.
-func (c *client) subscribe(t *testing.T, filter string) byte {
-	t.Helper()
-	tok := c.Subscribe(filter, 1, nil)
-	require.True(t, tok.WaitTimeout(wait))
-	require.NoError(t, tok.Error())
-	key := filter
-	if rest, ok := strings.CutPrefix(filter, "$share/"); ok {
-		_, key, _ = strings.Cut(rest, "/") // paho's Subscribe keys its result so
-	}
-	return tok.(*paho.SubscribeToken).Result()[key]
-}
-
-func (c *client) publish(t *testing.T, topic, payload string) {
-	t.Helper()
-	tok := c.Publish(topic, 1, false, payload)
-	require.True(t, tok.WaitTimeout(wait))
-	require.NoError(t, tok.Error())
-}
-
-func (c *client) next(t *testing.T) paho.Message {
-	t.Helper()
-	select {
-	case m := <-c.msgs:
-		return m
-	case <-time.After(wait):
-		t.Fatal("no message")
-		return nil
-	}
-}
-
-// waitLost waits until the broker has closed c.
-func (c *client) waitLost(t *testing.T) {
-	t.Helper()
-	select {
-	case <-c.lost:
-	case <-time.After(wait):
-		t.Fatal("the broker did not disconnect the client")
-	}
 }
 
 // TestPutEdge_Rights gives two edges of a site and one of another site
@@ -140,61 +50,61 @@ func testRights(t *testing.T, b *dynsectest.Broker) {
 	require.NoError(t, ctl.PutEdge(ctx, other, elsewhere, "pw-"+elsewhere, now))
 	require.NoError(t, ctl.PutCloud(ctx, "svc-cloud-1", "cloud-pw"))
 
-	_, err := dial(t, b.URL, dialOpts{user: edge, password: "wrong", clientID: edge})
+	_, err := dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "wrong", ClientID: edge})
 	require.Error(t, err, "a wrong password is refused")
-	_, err = dial(t, b.URL, dialOpts{user: edge, password: "pw-" + edge, clientID: sameSite})
+	_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw-" + edge, ClientID: sameSite})
 	require.Error(t, err, "another client ID than the edge's is refused")
-	_, err = dial(t, b.URL, dialOpts{user: "nobody", password: "x", clientID: "x"})
+	_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: "nobody", Password: "x", ClientID: "x"})
 	require.Error(t, err, "an unknown user is refused")
 
-	cloud := mustDial(t, b.URL, dialOpts{user: "svc-cloud-1", password: "cloud-pw", clientID: "svc-cloud-1-x"})
+	cloud := dynsectest.MustDial(t, b.URL, dynsectest.DialOptions{Username: "svc-cloud-1", Password: "cloud-pw", ClientID: "svc-cloud-1-x"})
 	for _, f := range []string{protocol.SharedFacts, protocol.SharedResync, protocol.SharedStatus, "$share/svc-cloud-7f3a/" + protocol.Root + "/+/+/sites/+/edges/+/facts"} {
-		require.Equal(t, byte(1), cloud.subscribe(t, f), "the cloud may subscribe to %s", f)
+		require.Equal(t, byte(1), cloud.Sub(t, f), "the cloud may subscribe to %s", f)
 	}
 
-	e := mustDial(t, b.URL, dialOpts{user: edge, password: "pw-" + edge, clientID: edge})
-	require.Equal(t, byte(1), e.subscribe(t, site.Changes()))
-	require.Equal(t, byte(1), e.subscribe(t, site.Replies(edge)))
+	e := dynsectest.MustDial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw-" + edge, ClientID: edge})
+	require.Equal(t, byte(1), e.Sub(t, site.Changes()))
+	require.Equal(t, byte(1), e.Sub(t, site.Replies(edge)))
 	for _, f := range []string{other.Changes(), site.Replies(sameSite), site.EdgeFilter(), protocol.Root + "/#", "#",
 		protocol.SharedFacts, "$share/g/" + site.Changes(), site.Facts(edge)} {
-		assert.Equal(t, byte(0x80), e.subscribe(t, f), "an edge may not subscribe to %s", f)
+		assert.Equal(t, byte(0x80), e.Sub(t, f), "an edge may not subscribe to %s", f)
 	}
 
 	// Mosquitto acknowledges a refused publication and drops it: only the
 	// edge's own facts reach the cloud, and the sentinel sent after them
 	// arrives next.
 	for _, topic := range []string{other.Facts(edge), site.Facts(sameSite), site.Changes(), site.Replies(edge), protocol.Root + "/x"} {
-		e.publish(t, topic, "forged")
+		e.Pub(t, topic, "forged")
 	}
-	e.publish(t, site.Facts(edge), "own facts")
-	e.publish(t, site.Resync(edge), "own resync")
-	e.publish(t, site.Status(edge), "own status")
+	e.Pub(t, site.Facts(edge), "own facts")
+	e.Pub(t, site.Resync(edge), "own resync")
+	e.Pub(t, site.Status(edge), "own status")
 	for _, want := range []struct{ topic, payload string }{{site.Facts(edge), "own facts"}, {site.Resync(edge), "own resync"}, {site.Status(edge), "own status"}} {
-		m := cloud.next(t)
+		m := cloud.Next(t)
 		assert.Equal(t, want.topic, m.Topic())
 		assert.Equal(t, want.payload, string(m.Payload()))
 	}
-	cloud.publish(t, site.Facts(edge), "sentinel")
-	assert.Equal(t, "sentinel", string(cloud.next(t).Payload()), "no forged message reached the cloud")
+	cloud.Pub(t, site.Facts(edge), "sentinel")
+	assert.Equal(t, "sentinel", string(cloud.Next(t).Payload()), "no forged message reached the cloud")
 
 	// The cloud's messages reach the edge on its site's feed and its own
 	// replies only.
-	cloud.publish(t, other.Changes(), "other site's feed")
-	cloud.publish(t, site.Replies(sameSite), "other edge's reply")
-	cloud.publish(t, site.Changes(), "feed")
-	cloud.publish(t, site.Replies(edge), "reply")
-	assert.Equal(t, "feed", string(e.next(t).Payload()))
-	assert.Equal(t, "reply", string(e.next(t).Payload()))
+	cloud.Pub(t, other.Changes(), "other site's feed")
+	cloud.Pub(t, site.Replies(sameSite), "other edge's reply")
+	cloud.Pub(t, site.Changes(), "feed")
+	cloud.Pub(t, site.Replies(edge), "reply")
+	assert.Equal(t, "feed", string(e.Next(t).Payload()))
+	assert.Equal(t, "reply", string(e.Next(t).Payload()))
 
 	// A last will on another edge's status is not published when the
 	// connection drops; one on the edge's own status is.
 	for _, will := range []string{site.Status(edge), site.Status(sameSite)} {
 		p := mqtttest.NewProxy(t, b.URL)
-		w := mustDial(t, p.URL(), dialOpts{user: sameSite, password: "pw-" + sameSite, clientID: sameSite, willTopic: will})
+		w := dynsectest.MustDial(t, p.URL(), dynsectest.DialOptions{Username: sameSite, Password: "pw-" + sameSite, ClientID: sameSite, WillTopic: will})
 		p.Cut() // no DISCONNECT: the broker sends the will, if the edge may
-		w.waitLost(t)
+		w.WaitLost(t)
 	}
-	m := cloud.next(t)
+	m := cloud.Next(t)
 	assert.Equal(t, site.Status(sameSite), m.Topic(), "the permitted will, not the forged one")
 	assert.Equal(t, "will", string(m.Payload()))
 }
@@ -208,16 +118,16 @@ func TestDisableClient_Disconnects(t *testing.T) {
 	ctx := t.Context()
 	site, edge := newSite(), ids.New(ids.Edge)
 	require.NoError(t, ctl.PutEdge(ctx, site, edge, "pw", time.Now()))
-	e := mustDial(t, b.URL, dialOpts{user: edge, password: "pw", clientID: edge})
+	e := dynsectest.MustDial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw", ClientID: edge})
 
 	require.NoError(t, ctl.DisableClient(ctx, edge))
-	e.waitLost(t)
-	_, err := dial(t, b.URL, dialOpts{user: edge, password: "pw", clientID: edge})
+	e.WaitLost(t)
+	_, err := dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw", ClientID: edge})
 	require.Error(t, err, "a disabled client is refused")
 	require.NoError(t, ctl.DisableClient(ctx, edge), "disabling twice changes nothing")
 
 	require.NoError(t, ctl.PutEdge(ctx, site, edge, "pw2", time.Now()))
-	_, err = dial(t, b.URL, dialOpts{user: edge, password: "pw2", clientID: edge})
+	_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw2", ClientID: edge})
 	require.Error(t, err, "a new password does not enable a disabled client")
 	clients, err := ctl.ListClients(ctx)
 	require.NoError(t, err)
@@ -241,11 +151,11 @@ func TestDeleteEdge_Disconnects(t *testing.T) {
 	ctx := t.Context()
 	site, edge := newSite(), ids.New(ids.Edge)
 	require.NoError(t, ctl.PutEdge(ctx, site, edge, "pw", time.Now()))
-	e := mustDial(t, b.URL, dialOpts{user: edge, password: "pw", clientID: edge})
+	e := dynsectest.MustDial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw", ClientID: edge})
 
 	require.NoError(t, ctl.DeleteEdge(ctx, edge))
-	e.waitLost(t)
-	_, err := dial(t, b.URL, dialOpts{user: edge, password: "pw", clientID: edge})
+	e.WaitLost(t)
+	_, err := dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "pw", ClientID: edge})
 	require.Error(t, err)
 	require.ErrorIs(t, ctl.DeleteEdge(ctx, edge), dynsec.ErrNotFound)
 	clients, err := ctl.ListClients(ctx)
@@ -256,7 +166,7 @@ func TestDeleteEdge_Disconnects(t *testing.T) {
 }
 
 // TestPutEdge_NewPassword: putting an edge again (each enrolment poll mints
-// a password) replaces its password: the old one is refused.
+// a password) replaces its Password: the old one is refused.
 func TestPutEdge_NewPassword(t *testing.T) {
 	b := dynsectest.Start(t)
 	ctl := newControl(t, b)
@@ -265,10 +175,10 @@ func TestPutEdge_NewPassword(t *testing.T) {
 	made := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	require.NoError(t, ctl.PutEdge(ctx, site, edge, "first", made))
 	require.NoError(t, ctl.PutEdge(ctx, site, edge, "second", made.Add(time.Hour)))
-	_, err := dial(t, b.URL, dialOpts{user: edge, password: "first", clientID: edge})
+	_, err := dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "first", ClientID: edge})
 	require.Error(t, err)
-	e := mustDial(t, b.URL, dialOpts{user: edge, password: "second", clientID: edge})
-	require.Equal(t, byte(1), e.subscribe(t, site.Changes()), "its rights are kept")
+	e := dynsectest.MustDial(t, b.URL, dynsectest.DialOptions{Username: edge, Password: "second", ClientID: edge})
+	require.Equal(t, byte(1), e.Sub(t, site.Changes()), "its rights are kept")
 
 	clients, err := ctl.ListClients(ctx)
 	require.NoError(t, err)
@@ -295,17 +205,17 @@ func TestPutCloud_KeepsConnections(t *testing.T) {
 	ctl := newControl(t, b)
 	ctx := t.Context()
 	require.NoError(t, ctl.PutCloud(ctx, "svc-cloud", "pw"))
-	c := mustDial(t, b.URL, dialOpts{user: "svc-cloud", password: "pw", clientID: "svc-cloud-a"})
+	c := dynsectest.MustDial(t, b.URL, dynsectest.DialOptions{Username: "svc-cloud", Password: "pw", ClientID: "svc-cloud-a"})
 	require.NoError(t, ctl.PutCloud(ctx, "svc-cloud", "another"))
 	select {
-	case <-c.lost:
+	case <-c.Lost():
 		t.Fatal("putting the cloud's account again disconnected it")
 	default:
 	}
 	require.True(t, c.IsConnectionOpen())
-	_, err := dial(t, b.URL, dialOpts{user: "svc-cloud", password: "pw", clientID: "svc-cloud-b"})
+	_, err := dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: "svc-cloud", Password: "pw", ClientID: "svc-cloud-b"})
 	require.NoError(t, err, "the first password stays")
-	require.Equal(t, byte(1), c.subscribe(t, protocol.SharedFacts))
+	require.Equal(t, byte(1), c.Sub(t, protocol.SharedFacts))
 }
 
 // TestControl_Unavailable: with the broker down a request fails at once
@@ -323,7 +233,7 @@ func TestControl_Unavailable(t *testing.T) {
 	b.Start()
 	require.NoError(t, ctl.PutEdge(ctx, site, ids.New(ids.Edge), "pw", time.Now()), "a new connection once the broker is back")
 
-	bad, err := dynsec.New(dynsec.Config{BrokerURL: b.URL, Username: dynsectest.Admin, Password: "wrong", Timeout: wait})
+	bad, err := dynsec.New(dynsec.Config{BrokerURL: b.URL, Username: dynsectest.Admin, Password: "wrong", Timeout: dynsectest.Wait})
 	require.NoError(t, err)
 	defer bad.Close()
 	_, err = bad.ListClients(ctx)

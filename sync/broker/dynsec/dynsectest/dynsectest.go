@@ -5,7 +5,8 @@
 // SVC_TEST_MOSQUITTO and SVC_TEST_MOSQUITTO_DYNSEC name the program and the
 // plugin when they are elsewhere.
 //
-// It may import only the standard library and sync/protocol.
+// It may import the standard library, github.com/eclipse/paho.mqtt.golang
+// and sync/protocol.
 package dynsectest
 
 import (
