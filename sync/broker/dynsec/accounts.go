@@ -220,8 +220,8 @@ func (w wireClient) client() Client {
 }
 
 // listPage is how many clients one listClients asks for, which keeps an
-// answer well under a broker's packet limits.
-const listPage = 500
+// answer well under a broker's packet limits (a variable for a test).
+var listPage = 500
 
 // ListClients returns every client of the plugin, in the plugin's order,
 // read a page at a time: a client made or deleted meanwhile may be missed
