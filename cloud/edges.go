@@ -28,8 +28,8 @@ const DefaultEdgeName = "Edge"
 // CreateEdge makes an edge for a site of the tenant and returns it with
 // its broker password, which is shown this once and never stored (only
 // its SHA-256). Its broker username is its ID. A site_id that is not one
-// of the tenant's sites, or a bad name, returns a *ValidationError; a
-// broker account that cannot be made (putBrokerAccount), an error
+// of the tenant's sites, or a bad name, returns a *ValidationError; when
+// the edge's broker account cannot be made (putBrokerAccount), an error
 // wrapping ErrBrokerUnavailable, and nothing is stored.
 func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string) (Edge, string, error) {
 	if !t.Mode.Valid() {
