@@ -28,7 +28,9 @@ const DefaultEdgeName = "Edge"
 // CreateEdge makes an edge for a site of the tenant and returns it with
 // its broker password, which is shown this once and never stored (only
 // its SHA-256). Its broker username is its ID. A site_id that is not one
-// of the tenant's sites, or a bad name, returns a *ValidationError.
+// of the tenant's sites, or a bad name, returns a *ValidationError; when
+// the edge's broker account cannot be made (putBrokerAccount), an error
+// wrapping ErrBrokerUnavailable, and nothing is stored.
 func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string) (Edge, string, error) {
 	if !t.Mode.Valid() {
 		return Edge{}, "", fmt.Errorf("create edge: mode %q is not live or test", t.Mode)
@@ -48,6 +50,9 @@ func (s *Service) CreateEdge(ctx context.Context, t Tenant, siteID, name string)
 	secret := edgeSecretPrefix + keyBody()
 	e := Edge{ID: id, Tenant: t, SiteID: siteID, Name: name, Username: id, SecretHash: HashKey(secret),
 		CreatedAt: s.Now(), State: EdgeOffline}
+	if err := s.putBrokerAccount(ctx, e, secret); err != nil {
+		return Edge{}, "", fmt.Errorf("create edge: %w", err)
+	}
 	if err := s.store.CreateEdge(ctx, e); err != nil {
 		return Edge{}, "", fmt.Errorf("create edge: %w", err)
 	}
@@ -104,6 +109,7 @@ func (s *Service) RevokeEdge(ctx context.Context, t Tenant, id string) (Edge, er
 	if err := s.committed(l, err); err != nil {
 		return Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
+	s.revokedBrokerAccount()
 	return e, nil
 }
 

@@ -185,7 +185,9 @@ type EnrolmentPoll struct {
 // connects to the broker, each poll mints a new broker password (stored
 // hashed, as every edge's is, so it is never kept in clear): an answer
 // lost on the way is made good by the next poll, and the previous
-// password stops working. ErrNotFound when pub has not asked for a code.
+// password stops working. ErrNotFound when pub has not asked for a code;
+// ErrBrokerUnavailable (wrapped) when the broker account cannot be given
+// the password (putBrokerAccount), and the appliance polls again.
 func (s *Service) PollEnrolment(ctx context.Context, pub ed25519.PublicKey, skew time.Duration) (EnrolmentPoll, error) {
 	en, err := s.store.Enrolment(ctx, pub)
 	if err != nil {
@@ -221,6 +223,9 @@ func (s *Service) PollEnrolment(ctx context.Context, pub ed25519.PublicKey, skew
 		return EnrolmentPoll{}, fmt.Errorf("poll enrolment: %w", err)
 	}
 	secret := edgeSecretPrefix + keyBody()
+	if err := s.putBrokerAccount(ctx, e, secret); err != nil {
+		return EnrolmentPoll{}, fmt.Errorf("poll enrolment: %w", err)
+	}
 	if err := s.store.SetEdgeSecret(ctx, e.ID, HashKey(secret), skew, now); err != nil {
 		return EnrolmentPoll{}, fmt.Errorf("poll enrolment: %w", err)
 	}
@@ -259,7 +264,8 @@ func (s *Service) SiteGates(ctx context.Context, t Tenant, siteID string) ([]Gat
 // refused (*AttemptsError) whatever the code. Errors: *ValidationError
 // (a malformed code, which counts as wrong, an unknown code, a bad site
 // or name), ErrEnrolmentExpired, ErrEnrolmentUsed, ErrSiteHasEdge,
-// *AttemptsError.
+// *AttemptsError, and ErrBrokerUnavailable (wrapped) when the edge's
+// broker account cannot be made (putBrokerAccount): nothing is stored.
 func (s *Service) ClaimEnrolment(ctx context.Context, t Tenant, code, siteID, name string) (Edge, error) {
 	if !t.Mode.Valid() {
 		return Edge{}, fmt.Errorf("claim enrolment: mode %q is not live or test", t.Mode)
@@ -295,8 +301,12 @@ func (s *Service) ClaimEnrolment(ctx context.Context, t Tenant, code, siteID, na
 	id := ids.New(ids.Edge)
 	// The broker password is minted when the appliance collects its
 	// configuration (PollEnrolment); until then no password opens it.
-	e := Edge{ID: id, Tenant: t, SiteID: siteID, Name: name, Username: id, SecretHash: HashKey(edgeSecretPrefix + keyBody()),
+	unknown := edgeSecretPrefix + keyBody()
+	e := Edge{ID: id, Tenant: t, SiteID: siteID, Name: name, Username: id, SecretHash: HashKey(unknown),
 		CreatedAt: now, State: EdgeOffline}
+	if err := s.putBrokerAccount(ctx, e, unknown); err != nil {
+		return Edge{}, fmt.Errorf("claim enrolment: %w", err)
+	}
 	e, err = s.store.ClaimEnrolment(ctx, HashKey(norm), e, now, func(e Edge) error { return respond(ctx, e.Presented(now)) })
 	if errors.Is(err, ErrNotFound) {
 		// A wrong code is counted apart from the request's action: a

@@ -51,6 +51,13 @@ var (
 	// makes it has not arrived (docs/decisions.md, "Kiosk data and
 	// facts"). The fact is not recorded, so the edge sends it again.
 	ErrFactEarly = errors.New("the fact's visit has not arrived yet")
+
+	// ErrBrokerUnavailable is returned (wrapped, with the cause) when the
+	// external MQTT broker that keeps the edges' accounts
+	// (BrokerAccounts) could not be reached or did not answer: the edge
+	// that needed its account was not made or given its password, and a
+	// retry may succeed later.
+	ErrBrokerUnavailable = errors.New("MQTT broker unavailable")
 )
 
 // FieldError names one problem with one input field. Field is the path

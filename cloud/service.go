@@ -46,12 +46,15 @@ type Service struct {
 	webhookWake   chan struct{} // a token when events committed; WebhookWake
 	webhookPolicy WebhookPolicy
 
+	accounts     BrokerAccounts // edges' accounts at an external broker; nil for none
+	accountsWake chan struct{}  // a token when an edge was revoked; BrokerAccountsWake
+
 	periodsChecked sync.Map // Tenant → time.Time: ClosePeriods has nothing to do before it
 }
 
 // NewService returns a Service on store; now is its clock.
 func NewService(store Store, now func() time.Time) *Service {
-	s := &Service{now: now, webhookWake: make(chan struct{}, 1)}
+	s := &Service{now: now, webhookWake: make(chan struct{}, 1), accountsWake: make(chan struct{}, 1)}
 	s.store = eventStore{Store: feedStore{Store: store, changed: s.changed}, s: s}
 	return s
 }

@@ -2,11 +2,14 @@
 // sync: Store is the cloud half's store (sync/mqttsync.CloudStore) over a
 // *cloud.Service, and Authenticator lets the embedded broker (sync/broker)
 // admit the cloud's own connections and each edge onto its own site.
-// svc-cloud wires them, and so does the end-to-end harness edge/sitetest,
-// so both run the same adapter.
+// On Mosquitto, Accounts keeps the edges' accounts through its dynamic
+// security plugin (sync/broker/dynsec) and Reconciler keeps them in step
+// with the edges (docs/decisions.md, "Edge accounts on Mosquitto").
+// svc-cloud wires them; the end-to-end harness edge/sitetest wires Store
+// and Authenticator too, so both run the same adapter.
 //
-// It may import cloud, sync/mqttsync, sync/broker, sync/protocol and the
-// standard library.
+// It may import cloud, sync/mqttsync, sync/broker, sync/broker/dynsec,
+// sync/protocol, shared/ids and the standard library.
 package edgesync
 
 import (

@@ -135,6 +135,14 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 			out.code, out.detail = problem.InternalError, "The request could not be handled."
 			s.log.Error("unexpected framework error", "err", err, "request_id", requestID(c))
 		}
+	case errors.Is(err, cloud.ErrBrokerUnavailable):
+		// The edge's account at the MQTT broker could not be made or given
+		// its password; nothing was committed (docs/decisions.md, "Edge
+		// accounts on Mosquitto").
+		out.code = problem.Unavailable
+		out.detail = "The service could not reach its MQTT broker to give the appliance its broker account, so nothing was changed. Retry after the seconds in Retry-After, with the same Idempotency-Key on a POST."
+		out.header = map[string]string{headerRetryAfter: strconv.Itoa(unavailableRetryAfter)}
+		s.log.Warn("MQTT broker unavailable", "err", err, "request_id", requestID(c), "method", c.Request().Method, "path", c.Request().URL.Path)
 	case errors.Is(err, cloud.ErrUnavailable), errors.Is(c.Request().Context().Err(), context.DeadlineExceeded):
 		// The database could not be reached or did not answer before the
 		// request's deadline: nothing is known to be wrong with the

@@ -462,6 +462,22 @@ func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error
 	return out, nil
 }
 
+// EdgesRevoked implements cloud.Store.
+func (s *Store) EdgesRevoked(ctx context.Context, ids []string) (map[string]bool, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT id, revoked_at IS NOT NULL FROM edges WHERE id = ANY($1)`, ids)
+	out := make(map[string]bool, len(ids))
+	var id string
+	var revoked bool
+	_, err := pgx.ForEachRow(rows, []any{&id, &revoked}, func() error {
+		out[id] = revoked
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("edges revoked: %w", err)
+	}
+	return out, nil
+}
+
 // Edge implements cloud.Store.
 func (s *Store) Edge(ctx context.Context, id string) (cloud.Edge, error) {
 	e, err := scanEdge(s.pool.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1`, id))

@@ -302,6 +302,38 @@ func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error
 	return out, nil
 }
 
+// EdgesRevoked implements cloud.Store.
+func (s *Store) EdgesRevoked(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	for chunk := range slices.Chunk(ids, 500) {
+		q := `SELECT id, revoked_at IS NOT NULL FROM edges WHERE id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("edges revoked: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var revoked bool
+			if err := rows.Scan(&id, &revoked); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("edges revoked: %w", err)
+			}
+			out[id] = revoked
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("edges revoked: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("edges revoked: %w", err)
+		}
+	}
+	return out, nil
+}
+
 // Edge implements cloud.Store.
 func (s *Store) Edge(ctx context.Context, id string) (cloud.Edge, error) {
 	return get(ctx, s.r, scanEdge, `SELECT `+edgeRead+` FROM edges WHERE id = ?`, id)

@@ -25,14 +25,14 @@ import (
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
-  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--broker-ca FILE|system] [--json]
+  svc-cloud edges create --org ID --mode live|test --site ID [--name N] [--broker URL] [--broker-ca FILE|system] [--mqtt-url URL --mqtt-dynsec-username U --mqtt-dynsec-password P] [--json]
   svc-cloud edges claim [CODE | --appliance URL] [--site ID] [--name N] [--api URL] [--key KEY | --data DIR] [--json]
   svc-cloud edges list --org ID --mode live|test [--site ID] [--json]
-  svc-cloud edges revoke --org ID --mode live|test --edge-id ID
+  svc-cloud edges revoke --org ID --mode live|test --edge-id ID [--mqtt-url URL --mqtt-dynsec-username U --mqtt-dynsec-password P]
   svc-cloud passkeys rotate --org ID --mode live|test [--grace 720h] [--json]
   svc-cloud kek rotate [--data DIR | --kek-file FILE] [--database-url URL]
   svc-cloud releases keygen --out FILE
@@ -155,6 +155,13 @@ func withService(ctx context.Context, cfg *Config, fn func(*cloud.Service) error
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
 	svc.SetEventRenderer(httpapi.RenderEvent)
+	if cfg.MQTTDynsecUsername != "" {
+		ctl, err := brokerAccounts(cfg, svc)
+		if err != nil {
+			return err
+		}
+		defer ctl.Close()
+	}
 	return fn(svc)
 }
 

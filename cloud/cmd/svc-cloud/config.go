@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/edgesync"
 	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -75,6 +76,15 @@ type Config struct {
 	MQTTCA       string
 	MQTTUsername string
 	MQTTPassword string
+	// MQTTDynsecUsername and MQTTDynsecPassword are the admin of an
+	// external Mosquitto's dynamic security plugin: with them the cloud
+	// keeps the edges' accounts there, and its own (MQTTUsername).
+	// Empty: none (the embedded broker needs none; a Mosquitto with
+	// password and ACL files is kept by hand).
+	MQTTDynsecUsername, MQTTDynsecPassword string
+	// MQTTDynsecEvery is how often serve reconciles those accounts with
+	// the edges (edgesync.DefaultReconcileEvery by default).
+	MQTTDynsecEvery time.Duration
 }
 
 // env returns the SVC_ variable name or def.
@@ -140,15 +150,27 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
 	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
 	fs.BoolVar(&c.WebhooksAllowLoopback, "webhooks-allow-loopback", loopback, "let test-mode webhook endpoints use loopback addresses such as localhost, for development; live mode never may (env SVC_WEBHOOKS_ALLOW_LOOPBACK)")
-	fs.StringVar(&c.MQTTURL, "mqtt-url", env("SVC_MQTT_URL", ""), "external MQTT broker for the edges, e.g. tcp://127.0.0.1:1883; empty runs the embedded broker, off runs no edge sync (env SVC_MQTT_URL)")
+	c.brokerFlags(fs)
 	fs.StringVar(&c.MQTTListen, "mqtt-listen", env("SVC_MQTT_LISTEN", DefaultMQTTListen), "plain MQTT address of the embedded broker, loopback only; empty for none (env SVC_MQTT_LISTEN)")
 	fs.StringVar(&c.MQTTTLSListen, "mqtt-tls-listen", env("SVC_MQTT_TLS_LISTEN", DefaultMQTTTLSListen), "MQTT-over-TLS address of the embedded broker, e.g. 0.0.0.0:8884 for edges on the LAN; empty for none (env SVC_MQTT_TLS_LISTEN)")
 	fs.StringVar(&c.MQTTTLSCert, "mqtt-tls-cert", env("SVC_MQTT_TLS_CERT", ""), "PEM certificate of the embedded broker; a CA and certificate made under DATA/tls when empty (env SVC_MQTT_TLS_CERT)")
 	fs.StringVar(&c.MQTTTLSKey, "mqtt-tls-key", env("SVC_MQTT_TLS_KEY", ""), "PEM key of --mqtt-tls-cert (env SVC_MQTT_TLS_KEY)")
 	fs.StringVar(&c.MQTTTLSHosts, "mqtt-tls-hosts", env("SVC_MQTT_TLS_HOSTS", ""), "more names and addresses, comma-separated, the made certificate covers (env SVC_MQTT_TLS_HOSTS)")
-	fs.StringVar(&c.MQTTCA, "mqtt-ca", env("SVC_MQTT_CA", ""), "PEM CA of an external ssl:// broker; the system's roots when empty (env SVC_MQTT_CA)")
 	fs.StringVar(&c.MQTTUsername, "mqtt-username", env("SVC_MQTT_USERNAME", ""), "username at the external broker (env SVC_MQTT_USERNAME)")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", env("SVC_MQTT_PASSWORD", ""), "password at the external broker (env SVC_MQTT_PASSWORD)")
+	fs.DurationVar(&c.MQTTDynsecEvery, "mqtt-dynsec-every", c.envDuration("SVC_MQTT_DYNSEC_EVERY", edgesync.DefaultReconcileEvery),
+		"how often the edges' accounts at Mosquitto are reconciled with the edges: revoked ones disabled, those of no edge deleted (env SVC_MQTT_DYNSEC_EVERY)")
+}
+
+// brokerFlags registers the flags that reach an external broker and its
+// dynamic security plugin: serve's, and edges create's and edges revoke's,
+// which keep an edge's account there.
+func (c *Config) brokerFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.MQTTURL, "mqtt-url", env("SVC_MQTT_URL", ""), "external MQTT broker for the edges, e.g. tcp://127.0.0.1:1883; empty runs the embedded broker, off runs no edge sync (env SVC_MQTT_URL)")
+	fs.StringVar(&c.MQTTCA, "mqtt-ca", env("SVC_MQTT_CA", ""), "PEM CA of an external ssl:// broker; the system's roots when empty (env SVC_MQTT_CA)")
+	fs.StringVar(&c.MQTTDynsecUsername, "mqtt-dynsec-username", env("SVC_MQTT_DYNSEC_USERNAME", ""),
+		"admin of the external Mosquitto's dynamic security plugin (mosquitto_ctrl dynsec init makes one): the cloud then makes each edge's account there and disables it when the edge is revoked; empty for none (env SVC_MQTT_DYNSEC_USERNAME)")
+	fs.StringVar(&c.MQTTDynsecPassword, "mqtt-dynsec-password", env("SVC_MQTT_DYNSEC_PASSWORD", ""), "password of --mqtt-dynsec-username (env SVC_MQTT_DYNSEC_PASSWORD)")
 }
 
 // DefaultMQTTListen is where the embedded broker listens: 1884, so that it
@@ -213,6 +235,9 @@ func (c *Config) Validate() error {
 			return usageError{fmt.Sprintf("--mqtt-url %q: plain MQTT sends the password in clear, so it may reach a broker on this machine only (localhost, 127.0.0.1, ::1); use ssl:// or wss:// (and --mqtt-ca)", c.MQTTURL)}
 		}
 	}
+	if err := c.validateDynsec(); err != nil {
+		return err
+	}
 	if c.serving && c.MQTTURL == "" {
 		if c.MQTTListen == "" && c.MQTTTLSListen == "" {
 			return usageError{"--mqtt-listen and --mqtt-tls-listen are both empty: the embedded broker needs one (or --mqtt-url off)"}
@@ -234,6 +259,26 @@ func (c *Config) Validate() error {
 		if (c.MQTTTLSCert == "") != (c.MQTTTLSKey == "") {
 			return usageError{"--mqtt-tls-cert and --mqtt-tls-key go together"}
 		}
+	}
+	return nil
+}
+
+// validateDynsec checks the flags of the dynamic security plugin.
+func (c *Config) validateDynsec() error {
+	if c.MQTTDynsecUsername == "" && c.MQTTDynsecPassword == "" {
+		return nil
+	}
+	switch {
+	case c.MQTTDynsecUsername == "" || c.MQTTDynsecPassword == "":
+		return usageError{"--mqtt-dynsec-username and --mqtt-dynsec-password go together"}
+	case c.MQTTURL == "" || c.MQTTURL == "off":
+		return usageError{"--mqtt-dynsec-username: the edges' accounts are kept at an external Mosquitto: give its address in --mqtt-url (the embedded broker needs no accounts)"}
+	case c.serving && (c.MQTTUsername == "" || c.MQTTPassword == ""):
+		return usageError{"--mqtt-dynsec-username needs --mqtt-username and --mqtt-password: the cloud's own account at Mosquitto, which it makes there when missing"}
+	case c.MQTTUsername == c.MQTTDynsecUsername:
+		return usageError{"--mqtt-username and --mqtt-dynsec-username must differ: the plugin's admin may not publish to the edges' topics"}
+	case c.serving && c.MQTTDynsecEvery <= 0:
+		return usageError{fmt.Sprintf("--mqtt-dynsec-every %s: want a positive duration such as 15s", c.MQTTDynsecEvery)}
 	}
 	return nil
 }

@@ -110,6 +110,7 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	var cfg Config
 	fs := flag.NewFlagSet("edges create", flag.ContinueOnError)
 	cfg.storeFlags(fs)
+	cfg.brokerFlags(fs)
 	org := fs.String("org", "", "organisation ID")
 	mode := fs.String("mode", "", "live or test")
 	site := fs.String("site", "", "ID of the site the edge serves")
@@ -245,6 +246,7 @@ func edgesRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	var cfg Config
 	fs := flag.NewFlagSet("edges revoke", flag.ContinueOnError)
 	cfg.storeFlags(fs)
+	cfg.brokerFlags(fs)
 	org := fs.String("org", "", "organisation ID")
 	mode := fs.String("mode", "", "live or test")
 	id := fs.String("edge-id", "", "ID of the edge to revoke")
@@ -260,9 +262,16 @@ func edgesRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		return usageError{fmt.Sprintf("edges revoke: --edge-id %q: want an edge ID (edge_...)", *id)}
 	}
 	var e cloud.Edge
+	var done cloud.BrokerReconciled // at Mosquitto
+	var brokerErr error
 	err := withService(ctx, &cfg, func(svc *cloud.Service) (err error) {
-		e, err = svc.RevokeEdge(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, *id)
-		return err
+		if e, err = svc.RevokeEdge(ctx, cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}, *id); err != nil {
+			return err
+		}
+		// The revocation is committed whatever Mosquitto says: serve's
+		// reconcile loop disables the account if this cannot.
+		done, brokerErr = svc.ReconcileBrokerAccounts(ctx, 0)
+		return nil
 	})
 	if errors.Is(err, cloud.ErrNotFound) {
 		return fmt.Errorf("edges revoke: organisation %s has no %s-mode edge %s", *org, *mode, *id)
@@ -270,9 +279,22 @@ func edgesRevoke(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "revoked %s (%s) at %s: the embedded broker disconnects it within seconds and the cloud refuses "+
-		"its facts and resyncs; on Mosquitto, also remove it from the password and ACL files (docs/decisions.md)\n",
-		e.ID, e.Name, e.RevokedAt.UTC().Format(time.RFC3339))
+	at := e.RevokedAt.UTC().Format(time.RFC3339)
+	switch {
+	case cfg.MQTTDynsecUsername == "":
+		fmt.Fprintf(stdout, "revoked %s (%s) at %s: the embedded broker disconnects it within seconds and the cloud refuses "+
+			"its facts and resyncs; on a Mosquitto with password and ACL files, also remove it from them (docs/decisions.md)\n",
+			e.ID, e.Name, at)
+	case brokerErr != nil:
+		fmt.Fprintf(stdout, "revoked %s (%s) at %s: the cloud refuses its facts and resyncs; its account at Mosquitto could not be "+
+			"disabled now (%v): svc-cloud serve disables it once Mosquitto answers\n", e.ID, e.Name, at, brokerErr)
+	case slices.Contains(done.Disabled, e.ID):
+		fmt.Fprintf(stdout, "revoked %s (%s) at %s: Mosquitto disabled its account and disconnected it, and the cloud refuses "+
+			"its facts and resyncs\n", e.ID, e.Name, at)
+	default:
+		fmt.Fprintf(stdout, "revoked %s (%s) at %s: Mosquitto holds no enabled account for it, and the cloud refuses "+
+			"its facts and resyncs\n", e.ID, e.Name, at)
+	}
 	return nil
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +24,8 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/sync/broker/dynsec"
+	"github.com/svc-vms/svc/sync/broker/dynsec/dynsectest"
 )
 
 // svcEdge is the svc-edge binary, built once for the tests that run it as
@@ -228,4 +232,106 @@ func TestEnrol_EndToEnd(t *testing.T) {
 			require.Equal(t, "offline", revoked["state"])
 		})
 	}
+}
+
+// TestEnrol_Mosquitto is the installer's path on a Mosquitto that keeps
+// accounts in its dynamic security plugin, through real processes:
+// svc-cloud serve with the plugin's admin (SQLite, or PostgreSQL when
+// SVC_TEST_POSTGRES_URL is set) makes its own account there; a claim while
+// Mosquitto is down is refused (503) and makes no edge; once it is back
+// the same code is claimed, and svc-edge run connects with the
+// credentials it collected and syncs; revoked, the appliance is cut off
+// and its credentials are refused.
+func TestEnrol_Mosquitto(t *testing.T) {
+	stores := map[string][]string{"sqlite": nil}
+	pg := os.Getenv("SVC_TEST_POSTGRES_URL")
+	if pg != "" {
+		stores["postgres"] = nil
+	}
+	for name, args := range stores {
+		t.Run(name, func(t *testing.T) {
+			if name == "postgres" {
+				sep := "?"
+				if strings.Contains(pg, "?") {
+					sep = "&"
+				}
+				args = []string{"--database-url", pg + sep + "search_path=" + postgrestest.NewSchema(t, pg)}
+			}
+			b := dynsectest.Start(t)
+			dir := t.TempDir()
+			args = append(args, "--mqtt-url", b.URL, "--mqtt-username", "svc-cloud-test", "--mqtt-password", "cloud-secret",
+				"--mqtt-dynsec-username", dynsectest.Admin, "--mqtt-dynsec-password", b.AdminPassword, "--mqtt-dynsec-every", "200ms")
+			base, _ := startServeURL(t, dir, args...)
+			root := strings.TrimSuffix(base, "/v1")
+
+			path := filepath.Join(dir, "edge.json")
+			child := startEdge(t, "enrol", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", path,
+				"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--kiosk-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+				"--reader-port", fmt.Sprint(freePort(t)))
+			code := strings.Fields(child.line(t, "enrolment code:"))[0]
+
+			b.Stop()
+			var out bytes.Buffer
+			err := run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr)
+			require.ErrorContains(t, err, "503 unavailable: The service could not reach its MQTT broker")
+			_, list := api(t, dir, http.MethodGet, base+"/edges")
+			require.Empty(t, list["data"], "no edge was made")
+
+			b.Start()
+			out.Reset()
+			require.NoError(t, run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr))
+			child.line(t, "enrolled as ")
+			select {
+			case err := <-child.done:
+				require.NoError(t, err, "svc-edge enrol exits 0 once enrolled")
+			case <-time.After(30 * time.Second):
+				t.Fatal("svc-edge enrol did not exit after writing its configuration")
+			}
+			cfg, err := config.Load(path)
+			require.NoError(t, err)
+			require.Equal(t, b.URL, cfg.Broker.URL, "the appliance connects to Mosquitto")
+
+			startEdge(t, "run", "--config", path, "--simulate")
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
+				require.Equal(t, http.StatusOK, status, "%v", e)
+				// Online, and its cache holds the site's gates: the status
+				// it sends after its snapshot, through the cloud's account.
+				if e["state"] == "online" && e["cache"] != nil && e["cache"].(map[string]any)["gates"].(float64) > 0 {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the edge did not come online and sync through Mosquitto: %v", e)
+				time.Sleep(100 * time.Millisecond) // polling the fleet API
+			}
+
+			status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
+			require.Equal(t, http.StatusOK, status, "%v", revoked)
+			ctl, err := dynsec.New(dynsec.Config{BrokerURL: b.URL, Username: dynsectest.Admin, Password: b.AdminPassword})
+			require.NoError(t, err)
+			defer ctl.Close()
+			deadline = time.Now().Add(30 * time.Second)
+			for !disabled(t, ctl, cfg.EdgeID) {
+				require.True(t, time.Now().Before(deadline), "the revoked edge's account was not disabled")
+				time.Sleep(50 * time.Millisecond) // polling the plugin
+			}
+			_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: cfg.Broker.Username, Password: cfg.Broker.Password, ClientID: cfg.EdgeID})
+			require.Error(t, err, "its credentials are refused")
+			require.Contains(t, b.Log(), "Client "+cfg.EdgeID+" been disconnected by administrative action", "Mosquitto 2.0.11's words for a kick")
+		})
+	}
+}
+
+// disabled reports whether Mosquitto's account of the edge is disabled.
+func disabled(t *testing.T, ctl *dynsec.Control, edgeID string) bool {
+	t.Helper()
+	clients, err := ctl.ListClients(t.Context())
+	require.NoError(t, err)
+	for _, c := range clients {
+		if c.Username == edgeID {
+			return c.Disabled
+		}
+	}
+	t.Fatalf("Mosquitto has no account of edge %s", edgeID)
+	return false
 }

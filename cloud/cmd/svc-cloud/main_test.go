@@ -188,6 +188,15 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--mqtt-listen", "", "--mqtt-tls-listen", ""},
 		{"serve", "--data", dir, "--mqtt-tls-cert", "broker.crt"},
 		{"serve", "--data", dir, "--mqtt-url", "tcp://mqtt.example.com:1883"},
+		{"serve", "--data", dir, "--mqtt-url", "tcp://127.0.0.1:1883", "--mqtt-username", "c", "--mqtt-password", "p", "--mqtt-dynsec-username", "admin"},
+		{"serve", "--data", dir, "--mqtt-dynsec-username", "admin", "--mqtt-dynsec-password", "p"},
+		{"serve", "--data", dir, "--mqtt-url", "tcp://127.0.0.1:1883", "--mqtt-dynsec-username", "admin", "--mqtt-dynsec-password", "p"},
+		{"serve", "--data", dir, "--mqtt-url", "tcp://127.0.0.1:1883", "--mqtt-username", "admin", "--mqtt-password", "p",
+			"--mqtt-dynsec-username", "admin", "--mqtt-dynsec-password", "p"},
+		{"serve", "--data", dir, "--mqtt-url", "tcp://127.0.0.1:1883", "--mqtt-username", "c", "--mqtt-password", "p",
+			"--mqtt-dynsec-username", "admin", "--mqtt-dynsec-password", "p", "--mqtt-dynsec-every", "0s"},
+		{"edges", "revoke", "--data", dir, "--org", "org_x", "--mode", "test", "--edge-id", ids.New(ids.Edge),
+			"--mqtt-url", "off", "--mqtt-dynsec-username", "admin", "--mqtt-dynsec-password", "p"},
 		{"seed", "extra"},
 	}
 	for _, args := range cases {

@@ -15,6 +15,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
 	"github.com/svc-vms/svc/sync/broker"
+	"github.com/svc-vms/svc/sync/broker/dynsec"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
@@ -94,7 +95,48 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 	}
 	svc.OnChange(half.Notify)
 	parts = append(parts, half.Run)
+	if cfg.MQTTDynsecUsername != "" {
+		ctl, err := brokerAccounts(cfg, svc)
+		if err != nil {
+			return nil, edgeBroker{}, err
+		}
+		r := &edgesync.Reconciler{Service: svc, Control: ctl, CloudUsername: cfg.MQTTUsername, CloudPassword: cfg.MQTTPassword,
+			Every: cfg.MQTTDynsecEvery, Log: log.With("part", "accounts")}
+		parts = append(parts, func(ctx context.Context) error {
+			defer ctl.Close()
+			return r.Run(ctx)
+		})
+	}
 	return parts, eb, nil
+}
+
+// brokerAccounts makes svc keep the edges' accounts at the external
+// Mosquitto (--mqtt-url) through its dynamic security plugin, as
+// --mqtt-dynsec-username, and returns the plugin's control. It connects
+// when first used.
+func brokerAccounts(cfg *Config, svc *cloud.Service) (*dynsec.Control, error) {
+	dc := dynsec.Config{BrokerURL: cfg.MQTTURL, Username: cfg.MQTTDynsecUsername, Password: cfg.MQTTDynsecPassword}
+	if strings.HasPrefix(cfg.MQTTURL, "ssl://") || strings.HasPrefix(cfg.MQTTURL, "wss://") {
+		dc.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.MQTTCA != "" {
+			ca, err := readCA(cfg.MQTTCA)
+			if err != nil {
+				return nil, fmt.Errorf("--mqtt-ca: %w", err)
+			}
+			dc.TLS.RootCAs = x509.NewCertPool()
+			dc.TLS.RootCAs.AppendCertsFromPEM(ca)
+		}
+	}
+	host, _ := os.Hostname()
+	id := make([]byte, 6)
+	rand.Read(id)
+	dc.ClientID = fmt.Sprintf("svc-cloud-dynsec-%s-%x", host, id)
+	ctl, err := dynsec.New(dc)
+	if err != nil {
+		return nil, err
+	}
+	svc.SetBrokerAccounts(edgesync.Accounts{Control: ctl})
+	return ctl, nil
 }
 
 // brokerTLS is the embedded broker's TLS configuration and the CA that
