@@ -119,7 +119,17 @@ func (s *Service) RevokedEdges(ctx context.Context, ids []string) ([]string, err
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.store.RevokedEdges(ctx, ids)
+	states, err := s.store.EdgesRevoked(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	revoked := []string{}
+	for _, id := range ids {
+		if states[id] {
+			revoked = append(revoked, id)
+		}
+	}
+	return revoked, nil
 }
 
 // SiteEdge returns nil when edgeID is an edge of the site that may sync

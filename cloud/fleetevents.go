@@ -199,13 +199,14 @@ type EdgeAnnouncer struct {
 // Run announces until ctx ends, then returns nil. A round that fails is
 // logged and the next one tries again.
 func (a *EdgeAnnouncer) Run(ctx context.Context) error {
-	return every(ctx, a.Interval, DefaultEdgeAnnounceInterval, a.Log, "edge state events", a.Service.AnnounceEdges)
+	return every(ctx, a.Interval, DefaultEdgeAnnounceInterval, a.Log, "edge state events", "announced edge states", a.Service.AnnounceEdges)
 }
 
 // every runs round now and every interval (def when interval is 0) until
-// ctx ends, then returns nil, logging what fails (to log, slog.Default()
-// when nil) and how many things a round did when it did some.
-func every(ctx context.Context, interval, def time.Duration, log *slog.Logger, what string, round func(context.Context) (int, error)) error {
+// ctx ends, then returns nil, logging (to log, slog.Default() when nil)
+// what fails, as what, and how many things a round did, as did, when it
+// did some.
+func every(ctx context.Context, interval, def time.Duration, log *slog.Logger, what, did string, round func(context.Context) (int, error)) error {
 	if interval <= 0 {
 		interval = def
 	}
@@ -220,7 +221,7 @@ func every(ctx context.Context, interval, def time.Duration, log *slog.Logger, w
 			log.Warn(what, "err", err)
 		}
 		if n > 0 {
-			log.Info(what, "count", n)
+			log.Info(did, "count", n)
 		}
 		select {
 		case <-ctx.Done():

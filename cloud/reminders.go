@@ -121,5 +121,5 @@ type WaitReminders struct {
 // Run sends reminders until ctx ends, then returns nil. A round that
 // fails is logged and the next one tries again.
 func (r *WaitReminders) Run(ctx context.Context) error {
-	return every(ctx, r.Interval, DefaultWaitReminderInterval, r.Log, "waiting reminders", r.Service.RemindWaiting)
+	return every(ctx, r.Interval, DefaultWaitReminderInterval, r.Log, "waiting reminders", "sent waiting reminders", r.Service.RemindWaiting)
 }

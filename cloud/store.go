@@ -348,13 +348,11 @@ type Store interface {
 	// same transaction. The first time, it is announced offline too (the
 	// caller's edge.offline goes with it).
 	RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error)
-	// RevokedEdges returns those of the edge IDs given that are revoked,
-	// of whatever tenant, in any order.
-	RevokedEdges(ctx context.Context, ids []string) ([]string, error)
 	// EdgesRevoked reports, for each of the IDs given that names an edge
 	// of whatever tenant, whether it is revoked; an ID that names no edge
 	// is not in the map. The accounts of an external broker are kept in
-	// step with it (Service.ReconcileBrokerAccounts).
+	// step with it (Service.ReconcileBrokerAccounts), and the embedded
+	// broker drops revoked edges (Service.RevokedEdges).
 	EdgesRevoked(ctx context.Context, ids []string) (map[string]bool, error)
 	// Edge returns the edge with this ID, of whatever tenant (brokers
 	// authenticate edges before knowing their tenant), or ErrNotFound.

@@ -449,19 +449,6 @@ func (s *Store) CertifyBadgeKey(ctx context.Context, t cloud.Tenant, siteID, edg
 	return nil
 }
 
-// RevokedEdges implements cloud.Store.
-func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error) {
-	rows, _ := s.pool.Query(ctx, `SELECT id FROM edges WHERE id = ANY($1) AND revoked_at IS NOT NULL`, ids)
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("revoked edges: %w", err)
-	}
-	if out == nil {
-		out = []string{}
-	}
-	return out, nil
-}
-
 // EdgesRevoked implements cloud.Store.
 func (s *Store) EdgesRevoked(ctx context.Context, ids []string) (map[string]bool, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT id, revoked_at IS NOT NULL FROM edges WHERE id = ANY($1)`, ids)

@@ -271,37 +271,6 @@ func (s *Store) CertifyBadgeKey(ctx context.Context, t cloud.Tenant, siteID, edg
 	})
 }
 
-// RevokedEdges implements cloud.Store.
-func (s *Store) RevokedEdges(ctx context.Context, ids []string) ([]string, error) {
-	out := []string{}
-	for chunk := range slices.Chunk(ids, 500) {
-		q := `SELECT id FROM edges WHERE revoked_at IS NOT NULL AND id IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
-		rows, err := s.r.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("revoked edges: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("revoked edges: %w", err)
-			}
-			out = append(out, id)
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("revoked edges: %w", err)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("revoked edges: %w", err)
-		}
-	}
-	return out, nil
-}
-
 // EdgesRevoked implements cloud.Store.
 func (s *Store) EdgesRevoked(ctx context.Context, ids []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(ids))
