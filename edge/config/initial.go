@@ -58,10 +58,7 @@ func (in Initial) Document() ([]byte, error) {
 			WhenStale: FailSecure})
 	}
 	if in.Kiosk != "" {
-		f.Kiosk = &fileKiosk{Listen: in.Kiosk, Languages: []string{"en"}, Label: "62x100"}
-		if in.Language != "" {
-			f.Kiosk.Languages = append(f.Kiosk.Languages, in.Language)
-		}
+		f.Kiosk = &fileKiosk{Listen: in.Kiosk, Languages: KioskLanguages(in.Language), Label: "62x100"}
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
@@ -71,4 +68,13 @@ func (in Initial) Document() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// KioskLanguages are the languages of a first configuration's kiosk:
+// English, then second unless it is "".
+func KioskLanguages(second string) []string {
+	if second == "" || second == "en" {
+		return []string{"en"}
+	}
+	return []string{"en", second}
 }

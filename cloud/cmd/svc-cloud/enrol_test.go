@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/kiosk"
 )
 
 // svcEdge is the svc-edge binary, built once for the tests that run it as
@@ -227,5 +229,59 @@ func TestEnrol_EndToEnd(t *testing.T) {
 			require.NotNil(t, revoked["revoked_at"])
 			require.Equal(t, "offline", revoked["state"])
 		})
+	}
+}
+
+// TestEnrol_KioskShowsCode: while svc-edge run --cloud enrols, a tablet
+// at the kiosk's address sees the code the console shows (as does the
+// status page on the local API's address), in the kiosk's own page and
+// words; once the code is claimed, the same address serves the kiosk, and
+// the tablet gets its pairing page.
+func TestEnrol_KioskShowsCode(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := startServeURL(t, dir)
+	root := strings.TrimSuffix(base, "/v1")
+	kioskURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	statusURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	child := startEdge(t, "run", "--simulate", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", filepath.Join(dir, "edge.json"),
+		"--listen", strings.TrimPrefix(statusURL, "http://"), "--kiosk-listen", strings.TrimPrefix(kioskURL, "http://"),
+		"--reader-port", fmt.Sprint(freePort(t)))
+	code := strings.Fields(child.line(t, "enrolment code:"))[0]
+	cats, err := kiosk.LoadCatalogues()
+	require.NoError(t, err)
+	en := cats["en"]
+
+	get := func(url string) (int, string, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, html.UnescapeString(string(b)), err
+	}
+	for _, u := range []string{kioskURL + "/", kioskURL + "/pair", statusURL + "/"} {
+		status, page, err := get(u)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s: the kiosk is not in service yet", u)
+		require.Contains(t, page, en.T("enrol.title"), u)
+		require.Contains(t, page, `<p class="code">`+code+`</p>`, "%s shows the console's code", u)
+		require.Contains(t, page, en.T("enrol.cloud", root), u)
+	}
+
+	out := runCLI(t, "edges", "claim", code, "--api", root, "--data", dir, "--name", "Demo edge")
+	require.Contains(t, out, "claimed "+code)
+	child.line(t, "enrolled as ")
+	// The enrolment page closes and the daemon opens the kiosk on the
+	// same address: the tablet's next request lands on the pairing page.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, page, err := get(kioskURL + "/")
+		if err == nil && status == http.StatusOK && strings.Contains(page, en.T("pair.title")) {
+			require.NotContains(t, page, code)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the kiosk did not serve its pairing page: %d %v\n%s", status, err, page)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
