@@ -40,6 +40,13 @@ const (
 	// Pass windows are minutes wide and facts carry the gate's time, so
 	// 30 seconds is well inside what the gate's decisions tolerate.
 	SkewTolerance = 30 * time.Second
+	// EnrolmentRetention is how long enrolment keeps what it no longer
+	// needs (PurgeEnrolments): a code that expired unclaimed, a wrong
+	// code tried (ClaimLockout counts only the last 15 minutes), an
+	// enrolment whose edge has connected or was revoked. For a day a late
+	// claim of an expired code is told it expired rather than counted as
+	// a wrong code, and a late poll is told its code expired.
+	EnrolmentRetention = 24 * time.Hour
 )
 
 // crockford is Crockford's base-32 alphabet: no I, L, O or U, so a code
@@ -321,6 +328,20 @@ func (s *Service) ClaimEnrolment(ctx context.Context, t Tenant, code, siteID, na
 		return Edge{}, fmt.Errorf("claim enrolment: %w", err)
 	}
 	return e, nil
+}
+
+// PurgeEnrolments deletes what enrolment no longer needs, older than
+// EnrolmentRetention (Store.PurgeEnrolments): an appliance's poll or an
+// installer's claim that would still find what it deletes gets what it
+// would get from an expired code, or is not_found and the appliance asks
+// for a new code. It returns how many rows it deleted. Any number of
+// processes may run it at once.
+func (s *Service) PurgeEnrolments(ctx context.Context) (int64, error) {
+	n, err := s.store.PurgeEnrolments(ctx, s.Now().Add(-EnrolmentRetention))
+	if err != nil {
+		return 0, fmt.Errorf("purge enrolments: %w", err)
+	}
+	return n, nil
 }
 
 // SkewWarning reports whether the appliance's clock was off by more than

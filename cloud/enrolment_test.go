@@ -166,6 +166,67 @@ func TestEnrolment_WrongCodesLockOut(t *testing.T) {
 	})
 }
 
+// What enrolment no longer needs goes after EnrolmentRetention: an
+// expired code is told expired for that long (a claim of it is not a
+// wrong code), then is unknown; a claim whose appliance has not collected
+// its configuration is kept however old, and goes once its edge has
+// connected.
+func TestEnrolment_PurgeAfterRetention(t *testing.T) {
+	eachStore(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		ctx := t.Context()
+		unclaimed, claimed := newIdentity(t), newIdentity(t)
+		code, _, err := e.svc.RequestEnrolment(ctx, unclaimed, "192.0.2.1", 0)
+		require.NoError(t, err)
+		other, _, err := e.svc.RequestEnrolment(ctx, claimed, "192.0.2.2", 0)
+		require.NoError(t, err)
+		edge, err := e.svc.ClaimEnrolment(ctx, e.tenant, other, e.other.ID, "Lobby")
+		require.NoError(t, err)
+
+		e.clock.Advance(cloud.EnrolmentTTL + cloud.EnrolmentRetention)
+		n, err := e.svc.PurgeEnrolments(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "expired for exactly the retention: kept")
+		p, err := e.svc.PollEnrolment(ctx, unclaimed, 0)
+		require.NoError(t, err)
+		require.Equal(t, cloud.EnrolmentExpired, p.State)
+		_, err = e.svc.ClaimEnrolment(ctx, e.tenant, code, e.other.ID, "")
+		require.ErrorIs(t, err, cloud.ErrEnrolmentExpired)
+
+		e.clock.Advance(time.Second)
+		n, err = e.svc.PurgeEnrolments(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n)
+		_, err = e.svc.PollEnrolment(ctx, unclaimed, 0)
+		require.ErrorIs(t, err, cloud.ErrNotFound, "the appliance asks for a new code")
+		_, err = e.svc.ClaimEnrolment(ctx, e.tenant, code, e.other.ID, "")
+		var ve *cloud.ValidationError
+		require.ErrorAs(t, err, &ve, "an unknown code now, and a wrong try")
+		fails, err := store.EnrolmentFailures(ctx, e.tenant, time.Time{})
+		require.NoError(t, err)
+		require.Len(t, fails, 1)
+
+		e.clock.Advance(30 * 24 * time.Hour)
+		n, err = e.svc.PurgeEnrolments(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "the wrong try, a day old")
+		p, err = e.svc.PollEnrolment(ctx, claimed, 0)
+		require.NoError(t, err)
+		require.Equal(t, cloud.EnrolmentClaimed, p.State, "a month on, the appliance still collects its configuration")
+		require.NotEmpty(t, p.Password)
+
+		require.NoError(t, e.svc.RecordEdgeStatus(ctx, cloud.EdgeSite(e.tenant, e.other.ID),
+			protocol.Status{EdgeID: edge.ID, State: "online", At: e.clock.Now()}))
+		n, err = e.svc.PurgeEnrolments(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "connected: the claim is done with")
+		_, err = e.svc.PollEnrolment(ctx, claimed, 0)
+		require.ErrorIs(t, err, cloud.ErrNotFound)
+		_, _, err = e.svc.RequestEnrolment(ctx, claimed, "192.0.2.2", 0)
+		require.ErrorIs(t, err, cloud.ErrEnrolled, "the edge still knows its appliance by its key")
+	})
+}
+
 func TestEnrolmentCode_Normalise(t *testing.T) {
 	for in, want := range map[string]string{
 		"abcd-efgh": "ABCDEFGH", "ABCD EFGH": "ABCDEFGH", "o1il-0000": "0111" + "0000", "7K3M-9QZX": "7K3M9QZX",

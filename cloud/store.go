@@ -409,6 +409,14 @@ type Store interface {
 	// EnrolmentFailures returns the times of the tenant's wrong codes
 	// after since, oldest first.
 	EnrolmentFailures(ctx context.Context, t Tenant, since time.Time) ([]time.Time, error)
+	// PurgeEnrolments deletes what enrolment no longer needs as of
+	// before: the wrong codes tried before it; the enrolments whose code
+	// expired unclaimed before it; and the enrolments claimed before it
+	// whose edge has connected (LastSeenAt set), was revoked or is gone.
+	// An enrolment claimed by an edge that has neither connected nor been
+	// revoked is kept however old: its appliance may still collect its
+	// configuration. It returns how many rows it deleted.
+	PurgeEnrolments(ctx context.Context, before time.Time) (int64, error)
 
 	// Idempotency (docs/decisions.md, "Idempotency"). Every write
 	// transaction inserts the record TakeReply(ctx) returns, if any, before

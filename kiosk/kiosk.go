@@ -109,18 +109,29 @@ func New(cfg Config) (*Server, error) {
 	case cfg.Devices == nil:
 		return nil, errors.New("kiosk: no device registry")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	if cfg.Label == "" {
 		cfg.Label = "62x100"
 	}
 	label, ok := badge.LabelByName(cfg.Label)
 	if !ok {
 		return nil, fmt.Errorf("kiosk: label %q is not one of the badge labels", cfg.Label)
+	}
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.label = label
+	return s, nil
+}
+
+// newServer is what every kiosk handler needs, with or without a store:
+// cfg's defaults, the languages' catalogues and the templates.
+func newServer(cfg Config) (*Server, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	cats, err := LoadCatalogues()
 	if err != nil {
@@ -132,7 +143,7 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Languages) > 2 {
 		return nil, fmt.Errorf("kiosk: %d languages; a kiosk offers English and at most one more", len(cfg.Languages))
 	}
-	s := &Server{cfg: cfg, label: label, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
+	s := &Server{cfg: cfg, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
 	for _, l := range cfg.Languages {
 		c, ok := cats[l]
 		if !ok {
@@ -183,13 +194,9 @@ func parseTemplates() (map[string]*template.Template, error) {
 // Handler is the kiosk on the LAN: pairing is open, everything else needs
 // a paired device.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	static, _ := fs.Sub(staticFiles, "static")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
-	mux.Handle("GET /static/form/", http.StripPrefix("/static/form/", cacheStatic(http.FileServerFS(formview.Assets))))
+	mux := s.openMux()
 	mux.HandleFunc("GET /pair", s.pairPage)
 	mux.HandleFunc("POST /pair", s.pair)
-	mux.HandleFunc("POST /lang", s.setLang)
 
 	paired := func(pattern string, h func(http.ResponseWriter, *http.Request, *request)) {
 		mux.Handle(pattern, s.device(h, false))
@@ -225,6 +232,17 @@ func (s *Server) Handler() http.Handler {
 	desk("POST /reception/visits/{visit_id}/check-out", s.checkOut)
 	desk("POST /reception/print-jobs/{job_id}/retry", s.retryPrint)
 	return s.guard(mux)
+}
+
+// openMux serves what any browser may fetch: the static assets and the
+// language switch.
+func (s *Server) openMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFiles, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	mux.Handle("GET /static/form/", http.StripPrefix("/static/form/", cacheStatic(http.FileServerFS(formview.Assets))))
+	mux.HandleFunc("POST /lang", s.setLang)
+	return mux
 }
 
 func cacheStatic(h http.Handler) http.Handler {

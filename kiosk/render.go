@@ -22,6 +22,11 @@ type page struct {
 	Errors    map[string]string // field → message
 	Problem   string            // a message for the whole page
 	Data      any
+
+	// Refresh, in seconds, makes the page ask the appliance again that
+	// often and reload once it answers (kiosk.js), or reload outright
+	// without script: for a page that waits on the appliance.
+	Refresh int
 }
 
 // T returns the catalogue's text for key.

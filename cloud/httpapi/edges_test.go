@@ -70,6 +70,28 @@ func (h *harness) demoEdge(t *testing.T) string {
 	return r.Body["id"].(string)
 }
 
+// The maintenance loop (Server.Purge) deletes an enrolment whose code
+// expired more than cloud.EnrolmentRetention ago: its appliance's poll is
+// then not_found, and it asks for a new code.
+func TestEnrolments_PurgedByMaintenance(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open, withBroker())
+		a, _ := enrol(t, h)
+		h.clock.Advance(cloud.EnrolmentTTL + cloud.EnrolmentRetention)
+		require.NoError(t, h.api.Purge(t.Context()))
+		r := a.do(h, http.MethodGet, "/v1/enrolments/self", nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		require.Equal(t, "expired", r.Body["state"], "kept for the retention")
+
+		h.clock.Advance(time.Second)
+		require.NoError(t, h.api.Purge(t.Context()))
+		r = a.do(h, http.MethodGet, "/v1/enrolments/self", nil)
+		requireProblem(t, r, http.StatusNotFound, "not_found")
+		r = a.do(h, http.MethodPost, "/v1/enrolments", nil)
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	})
+}
+
 // The installer's path: an appliance asks for a code and polls; the code
 // is claimed with a secret key; the appliance's next poll has its
 // configuration; the fleet lists it, filtered, and shows it; revoking it

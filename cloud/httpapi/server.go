@@ -181,8 +181,9 @@ func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 
 // Purge deletes idempotency records older than the replay window and
 // rate-limit counters of past minutes, stores pending bookings whose
-// confirmation window has closed as expired, and closes timesheet periods
-// that have ended.
+// confirmation window has closed as expired, closes timesheet periods
+// that have ended, and deletes enrolments and wrong enrolment codes no
+// longer needed (cloud.EnrolmentRetention).
 func (s *Server) Purge(ctx context.Context) error {
 	now := s.now()
 	store := s.svc.Store()
@@ -205,6 +206,11 @@ func (s *Server) Purge(ctx context.Context) error {
 		return fmt.Errorf("close timesheet periods: %w", err)
 	} else if n > 0 {
 		s.log.Info("closed timesheet periods", "count", n)
+	}
+	if n, err := s.svc.PurgeEnrolments(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		s.log.Info("purged enrolments", "count", n)
 	}
 	return nil
 }

@@ -146,3 +146,20 @@ func (s *Store) EnrolmentFailures(ctx context.Context, t cloud.Tenant, since tim
 	}
 	return out, nil
 }
+
+// PurgeEnrolments implements cloud.Store. A DELETE rechecks its condition
+// on a row another transaction changed meanwhile: an enrolment asked for
+// again (a new code, a later expiry) or claimed is not deleted.
+func (s *Store) PurgeEnrolments(ctx context.Context, before time.Time) (int64, error) {
+	failures, err := s.pool.Exec(ctx, `DELETE FROM enrolment_failures WHERE at < $1`, before)
+	if err != nil {
+		return 0, translate("purge enrolment failures", err)
+	}
+	enrolments, err := s.pool.Exec(ctx, `DELETE FROM enrolments WHERE (claimed_at IS NULL AND expires_at < $1)
+		OR (claimed_at < $1 AND NOT EXISTS (SELECT 1 FROM edges
+			WHERE edges.id = enrolments.edge_id AND edges.last_seen_at IS NULL AND edges.revoked_at IS NULL))`, before)
+	if err != nil {
+		return 0, translate("purge enrolments", err)
+	}
+	return failures.RowsAffected() + enrolments.RowsAffected(), nil
+}

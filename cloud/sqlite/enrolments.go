@@ -133,3 +133,21 @@ func (s *Store) EnrolmentFailures(ctx context.Context, t cloud.Tenant, since tim
 	}
 	return out, nil
 }
+
+// PurgeEnrolments implements cloud.Store.
+func (s *Store) PurgeEnrolments(ctx context.Context, before time.Time) (int64, error) {
+	b := micros(before)
+	failures, err := s.w.ExecContext(ctx, `DELETE FROM enrolment_failures WHERE at < ?`, b)
+	if err != nil {
+		return 0, fmt.Errorf("purge enrolment failures: %w", classify(err))
+	}
+	enrolments, err := s.w.ExecContext(ctx, `DELETE FROM enrolments WHERE (claimed_at IS NULL AND expires_at < ?)
+		OR (claimed_at < ? AND NOT EXISTS (SELECT 1 FROM edges
+			WHERE edges.id = enrolments.edge_id AND edges.last_seen_at IS NULL AND edges.revoked_at IS NULL))`, b, b)
+	if err != nil {
+		return 0, fmt.Errorf("purge enrolments: %w", classify(err))
+	}
+	nf, _ := failures.RowsAffected()
+	ne, _ := enrolments.RowsAffected()
+	return nf + ne, nil
+}

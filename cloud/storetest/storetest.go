@@ -7,8 +7,8 @@
 // their capacity, each site's change feed (written with the changes it
 // describes, without gaps, published once and in order, every person on
 // every site of the tenant), edge facts
-// applied once, edges, idempotency keys, request counters and server
-// secrets.
+// applied once, edges, enrolments, idempotency keys, request counters and
+// server secrets.
 //
 // It may import cloud, shared/..., sync/protocol and testify.
 package storetest
@@ -194,6 +194,7 @@ func groups() []group {
 		{"WaitReminders", reminderTests()},
 		{"Facts", factTests()},
 		{"Edges", edgeTests()},
+		{"Enrolments", enrolmentTests()},
 		{"Releases", releaseTests()},
 		{"Concurrency", []test{
 			{"Writers", testConcurrentWriters},

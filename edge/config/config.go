@@ -22,6 +22,10 @@ const (
 	DefaultListen    = "127.0.0.1:8081"
 	DefaultBaud      = 9600
 	DefaultCacheName = "cache.db" // in the data directory
+
+	// DefaultKioskListen is the kiosk's address in a first configuration:
+	// the LAN, where the reception's tablets are.
+	DefaultKioskListen = "0.0.0.0:8088"
 )
 
 const (

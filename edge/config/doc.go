@@ -12,8 +12,9 @@
 // every problem it finds at once, each with its JSON path
 // ("gates[1].readers[0].listen"), in an [*Error], so an installer fixes a
 // file in one pass. Any object may hold a "//" key whose value is a
-// string: a comment for whoever edits the file (svc-cloud edges create
-// writes one beside each reader, saying how to open it to the LAN).
+// string: a comment for whoever edits the file (a first configuration,
+// [Initial.Document], has one beside each reader, saying how to open it
+// to the LAN, and one in the kiosk).
 // This is testdata/example.json, the template (its
 // password_file and ca_file are taken from the file's directory, as
 // /etc/svc-edge/broker-password for /etc/svc-edge/config.json):

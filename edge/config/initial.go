@@ -23,7 +23,7 @@ type Initial struct {
 	EdgeID   string
 	Broker   Broker   // URL, Username, Password and CA as delivered
 	GateIDs  []string // the site's gates, oldest first
-	DataDir  string   // absolute: where the appliance keeps its state
+	DataDir  string   // absolute: where the appliance keeps its state; "" for DefaultDataDir
 	Listen   string   // the local HTTP API; "" for DefaultListen
 	Kiosk    string   // the reception kiosk's listen address; "" for none
 	Language string   // the kiosk's second language beside English; "" for none
@@ -32,10 +32,25 @@ type Initial struct {
 	ReaderPort int
 }
 
+// Comments a first configuration carries for whoever edits it.
+const (
+	// readerComment, beside each reader: readers listen on loopback
+	// unless the installer says otherwise, since anyone who can reach the
+	// port can present a pass to the gate.
+	readerComment = "Loopback only: a reader on this machine. To take passes from a reader on the LAN, " +
+		"set listen to this appliance's LAN address (or 0.0.0.0) and port, and let only the reader reach it " +
+		"(a firewall rule or a VLAN): whoever can connect can present a pass to this gate."
+	// kioskComment says how the kiosk is reached and who may use it.
+	kioskComment = "The reception kiosk: tablets on the site's LAN open http://THIS-APPLIANCE:PORT/ and pair " +
+		"with a code from svc-edge kiosk pair; nothing but the pairing page answers an unpaired browser."
+)
+
 // Document returns the configuration file for in, in the file's format,
 // after checking that Parse accepts it: each gate with a loopback TCP
-// reader and a simulated relay, failing secure when its cache is stale.
-// Its error is Parse's *Error.
+// reader and a simulated relay, failing secure when its cache is stale,
+// and comments saying how to open a reader or the kiosk to the LAN. It
+// is what an appliance enrolled by code writes and what svc-cloud edges
+// create prints. Its error is Parse's *Error.
 func (in Initial) Document() ([]byte, error) {
 	f := fileConfig{
 		Site:    fileSite{Mode: in.Site.Mode, OrgID: in.Site.OrgID, SiteID: in.Site.SiteID},
@@ -53,15 +68,12 @@ func (in Initial) Document() ([]byte, error) {
 	}
 	for i, id := range in.GateIDs {
 		f.Gates = append(f.Gates, fileGate{ID: id,
-			Readers:   []fileReader{{Kind: TCP, Listen: fmt.Sprintf("127.0.0.1:%d", port+i)}},
+			Readers:   []fileReader{{Comment: readerComment, Kind: TCP, Listen: fmt.Sprintf("127.0.0.1:%d", port+i)}},
 			Relay:     fileRelay{Pin: fmt.Sprintf("SIM%d", FirstRelayPin+i), Pulse: "500ms"},
 			WhenStale: FailSecure})
 	}
 	if in.Kiosk != "" {
-		f.Kiosk = &fileKiosk{Listen: in.Kiosk, Languages: []string{"en"}, Label: "62x100"}
-		if in.Language != "" {
-			f.Kiosk.Languages = append(f.Kiosk.Languages, in.Language)
-		}
+		f.Kiosk = &fileKiosk{Comment: kioskComment, Listen: in.Kiosk, Languages: KioskLanguages(in.Language), Label: "62x100"}
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
@@ -71,4 +83,13 @@ func (in Initial) Document() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// KioskLanguages are the languages of a first configuration's kiosk:
+// English, then second unless it is "".
+func KioskLanguages(second string) []string {
+	if second == "" || second == "en" {
+		return []string{"en"}
+	}
+	return []string{"en", second}
 }

@@ -12,13 +12,14 @@ type (
 		Site      fileSite   `json:"site"`
 		EdgeID    string     `json:"edge_id"`
 		Broker    fileBroker `json:"broker"`
-		DataDir   string     `json:"data_dir"`
-		CachePath string     `json:"cache_path"`
+		DataDir   string     `json:"data_dir,omitempty"`
+		CachePath string     `json:"cache_path,omitempty"`
 		Listen    string     `json:"listen"`
 		Gates     []fileGate `json:"gates"`
 		Kiosk     *fileKiosk `json:"kiosk,omitempty"`
 	}
 	fileKiosk struct {
+		Comment   string   `json:"//,omitempty"`
 		Listen    string   `json:"listen"`
 		Languages []string `json:"languages"`
 		Label     string   `json:"label"`
@@ -44,10 +45,11 @@ type (
 		WhenStale WhenStale    `json:"when_stale"`
 	}
 	fileReader struct {
-		Kind   string `json:"kind"`
-		Device string `json:"device,omitempty"`
-		Baud   int    `json:"baud,omitempty"`
-		Listen string `json:"listen,omitempty"`
+		Comment string `json:"//,omitempty"`
+		Kind    string `json:"kind"`
+		Device  string `json:"device,omitempty"`
+		Baud    int    `json:"baud,omitempty"`
+		Listen  string `json:"listen,omitempty"`
 	}
 	fileRelay struct {
 		Pin       string `json:"pin"`
@@ -86,7 +88,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 			WhenStale: g.WhenStale,
 		}
 		for _, r := range g.Readers {
-			fg.Readers = append(fg.Readers, fileReader(r))
+			fg.Readers = append(fg.Readers, fileReader{Kind: r.Kind, Device: r.Device, Baud: r.Baud, Listen: r.Listen})
 		}
 		if g.Door != nil {
 			fg.Door = &fileDoor{Pin: g.Door.Pin, ActiveLow: g.Door.ActiveLow, Pull: g.Door.Pull, Poll: duration(g.Door.Poll)}

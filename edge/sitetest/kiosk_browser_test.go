@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +60,13 @@ type browserPlan struct {
 	Codes       map[string]string `json:"codes"`
 	Texts       map[string]string `json:"texts"`
 	Data        browserData       `json:"data"`
+	Enrolment   *enrolmentPlan    `json:"enrolment,omitempty"` // the enrolment phase's
+}
+
+// enrolmentPlan is what the enrolment page shows.
+type enrolmentPlan struct {
+	Code  string `json:"code"`
+	Alert string `json:"alert"` // the clock warning
 }
 
 type browserData struct {
@@ -200,10 +210,7 @@ func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string, n int) brows
 		return c.Code
 	}
 	cat := kw.cats[lang]
-	texts := map[string]string{}
-	for _, k := range cat.Keys() {
-		texts[k] = cat.T(k)
-	}
+	texts := kw.texts(lang)
 	walkName := "Ada Lovelace " + suffix
 	told := cat.T("done.told", "Facilities")
 	if phase == "offline" {
@@ -228,6 +235,18 @@ func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string, n int) brows
 			HandOver:    &handOverPlan{Name: walkName, Team: "Sales"},
 			Expect:      map[string]any{"walkInTold": told, "offline": phase == "offline"},
 		}}
+	res := kw.flows(t, plan)
+	if phase == "offline" {
+		require.Positive(t, kw.e.Outbox(), "offline, the kiosk's facts wait in the outbox")
+	}
+	res.Results["invited"] = invited.ID
+	return res
+}
+
+// flows runs flows.cjs once on plan and returns what it did; it fails the
+// test on a failed flow or on any accessibility violation.
+func (kw *kioskWorld) flows(t *testing.T, plan browserPlan) browserResult {
+	t.Helper()
 	if plan.Screenshots != "" {
 		require.NoError(t, os.MkdirAll(plan.Screenshots, 0o755))
 	}
@@ -248,19 +267,26 @@ func (kw *kioskWorld) run(t *testing.T, lang, phase, suffix string, n int) brows
 		line = line[i+1:]
 	}
 	if err := json.Unmarshal([]byte(line), &res); err != nil {
-		t.Fatalf("flows.cjs (%s, %s): %v\nstdout: %s\nstderr: %s", lang, phase, runErr, stdout.String(), stderr.String())
+		t.Fatalf("flows.cjs (%s, %s): %v\nstdout: %s\nstderr: %s", plan.Lang, plan.Phase, runErr, stdout.String(), stderr.String())
 	}
 	if !res.OK {
-		t.Fatalf("flows.cjs (%s, %s) failed: %s\nstderr: %s", lang, phase, res.Error, stderr.String())
+		t.Fatalf("flows.cjs (%s, %s) failed: %s\nstderr: %s", plan.Lang, plan.Phase, res.Error, stderr.String())
 	}
 	for _, v := range res.Violations {
 		t.Errorf("accessibility (%s, %s screen): %s (%s): %s at %v", v.Lang, v.Screen, v.ID, v.Impact, v.Help, v.Nodes)
 	}
-	if phase == "offline" {
-		require.Positive(t, kw.e.Outbox(), "offline, the kiosk's facts wait in the outbox")
-	}
-	res.Results["invited"] = invited.ID
 	return res
+}
+
+// texts is the catalogue of lang, for the flows to find elements by the
+// names people read.
+func (kw *kioskWorld) texts(lang string) map[string]string {
+	cat := kw.cats[lang]
+	texts := map[string]string{}
+	for _, k := range cat.Keys() {
+		texts[k] = cat.T(k)
+	}
+	return texts
 }
 
 // TestKioskBrowser runs every kiosk flow in real Chromium against a real
@@ -292,4 +318,55 @@ func TestKioskBrowser(t *testing.T) {
 		})
 	}
 	require.GreaterOrEqual(t, len(kw.sim.Printed()), 4, "a badge printed in each run")
+}
+
+// TestKioskBrowser_Enrolment: a tablet pointed at an appliance that is not
+// enrolled yet sees the kiosk's enrolment page, in English and French
+// (its code and clock warning; axe-core checks it). When the appliance
+// restarts enrolled, the page's script rides out the restart (its first
+// request again gets no answer) and the tablet lands on the kiosk's
+// pairing page by itself.
+func TestKioskBrowser_Enrolment(t *testing.T) {
+	chromium, modules := browserEnv(t)
+	kw := newKioskWorld(t, chromium, modules)
+	const code = "7KQ2-M9XD"
+	status := kiosk.Enrolment{Code: code, ExpiresAt: time.Now().Add(10 * time.Minute), Cloud: "https://cloud.example.com",
+		Skew: 42 * time.Second, SkewWarning: true}
+	page, err := kiosk.EnrolmentHandler(kiosk.EnrolmentConfig{Languages: []string{"en", "fr"}, Logger: sitetest.Logger(t, "enrolment"),
+		Status: func() kiosk.Enrolment { return status }})
+	require.NoError(t, err)
+	for _, lang := range []string{"en", "fr"} {
+		t.Run(lang, func(t *testing.T) {
+			// The kiosk's address: the enrolment page until the page's
+			// script asks again; then the appliance restarts, and the
+			// script's next requests are closed unanswered; from then on
+			// the enrolled appliance's kiosk. No keep-alive: the browser
+			// retries a request whose reused connection closed, but not
+			// one on a new connection, so each closed request is one the
+			// script sees fail.
+			const unanswered = 2
+			var asked atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case asked.Load() >= unanswered:
+					kw.e.App().KioskHandler().ServeHTTP(w, r)
+				case r.Method == http.MethodHead:
+					asked.Add(1)
+					panic(http.ErrAbortHandler) // the connection closes unanswered
+				default:
+					page.ServeHTTP(w, r)
+				}
+			}))
+			srv.Config.SetKeepAlivesEnabled(false)
+			srv.Start()
+			defer srv.Close()
+			res := kw.flows(t, browserPlan{URL: srv.URL, Chromium: kw.chrome, Screenshots: os.Getenv("SVC_KIOSK_SCREENSHOTS"),
+				Lang: lang, Phase: "enrolment", Texts: kw.texts(lang),
+				Enrolment: &enrolmentPlan{Code: code, Alert: kw.cats[lang].T("enrol.skew", 42)}})
+			require.Equal(t, code, res.Results["enrolmentCode"])
+			require.Equal(t, int32(unanswered), asked.Load(), "the page's script asked again while nothing answered")
+			require.Equal(t, true, res.Results["landedOnPair"])
+			require.GreaterOrEqual(t, res.Results["screensChecked"], float64(2), "axe-core checked the enrolment and pairing pages")
+		})
+	}
 }

@@ -7,6 +7,8 @@
 // this script a JSON plan as its only argument:
 //   {url, chromium, screenshots, lang, phase, codes: {visitor, reception},
 //    pin, data: {...}}
+// or, for phase "enrolment" (an appliance not enrolled yet, then running):
+//   {url, chromium, lang, phase, texts, enrolment: {code, alert}}
 // It prints one JSON line: {ok, results, violations, error}. The Go test
 // checks what the flows did on the cloud's side.
 "use strict";
@@ -137,6 +139,34 @@ async function walkIn(page, who) {
   return page.url().match(/visit_[0-9a-z]{26}/)[0];
 }
 
+// enrolment is a tablet pointed at an appliance that is not enrolled yet:
+// the enrolment page shows the code; once the appliance runs, the page's
+// script (on the page's own clock, run forward here) reloads it onto the
+// pairing page, though its first request again gets no answer.
+async function enrolment(browser) {
+  const E = plan.enrolment;
+  const context = await browser.newContext({ locale: plan.lang, bypassCSP: true });
+  const page = await context.newPage();
+  await page.clock.install();
+  const res = await page.goto(plan.url + "/");
+  if (res.status() !== 503) fail(`the enrolment page answered ${res.status()}, not 503`);
+  await setLanguage(page);
+  await page.getByRole("heading", { level: 1, name: T["enrol.title"] }).waitFor();
+  await page.getByRole("heading", { level: 2, name: T["enrol.code"] }).waitFor();
+  results.enrolmentCode = (await page.locator(".code").textContent()).trim();
+  const alert = await page.getByRole("alert").textContent();
+  if (!alert.includes(E.alert)) fail(`the clock warning reads "${alert}"`);
+  await screen(page, "enrolment");
+  for (let i = 0; i < 20 && !page.url().endsWith("/pair"); i++) {
+    await page.clock.runFor(5000);
+    await page.waitForTimeout(200);
+  }
+  if (!page.url().endsWith("/pair")) fail(`the enrolment page did not reload onto the pairing page: ${page.url()}`);
+  await page.getByLabel(T["pair.code"]).waitFor();
+  results.landedOnPair = true;
+  await check(page, "pair-after-enrolment");
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: plan.chromium,
@@ -144,6 +174,11 @@ async function main() {
       "--disable-sync", "--no-first-run", "--disable-quic"],
   });
   try {
+    if (plan.phase === "enrolment") {
+      await enrolment(browser);
+      console.log(JSON.stringify({ ok: true, results, violations }));
+      return;
+    }
     const visitor = await browser.newContext({ locale: plan.lang, bypassCSP: true });
     const vpage = await pair(visitor, plan.codes.visitor);
     const D = plan.data;

@@ -16,94 +16,24 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// edgeFile is the appliance's configuration file as edge/config reads it
-// (its testdata/example.json): what edges create prints for the installer.
-type edgeFile struct {
-	Site struct {
-		Mode   string `json:"mode"`
-		OrgID  string `json:"org_id"`
-		SiteID string `json:"site_id"`
-	} `json:"site"`
-	EdgeID string `json:"edge_id"`
-	Broker struct {
-		URL      string `json:"url"`
-		Username string `json:"username"`
-		Password string `json:"password"`
-		CA       string `json:"ca,omitempty"` // PEM: the CA that verifies an ssl:// broker
-	} `json:"broker"`
-	DataDir string         `json:"data_dir,omitempty"`
-	Gates   []edgeFileGate `json:"gates"`
-	Kiosk   *edgeFileKiosk `json:"kiosk,omitempty"`
-}
-
-// edgeFileKiosk is the reception kiosk the appliance serves.
-type edgeFileKiosk struct {
-	Comment   string   `json:"//,omitempty"`
-	Listen    string   `json:"listen"`
-	Languages []string `json:"languages"`
-	Label     string   `json:"label"`
-}
-
-// kioskComment says how the kiosk is reached and who may use it.
-const kioskComment = "The reception kiosk: tablets on the site's LAN open http://THIS-APPLIANCE:PORT/ and pair " +
-	"with a code from svc-edge kiosk pair; nothing but the pairing page answers an unpaired browser."
-
-type edgeFileGate struct {
-	GateID  string           `json:"gate_id"`
-	Readers []edgeFileReader `json:"readers"`
-	Relay   struct {
-		Pin       string `json:"pin"`
-		ActiveLow bool   `json:"active_low"`
-		Pulse     string `json:"pulse"`
-	} `json:"relay"`
-	WhenStale string `json:"when_stale"`
-}
-
-type edgeFileReader struct {
-	Comment string `json:"//,omitempty"`
-	Kind    string `json:"kind"`
-	Listen  string `json:"listen"`
-}
-
-// readerComment says, in the generated file, how to open a reader to the
-// LAN: readers listen on loopback unless the installer says otherwise,
-// since anyone who can reach the port can present a pass to the gate.
-const readerComment = "Loopback only: a reader on this machine. To take passes from a reader on the LAN, " +
-	"set listen to this appliance's LAN address (or 0.0.0.0) and port, and let only the reader reach it " +
-	"(a firewall rule or a VLAN): whoever can connect can present a pass to this gate."
-
-// Where the generated file starts numbering: a TCP reader per gate on
-// port 9001 and up, a simulated relay pin per gate from SIM17 (make run
-// drives simulated pins; an installer replaces them with GPIO lines).
-const (
-	firstReaderPort = 9001
-	firstRelayPin   = 17
-	kioskPort       = 8088
-)
-
-// edgeConfig is the configuration of an appliance for the edge at the
-// gates, in the order they were made.
-func edgeConfig(e cloud.Edge, password string, broker edgeBroker, gates []cloud.Gate) edgeFile {
-	var f edgeFile
-	f.Site.Mode, f.Site.OrgID, f.Site.SiteID = string(e.Tenant.Mode), e.Tenant.OrgID, e.SiteID
-	f.EdgeID = e.ID
-	f.Broker.URL, f.Broker.Username, f.Broker.Password, f.Broker.CA = broker.URL, e.Username, password, string(broker.CA)
-	f.Gates = []edgeFileGate{}
-	for i, g := range gates {
-		var fg edgeFileGate
-		fg.GateID = g.ID
-		fg.Readers = []edgeFileReader{{Comment: readerComment, Kind: "tcp", Listen: fmt.Sprintf("127.0.0.1:%d", firstReaderPort+i)}}
-		fg.Relay.Pin, fg.Relay.Pulse = fmt.Sprintf("SIM%d", firstRelayPin+i), "500ms"
-		fg.WhenStale = "fail_secure"
-		f.Gates = append(f.Gates, fg)
+// edgeConfig is the configuration file of the appliance for edge e at
+// the gates, in the order they were made: the one edge/config writes for
+// an appliance enrolled by code (config.Initial), with the kiosk on the
+// LAN in English and French, and the appliance's default data directory.
+func edgeConfig(e cloud.Edge, password string, broker edgeBroker, gates []cloud.Gate) ([]byte, error) {
+	in := config.Initial{Site: protocol.Site{Mode: string(e.Tenant.Mode), OrgID: e.Tenant.OrgID, SiteID: e.SiteID}, EdgeID: e.ID,
+		Broker: config.Broker{URL: broker.URL, Username: e.Username, Password: password, CA: broker.CA},
+		Kiosk:  config.DefaultKioskListen, Language: "fr"}
+	for _, g := range gates {
+		in.GateIDs = append(in.GateIDs, g.ID)
 	}
-	f.Kiosk = &edgeFileKiosk{Comment: kioskComment, Listen: fmt.Sprintf("0.0.0.0:%d", kioskPort), Languages: []string{"en", "fr"}, Label: "62x100"}
-	return f
+	return in.Document()
 }
 
 func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
@@ -141,11 +71,14 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		return usageError{fmt.Sprintf("edges create: --broker %q: plain MQTT sends the password in clear, so only to a broker on the appliance itself; use ssl://", *brokerURL)}
 	case !tlsURL && *brokerCA != "":
 		return usageError{"edges create: --broker-ca is for an ssl:// or wss:// broker"}
+	case (u.Scheme == "tcp" || u.Scheme == "ssl") && u.Port() == "":
+		return usageError{fmt.Sprintf("edges create: --broker %q: give the port (1883 for tcp, 8883 for ssl)", *brokerURL)}
 	}
 	eb := edgeBroker{URL: *brokerURL}
 	t := cloud.Tenant{OrgID: *org, Mode: cloud.Mode(*mode)}
-	var file edgeFile
+	var file []byte
 	var e cloud.Edge
+	var secret string
 	switch {
 	case !tlsURL || *brokerCA == "system":
 	case *brokerCA != "":
@@ -172,7 +105,6 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		if len(gates) == 0 {
 			return fmt.Errorf("edges create: site %s has no gates; an appliance serves at least one, so create them first", *site)
 		}
-		var secret string
 		e, secret, err = svc.CreateEdge(ctx, t, *site, *name)
 		if errors.Is(err, cloud.ErrSiteHasEdge) {
 			active, lerr := activeEdges(ctx, svc, t, *site)
@@ -186,7 +118,10 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 		if err != nil {
 			return err
 		}
-		file = edgeConfig(e, secret, eb, gates)
+		if file, err = edgeConfig(e, secret, eb, gates); err != nil {
+			return fmt.Errorf("edges create: edge %s was made, but its configuration is not one the appliance accepts (%w); "+
+				"revoke it (svc-cloud edges revoke --org %s --mode %s --edge-id %s) and try again", e.ID, err, *org, *mode, e.ID)
+		}
 		return nil
 	})
 	if err != nil {
@@ -194,19 +129,15 @@ func edgesCreate(ctx context.Context, args []string, stdout io.Writer, stderr *o
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(struct {
-			ID       string   `json:"id"`
-			Username string   `json:"username"`
-			Password string   `json:"password"`
-			Config   edgeFile `json:"config"`
-		}{e.ID, e.Username, file.Broker.Password, file})
-	}
-	raw, err := json.MarshalIndent(file, "", "  ")
-	if err != nil {
-		return err
+			ID       string          `json:"id"`
+			Username string          `json:"username"`
+			Password string          `json:"password"`
+			Config   json.RawMessage `json:"config"`
+		}{e.ID, e.Username, secret, file})
 	}
 	fmt.Fprintf(stdout, "edge %s (%s) at site %s, %s mode\nbroker username: %s\nbroker password: %s (shown once)\n"+
-		"configuration for the appliance (/etc/svc-edge/config.json; relay pins are simulated until set to GPIO lines):\n%s\n",
-		e.ID, e.Name, e.SiteID, e.Tenant.Mode, e.Username, file.Broker.Password, raw)
+		"configuration for the appliance (/etc/svc-edge/config.json; relay pins are simulated until set to GPIO lines):\n%s",
+		e.ID, e.Name, e.SiteID, e.Tenant.Mode, e.Username, secret, file)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +25,8 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/edge/sitetest"
+	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/sync/broker/dynsec"
 	"github.com/svc-vms/svc/sync/broker/dynsec/dynsectest"
 )
@@ -203,19 +206,14 @@ func TestEnrol_EndToEnd(t *testing.T) {
 
 			startEdge(t, "run", "--config", path, "--simulate")
 			var edge map[string]any
-			deadline := time.Now().Add(60 * time.Second)
-			for {
+			sitetest.Eventually(t, 60*time.Second, func() bool {
 				status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
 				require.Equal(t, http.StatusOK, status, "%v", e)
 				// Its first status goes out as it connects, before its
 				// snapshot: the figures are those of that moment.
-				if e["state"] == "online" && e["cache"] != nil {
-					edge = e
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "the edge did not come online and sync: %v", e)
-				time.Sleep(100 * time.Millisecond)
-			}
+				edge = e
+				return e["state"] == "online" && e["cache"] != nil
+			}, "the edge did not come online and sync")
 			require.True(t, strings.HasPrefix(edge["software_version"].(string), "svc-edge"), "software %v", edge["software_version"])
 			require.Equal(t, true, edge["enrolled_by_code"])
 			require.Equal(t, edge["feed_head"].(float64)-edge["applied_seq"].(float64), edge["lag"])
@@ -292,29 +290,21 @@ func TestEnrol_Mosquitto(t *testing.T) {
 			require.Equal(t, b.URL, cfg.Broker.URL, "the appliance connects to Mosquitto")
 
 			startEdge(t, "run", "--config", path, "--simulate")
-			deadline := time.Now().Add(60 * time.Second)
-			for {
+			sitetest.Eventually(t, 60*time.Second, func() bool {
 				status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
 				require.Equal(t, http.StatusOK, status, "%v", e)
 				// Online, and its cache holds the site's gates: the status
 				// it sends after its snapshot, through the cloud's account.
-				if e["state"] == "online" && e["cache"] != nil && e["cache"].(map[string]any)["gates"].(float64) > 0 {
-					break
-				}
-				require.True(t, time.Now().Before(deadline), "the edge did not come online and sync through Mosquitto: %v", e)
-				time.Sleep(100 * time.Millisecond) // polling the fleet API
-			}
+				return e["state"] == "online" && e["cache"] != nil && e["cache"].(map[string]any)["gates"].(float64) > 0
+			}, "the edge did not come online and sync through Mosquitto")
 
 			status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
 			require.Equal(t, http.StatusOK, status, "%v", revoked)
 			ctl, err := dynsec.New(dynsec.Config{BrokerURL: b.URL, Username: dynsectest.Admin, Password: b.AdminPassword})
 			require.NoError(t, err)
 			defer ctl.Close()
-			deadline = time.Now().Add(30 * time.Second)
-			for !disabled(t, ctl, cfg.EdgeID) {
-				require.True(t, time.Now().Before(deadline), "the revoked edge's account was not disabled")
-				time.Sleep(50 * time.Millisecond) // polling the plugin
-			}
+			sitetest.Eventually(t, 30*time.Second, func() bool { return disabled(t, ctl, cfg.EdgeID) },
+				"the revoked edge's account was not disabled")
 			_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: cfg.Broker.Username, Password: cfg.Broker.Password, ClientID: cfg.EdgeID})
 			require.Error(t, err, "its credentials are refused")
 			require.Contains(t, b.Log(), "Client "+cfg.EdgeID+" been disconnected by administrative action", "Mosquitto 2.0.11's words for a kick")
@@ -334,4 +324,55 @@ func disabled(t *testing.T, ctl *dynsec.Control, edgeID string) bool {
 	}
 	t.Fatalf("Mosquitto has no account of edge %s", edgeID)
 	return false
+}
+
+// TestEnrol_KioskShowsCode: while svc-edge run --cloud enrols, a tablet
+// at the kiosk's address sees the code the console shows (as does the
+// status page on the local API's address), in the kiosk's own page and
+// words; once the code is claimed, the same address serves the kiosk, and
+// the tablet gets its pairing page.
+func TestEnrol_KioskShowsCode(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := startServeURL(t, dir)
+	root := strings.TrimSuffix(base, "/v1")
+	kioskURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	statusURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	child := startEdge(t, "run", "--simulate", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", filepath.Join(dir, "edge.json"),
+		"--listen", strings.TrimPrefix(statusURL, "http://"), "--kiosk-listen", strings.TrimPrefix(kioskURL, "http://"),
+		"--reader-port", fmt.Sprint(freePort(t)))
+	code := strings.Fields(child.line(t, "enrolment code:"))[0]
+	cats, err := kiosk.LoadCatalogues()
+	require.NoError(t, err)
+	en := cats["en"]
+
+	get := func(url string) (int, string, error) {
+		resp, err := http.Get(url)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, html.UnescapeString(string(b)), err
+	}
+	for _, u := range []string{kioskURL + "/", kioskURL + "/pair", statusURL + "/"} {
+		status, page, err := get(u)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s: the kiosk is not in service yet", u)
+		require.Contains(t, page, en.T("enrol.title"), u)
+		require.Contains(t, page, `<p class="code">`+code+`</p>`, "%s shows the console's code", u)
+		require.Contains(t, page, en.T("enrol.cloud", root), u)
+	}
+
+	out := runCLI(t, "edges", "claim", code, "--api", root, "--data", dir, "--name", "Demo edge")
+	require.Contains(t, out, "claimed "+code)
+	child.line(t, "enrolled as ")
+	// The enrolment page closes and the daemon opens the kiosk on the
+	// same address: the tablet's next request lands on the pairing page.
+	var page string
+	sitetest.Eventually(t, 60*time.Second, func() bool {
+		status, p, err := get(kioskURL + "/")
+		page = p
+		return err == nil && status == http.StatusOK && strings.Contains(page, en.T("pair.title"))
+	}, "the kiosk did not serve its pairing page")
+	require.NotContains(t, page, code)
 }

@@ -284,6 +284,8 @@ func TestEdges_Create(t *testing.T) {
 		require.Equal(t, config.FailSecure, g.WhenStale)
 	}
 	require.Contains(t, string(created.Config), "To take passes from a reader on the LAN", "the file says how to open a reader to the LAN")
+	require.Equal(t, &config.Kiosk{Listen: config.DefaultKioskListen, Languages: []string{"en", "fr"}, Label: "62x100"}, cfg.Kiosk)
+	require.Equal(t, config.DefaultDataDir, cfg.DataDir, "the appliance's own default")
 
 	store, err := openData(t, dir)
 	require.NoError(t, err)
@@ -340,6 +342,7 @@ func TestEdges_CreateErrors(t *testing.T) {
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "http://x"},
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://u:p@x:1883"},
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://192.0.2.10:1884"},
+		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "ssl://mqtt.example.com"},
 		{"edges", "create", "--data", dir, "--org", seed.OrganisationID, "--mode", "live", "--site", seed.Live.Sites[0].ID, "--broker", "tcp://127.0.0.1:1884", "--broker-ca", "system"},
 		{"edges"},
 	} {

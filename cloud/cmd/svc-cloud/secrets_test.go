@@ -26,6 +26,7 @@ import (
 	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/edge/sitetest"
 	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
@@ -124,11 +125,9 @@ func TestServe_EdgeOverTLS(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- half.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(20 * time.Second)
-	for c.View().SyncedAt().IsZero() || len(c.View().Keys()) == 0 && c.View().Counts().Gates == 0 {
-		require.True(t, time.Now().Before(deadline), "the edge did not sync over TLS: %+v", half.State())
-		time.Sleep(20 * time.Millisecond)
-	}
+	sitetest.Eventually(t, 20*time.Second, func() bool {
+		return !c.View().SyncedAt().IsZero() && (len(c.View().Keys()) > 0 || c.View().Counts().Gates > 0)
+	}, "the edge did not sync over TLS")
 	require.Positive(t, c.View().Counts().Gates, "the site's gates came over TLS")
 
 	addr := strings.TrimPrefix(cfg.Broker.URL, "ssl://")

@@ -59,7 +59,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if ef.cloud == "" {
 			return fmt.Errorf("run: %s does not exist: the appliance is not enrolled; run svc-edge enrol --cloud URL (or svc-edge run --cloud URL) first", *path)
 		}
-		if err := enrolAppliance(ctx, ef, *path, config.DefaultListen, stdout, stderr); err != nil {
+		if err := enrolAppliance(ctx, ef, *path, stdout, stderr); err != nil {
 			return err
 		}
 	}

@@ -5,10 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"html/template"
 	"io"
 	"log/slog"
 	"net"
@@ -19,20 +17,22 @@ import (
 
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/edge/enrol"
+	"github.com/svc-vms/svc/kiosk"
 )
 
 // enrolFlags are the flags of svc-edge enrol, which svc-edge run takes too
 // (run enrols an appliance that has no configuration when given --cloud).
 type enrolFlags struct {
-	cloud, data, ca, kiosk, language string
-	readerPort                       int
+	cloud, data, ca, listen, kiosk, language string
+	readerPort                               int
 }
 
 func (f *enrolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.cloud, "cloud", env("SVC_EDGE_CLOUD", ""), "the cloud's URL, https://... (env SVC_EDGE_CLOUD)")
 	fs.StringVar(&f.data, "data", env("SVC_EDGE_DATA_DIR", config.DefaultDataDir), "the data directory: the identity key, the cache (env SVC_EDGE_DATA_DIR)")
 	fs.StringVar(&f.ca, "ca", env("SVC_EDGE_CLOUD_CA", ""), "PEM file of the CA that verifies the cloud's HTTPS certificate; empty: the system's roots (env SVC_EDGE_CLOUD_CA)")
-	fs.StringVar(&f.kiosk, "kiosk-listen", env("SVC_EDGE_KIOSK_LISTEN", "0.0.0.0:8088"), "the reception kiosk's address on the LAN in the configuration written; \"none\" for no kiosk (env SVC_EDGE_KIOSK_LISTEN)")
+	fs.StringVar(&f.listen, "listen", env("SVC_EDGE_LISTEN", config.DefaultListen), "the local API's address in the configuration written, where the status page is served while enrolling (env SVC_EDGE_LISTEN)")
+	fs.StringVar(&f.kiosk, "kiosk-listen", env("SVC_EDGE_KIOSK_LISTEN", config.DefaultKioskListen), "the reception kiosk's address on the LAN in the configuration written, where it shows the enrolment code while enrolling; \"none\" for no kiosk (env SVC_EDGE_KIOSK_LISTEN)")
 	fs.IntVar(&f.readerPort, "reader-port", config.FirstReaderPort, "the loopback TCP port of the first gate's reader in the configuration written, the next gate's the next")
 	fs.StringVar(&f.language, "kiosk-language", env("SVC_EDGE_KIOSK_LANGUAGE", "fr"), "the kiosk's second language beside English; \"none\" for English alone")
 }
@@ -45,7 +45,6 @@ func enrolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var f enrolFlags
 	f.register(fs)
 	path := fs.String("config", env("SVC_EDGE_CONFIG", defaultConfig), "the configuration file to write (env SVC_EDGE_CONFIG)")
-	listen := fs.String("listen", env("SVC_EDGE_LISTEN", config.DefaultListen), "the local status page's address while enrolling (env SVC_EDGE_LISTEN)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -55,12 +54,14 @@ func enrolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if _, err := os.Stat(*path); err == nil {
 		return fmt.Errorf("enrol: %s exists: the appliance is enrolled (to enrol it again, revoke its edge in the cloud and move the file aside)", *path)
 	}
-	return enrolAppliance(ctx, f, *path, *listen, stdout, stderr)
+	return enrolAppliance(ctx, f, *path, stdout, stderr)
 }
 
 // enrolAppliance enrols the appliance and writes its configuration at
-// path, serving the status page on listen meanwhile.
-func enrolAppliance(ctx context.Context, f enrolFlags, path, listen string, stdout, stderr io.Writer) error {
+// path. Meanwhile it serves the status page on the local API's address
+// and the enrolment page on the kiosk's; both are closed when it returns,
+// so that the daemon may listen there.
+func enrolAppliance(ctx context.Context, f enrolFlags, path string, stdout, stderr io.Writer) error {
 	u, err := url.Parse(f.cloud)
 	switch {
 	case f.cloud == "":
@@ -95,24 +96,33 @@ func enrolAppliance(ctx context.Context, f enrolFlags, path, listen string, stdo
 			fmt.Fprintf(stdout, "warning: this appliance's clock is %.0f s from the cloud's: set it (NTP)\n", st.Skew)
 		}
 	}}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	srv, err := statusPage(c, listen)
-	if err != nil {
-		log.Warn("no local status page while enrolling", "error", err.Error())
-	} else {
-		go func() { <-ctx.Done(); _ = srv.Close() }()
-	}
-	r, err := c.Run(ctx)
-	if err != nil {
-		return err
-	}
-	local := enrol.Local{DataDir: f.data, Listen: listen, Kiosk: f.kiosk, Language: f.language, ReaderPort: f.readerPort}
+	local := enrol.Local{DataDir: f.data, Listen: f.listen, Kiosk: f.kiosk, Language: f.language, ReaderPort: f.readerPort}
 	if local.Kiosk == "none" {
 		local.Kiosk = ""
 	}
 	if local.Language == "none" {
 		local.Language = ""
+	}
+	page, err := kiosk.EnrolmentHandler(kiosk.EnrolmentConfig{Languages: config.KioskLanguages(local.Language), Logger: log,
+		Status: func() kiosk.Enrolment { return kioskEnrolment(c.Status()) }})
+	if err != nil {
+		return fmt.Errorf("enrol: %w", err)
+	}
+	if srv, err := serveEnrolment(f.listen, statusPage(c, page)); err != nil {
+		log.Warn("no local status page while enrolling", "error", err.Error())
+	} else {
+		defer srv.Close()
+	}
+	if local.Kiosk != "" {
+		if srv, err := serveEnrolment(local.Kiosk, page); err != nil {
+			log.Warn("the kiosk does not show the enrolment code", "error", err.Error())
+		} else {
+			defer srv.Close()
+		}
+	}
+	r, err := c.Run(ctx)
+	if err != nil {
+		return err
 	}
 	if err := enrol.WriteConfig(path, r, local); err != nil {
 		return err
@@ -121,14 +131,11 @@ func enrolAppliance(ctx context.Context, f enrolFlags, path, listen string, stdo
 	return nil
 }
 
-// statusPage serves the enrolment's status on the loopback API's address
-// while the appliance is not enrolled: GET /status (JSON) and GET / (a
-// page a screen attached to the appliance can show).
-func statusPage(c *enrol.Client, listen string) (*http.Server, error) {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return nil, err
-	}
+// statusPage is the enrolment's status on the loopback API's address
+// while the appliance is not enrolled: GET /status (JSON, which svc-cloud
+// edges claim --appliance reads) and, for a screen attached to the
+// appliance, the kiosk's enrolment page.
+func statusPage(c *enrol.Client, page http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -136,29 +143,23 @@ func statusPage(c *enrol.Client, listen string) (*http.Server, error) {
 			Enrolment enrol.Status `json:"enrolment"`
 		}{c.Status()})
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Refresh", "5")
-		_ = enrolPage.Execute(w, c.Status())
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return
-		}
-	}()
-	return srv, nil
+	mux.Handle("/", page)
+	return mux
 }
 
-var enrolPage = template.Must(template.New("enrol").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Enrol this appliance</title></head>
-<body style="font-family: sans-serif; text-align: center; margin-top: 10vh">
-<h1>Enrol this appliance</h1>
-{{if .Code}}<p>Enrolment code</p><p style="font-size: 4rem; letter-spacing: .2em; font-family: monospace">{{.Code}}</p>
-<p>Valid until {{.ExpiresAt.Format "15:04"}} UTC. Claim it for a site in the console or with POST /v1/edges.</p>
-{{else}}<p>State: {{.State}}</p>{{end}}
-{{if .SkewWarn}}<p><strong>This appliance's clock is {{printf "%.0f" .Skew}} seconds from the cloud's: set its time.</strong></p>{{end}}
-{{if .Error}}<p>Last problem (retrying): {{.Error}}</p>{{end}}
-<p>Cloud: {{.Cloud}}</p>
-</body></html>
-`))
+// kioskEnrolment is st as the kiosk shows it.
+func kioskEnrolment(st enrol.Status) kiosk.Enrolment {
+	return kiosk.Enrolment{Code: st.Code, ExpiresAt: st.ExpiresAt, Claimed: st.State == enrol.StateClaimed, Cloud: st.Cloud,
+		Skew: time.Duration(st.Skew * float64(time.Second)), SkewWarning: st.SkewWarn, Problem: st.Error}
+}
+
+// serveEnrolment serves h on addr until the server returned is closed.
+func serveEnrolment(addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ErrServerClosed once closed
+	return srv, nil
+}
