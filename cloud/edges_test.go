@@ -18,6 +18,7 @@ import (
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/fakeclock"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -34,28 +35,11 @@ func eachStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
 	t.Run("postgres", func(t *testing.T) { fn(t, postgrestest.New(t)) })
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // edgeEnv is a seeded organisation with an edge at its London site.
 type edgeEnv struct {
 	svc     *cloud.Service
 	store   cloud.Store
-	clock   *clock
+	clock   *fakeclock.Clock
 	tenant  cloud.Tenant
 	actor   cloud.Actor
 	site    protocol.Site
@@ -70,7 +54,7 @@ type edgeEnv struct {
 
 func newEdgeEnv(t *testing.T, store cloud.Store) *edgeEnv {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC))
 	svc := cloud.NewService(store, c.Now)
 	res, err := svc.Seed(t.Context(), "Acme", cloud.PlanPro)
 	require.NoError(t, err)

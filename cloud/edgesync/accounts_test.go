@@ -17,6 +17,7 @@ import (
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/fakeclock"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker/dynsec"
 	"github.com/svc-vms/svc/sync/broker/dynsec/dynsectest"
@@ -41,7 +42,7 @@ func forStores(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
 // accEnv is a cloud service that keeps its edges' accounts at a private
 // Mosquitto, with a seeded organisation.
 type accEnv struct {
-	clock  *clock
+	clock  *fakeclock.Clock
 	svc    *cloud.Service
 	store  cloud.Store
 	b      *dynsectest.Broker
@@ -54,7 +55,7 @@ type accEnv struct {
 func newAccEnv(t *testing.T, store cloud.Store) accEnv {
 	t.Helper()
 	b := dynsectest.Start(t)
-	e := accEnv{clock: &clock{t: time.Now()}, store: store, b: b, ctl: newControl(t, b)}
+	e := accEnv{clock: fakeclock.New(time.Now()), store: store, b: b, ctl: newControl(t, b)}
 	e.svc = e.newService(t)
 	res, err := e.svc.Seed(t.Context(), "Acme", cloud.PlanPro)
 	require.NoError(t, err)
@@ -77,24 +78,6 @@ func (e accEnv) newService(t *testing.T) *cloud.Service {
 	svc := cloud.NewService(e.store, e.clock.Now)
 	svc.SetBrokerAccounts(edgesync.Accounts{Control: newControl(t, e.b)})
 	return svc
-}
-
-// clock is the services' clock, which a test moves on.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // edgeOpts are the edge's credentials at the broker.
@@ -277,7 +260,7 @@ func TestReconcile_Orphans(t *testing.T) {
 		require.NoError(t, e.ctl.PutEdge(ctx, site, old, "pw", e.clock.Now().Add(-2*time.Hour)))
 		ans := e.b.Command(t, `[{"command":"createClient","username":"`+byHand+`","password":"pw"}]`) // as mosquitto_ctrl makes one
 		require.JSONEq(t, `{"responses":[{"command":"createClient"}]}`, ans)
-		e.clock.Add(time.Hour)
+		e.clock.Advance(time.Hour)
 		require.NoError(t, e.ctl.PutEdge(ctx, site, recent, "pw", e.clock.Now()))
 
 		done, err := e.svc.ReconcileBrokerAccounts(ctx, 30*time.Minute)

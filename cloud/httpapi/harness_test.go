@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/fakeclock"
 )
 
 // stores are the engines every HTTP test runs on: SQLite always,
@@ -49,25 +49,8 @@ func eachStore(t *testing.T, fn func(t *testing.T, open func(t *testing.T) cloud
 	}
 }
 
-// clock is a settable clock shared by the service and the server.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is a harness clock at the tests' start.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)) }
 
 // harness is one API server over one store, with a seeded organisation.
 type harness struct {
@@ -76,7 +59,7 @@ type harness struct {
 	client *http.Client // nil: http.DefaultClient
 	store  cloud.Store
 	svc    *cloud.Service
-	clock  *clock
+	clock  *fakeclock.Clock
 	url    string
 	seed   cloud.SeedResult
 	api    *httpapi.Server

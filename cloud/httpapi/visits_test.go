@@ -297,9 +297,7 @@ func TestVisitTypes_SecretKeySeesEveryType(t *testing.T) {
 
 // at sets the harness clock.
 func (h *harness) at(t time.Time) {
-	h.clock.mu.Lock()
-	defer h.clock.mu.Unlock()
-	h.clock.t = t
+	h.clock.Set(t)
 }
 
 func action(h *harness, id, name string, body any) response {

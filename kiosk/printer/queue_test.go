@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/svc-vms/svc/kiosk/badge"
 	"github.com/svc-vms/svc/kiosk/printer"
+	"github.com/svc-vms/svc/shared/fakeclock"
 )
 
 func badgePNG(t testing.TB, name string) []byte {
@@ -33,19 +33,6 @@ func openQueue(t *testing.T, dir string, opt printer.QueueOptions) *printer.Queu
 		t.Fatalf("OpenQueue: %v", err)
 	}
 	return q
-}
-
-// clock is a settable clock for the queue.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func TestQueue_NeverPrintsTwice(t *testing.T) {
@@ -214,17 +201,17 @@ func TestQueue_CorruptFilesSkipped(t *testing.T) {
 func TestQueue_PrunesAfterAWeek(t *testing.T) {
 	sim := startSimulator(t, "")
 	dir := t.TempDir()
-	clk := &clock{t: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
-	q := openQueue(t, dir, printer.QueueOptions{Now: clk.now})
+	clk := fakeclock.New(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	q := openQueue(t, dir, printer.QueueOptions{Now: clk.Now})
 	ctx := t.Context()
 	if _, err := q.Submit(ctx, "old", sim.Addr(), badge.Continuous62, badgePNG(t, "A")); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(2 * 24 * time.Hour)
+	clk.Advance(2 * 24 * time.Hour)
 	if _, err := q.Submit(ctx, "newer", sim.Addr(), badge.Continuous62, badgePNG(t, "B")); err != nil {
 		t.Fatal(err)
 	}
-	clk.add(6 * 24 * time.Hour) // "old" is 8 days old, "newer" 6
+	clk.Advance(6 * 24 * time.Hour) // "old" is 8 days old, "newer" 6
 	if n := q.Prune(); n != 1 {
 		t.Fatalf("Prune removed %d, want 1", n)
 	}

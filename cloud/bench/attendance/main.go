@@ -84,6 +84,7 @@ import (
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/shared/fakeclock"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -187,12 +188,7 @@ func progress(format string, args ...any) {
 
 // ---- the clock ----
 
-// clock is the service's clock: fixed, moved by the bench.
-type clock struct{ ns atomic.Int64 }
-
-func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
-func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+// The service's clock is a fakeclock.Clock: fixed, moved by the bench.
 
 // ---- the database ----
 
@@ -201,7 +197,7 @@ type env struct {
 	o       options
 	store   cloud.Store // the plain store, not the Service's event decorator
 	svc     *cloud.Service
-	clock   *clock
+	clock   *fakeclock.Clock
 	tracer  *swapTracer // PostgreSQL
 	schema  string      // PostgreSQL
 	pgURL   string
@@ -225,7 +221,7 @@ func (e *env) close() {
 }
 
 func open(ctx context.Context, o options) (_ *env, err error) {
-	e := &env{o: o, clock: &clock{}, pgURL: o.databaseURL}
+	e := &env{o: o, clock: &fakeclock.Clock{}, pgURL: o.databaseURL}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -443,7 +439,7 @@ func workDay(d cloud.Date, loc *time.Location, lunch float64, rng *mrand.Rand) [
 
 // seed makes the organisation, the settings, the people and their punches.
 func (e *env) seed(ctx context.Context) error {
-	e.clock.set(settingsAt)
+	e.clock.Set(settingsAt)
 	res, err := e.svc.Seed(ctx, "Attendance bench", cloud.PlanEnterprise)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
@@ -744,7 +740,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	// The month has ended.
-	e.clock.set(measureAt)
+	e.clock.Set(measureAt)
 	for _, step := range []func(context.Context, *report) error{e.build, e.closeMonth, e.recordPunches, e.analyzeStep, e.api} {
 		if err := step(ctx, &r); err != nil {
 			return err
@@ -825,7 +821,7 @@ func (e *env) build(ctx context.Context, r *report) error {
 	}
 
 	// The clock moves on a minute: a timesheet written again would show it.
-	e.clock.add(time.Minute)
+	e.clock.Advance(time.Minute)
 	n, d, err = e.rebuild(ctx, "the repeat")
 	if err != nil {
 		return err
