@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -52,7 +53,7 @@ func snapshotBadgeKeys(t *testing.T, svc *cloud.Service, site protocol.Site) []p
 // no other site's. Later statuses with the same key change nothing; a
 // status with another key is refused and the first key stays.
 func TestCertifyBadgeKey(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		other := cloud.EdgeSite(e.tenant, e.other.ID)
 		_, otherHead, err := e.svc.SiteChanges(t.Context(), other, 1<<62, 1)
@@ -111,7 +112,7 @@ func TestCertifyBadgeKey(t *testing.T) {
 // between the service's check and the store's write are refused, and
 // nothing goes on a feed.
 func TestCertifyBadgeKey_OnlyTheSitesActiveEdge(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		annex, _, err := e.svc.CreateEdge(t.Context(), e.tenant, e.other.ID, "Annex")
 		require.NoError(t, err)
@@ -143,7 +144,7 @@ func TestCertifyBadgeKey_OnlyTheSitesActiveEdge(t *testing.T) {
 // takes it out of the snapshot; the site's next edge gets its own key
 // certified.
 func TestRevokeEdge_RetiresBadgeKey(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		var changed int
 		e.svc.OnChange(func() { changed++ })
@@ -182,7 +183,7 @@ func TestRevokeEdge_RetiresBadgeKey(t *testing.T) {
 // A badge key whose ID is one of the organisation's pass keys' is
 // refused: an edge keeps keys by ID, so one would shadow the other.
 func TestCertifyBadgeKey_IDTaken(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		pub := newBadgePub(t)
 		id, err := passtoken.BadgeKeyID(pub)

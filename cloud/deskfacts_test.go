@@ -10,6 +10,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -101,7 +102,7 @@ func detailOf(t *testing.T, ev cloud.AuditEvent) map[string]any {
 // the desk is visit.checked_in; a walk-in for the desk handed over to a
 // team is visit.handed_over with the team told.
 func TestApplyFacts_DeskFactsOnce(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		e.svc.SetEventRenderer(httpapi.RenderEvent)
 		team := e.live.Teams[1] // Customer Support, at London
@@ -223,7 +224,7 @@ func countOf(list []string, s string) int {
 // checked in at the desk, tell the host once (an email: the seeded people
 // have addresses), and mark them notified at the desk's time.
 func TestApplyFacts_HostToldOnce(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		host := e.person(t, e.live.People[0])
 		walk := e.walkIn(host.ID, "")
@@ -270,7 +271,7 @@ func TestApplyFacts_HostToldOnce(t *testing.T) {
 // desk made it, and flagged walk_in_unvalidated with the API's problems in
 // the audit trail; its pass is not sent.
 func TestApplyFact_WalkInUnvalidated(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		team := e.live.Teams[1]
 		_, err := e.svc.UpdateTeam(t.Context(), e.tenant, team, cloud.TeamInput{Archived: cloud.Some(true)})
@@ -310,7 +311,7 @@ func TestApplyFact_WalkInUnvalidated(t *testing.T) {
 // the edge converges. A take of a visit the cloud has cancelled is ended:
 // no host, and the feed carries the cancellation.
 func TestApplyFact_TakeRacesCloud(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		team := e.live.Teams[1]
 		taker := e.person(t, e.live.People[0])
@@ -375,7 +376,7 @@ func TestApplyFact_TakeRacesCloud(t *testing.T) {
 // and the feed carries the cloud's version. A hand-over to a team
 // archived since is invalid_receiver, with the API's words.
 func TestApplyFact_HandOverRefused(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		host := e.person(t, e.live.People[0])
 		walk := e.walkIn(host.ID, "")
@@ -419,7 +420,7 @@ func TestApplyFact_HandOverRefused(t *testing.T) {
 // (ErrFactEarly), so the edge sends it again; in a batch after its walk-in
 // it applies, and so it does when sent again after it.
 func TestApplyFacts_DeskFactBeforeItsWalkIn(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		taker := e.person(t, e.live.People[0])
 		walk := e.walkIn("", e.live.Teams[1])
@@ -451,7 +452,7 @@ func TestApplyFacts_DeskFactBeforeItsWalkIn(t *testing.T) {
 // A returning visitor's record is the walk-in's visitor; a visitor ID
 // that is not the organisation's is a new record from what was typed.
 func TestApplyFact_WalkInReturningVisitor(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		first := e.visit(t)
 		walk := e.walkIn("", "")

@@ -1,10 +1,8 @@
 package cloud_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,25 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
-	"github.com/svc-vms/svc/cloud/kek/kektest"
-	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
-	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/fakeclock"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
-
-// eachStore runs fn on SQLite, and on PostgreSQL when
-// SVC_TEST_POSTGRES_URL is set.
-func eachStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
-		fn(t, s)
-	})
-	t.Run("postgres", func(t *testing.T) { fn(t, postgrestest.New(t)) })
-}
 
 // edgeEnv is a seeded organisation with an edge at its London site.
 type edgeEnv struct {
@@ -127,7 +111,7 @@ func (e *edgeEnv) conflicts(t *testing.T, visitID string) []cloud.AuditEvent {
 }
 
 func TestCreateEdge_Authenticate(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		require.True(t, ids.Valid(ids.Edge, e.edge.ID))
 		require.Equal(t, e.edge.ID, e.edge.Username)
@@ -175,7 +159,7 @@ func TestCreateEdge_Authenticate(t *testing.T) {
 
 // A check-in from the gate checks the visit in at the scan time, once.
 func TestApplyFact_CheckInAtScanTime(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		e.clock.Advance(10 * time.Minute)
@@ -211,7 +195,7 @@ func TestApplyFact_CheckInAtScanTime(t *testing.T) {
 // A fact that is not well formed, or not from an edge of its site, is
 // rejected and not recorded.
 func TestApplyFact_Rejected(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		elsewhere, _, err := e.svc.CreateEdge(t.Context(), e.tenant, e.other.ID, "New York")
@@ -253,7 +237,7 @@ func TestApplyFact_Rejected(t *testing.T) {
 // recorded with its fact and audited, and a visit checked in and out in
 // one batch goes out on the feed once, as the check-out left it.
 func TestApplyFacts_Batch(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v1, v2, cancelled := e.visit(t), e.visit(t), e.visit(t)
 		_, err := e.svc.Cancel(t.Context(), e.actor, cancelled.ID)
@@ -315,7 +299,7 @@ func TestApplyFacts_Batch(t *testing.T) {
 // A check-in of a cancelled visit is recorded and flagged, the visit stays
 // cancelled, and goes out again so the edge converges.
 func TestApplyFact_ConflictWithCancelledVisit(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		_, err := e.svc.Cancel(t.Context(), e.actor, v.ID)
@@ -352,7 +336,7 @@ func TestApplyFact_ConflictWithCancelledVisit(t *testing.T) {
 // Check-out, then re-entries on the same pass: each new visit is a copy
 // of the newest visit of the pass, checked in at the scan time.
 func TestApplyFact_CheckOutAndReEntry(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		in := e.fact(protocol.FactCheckIn, v.ID)
@@ -424,7 +408,7 @@ func TestApplyFact_CheckOutAndReEntry(t *testing.T) {
 // Facts of one visit arriving out of order leave it as in order, the
 // check-out flagged as it found the visit not checked in.
 func TestApplyFact_OutOfOrder(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		in := e.fact(protocol.FactCheckIn, v.ID)
@@ -451,7 +435,7 @@ func TestApplyFact_OutOfOrder(t *testing.T) {
 // A check-in of a visit the desk has checked in counts the use and is
 // flagged; the first admission's time stays.
 func TestApplyFact_AlreadyCheckedIn(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		_, err := e.svc.CheckIn(t.Context(), e.actor, v.ID, cloud.CheckInInput{})
@@ -471,7 +455,7 @@ func TestApplyFact_AlreadyCheckedIn(t *testing.T) {
 // A fact about a visit the site does not have, or through a gate that is
 // not the site's, is recorded and flagged.
 func TestApplyFact_UnknownVisitOrGate(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		head := e.head(t)
 		ghost := e.fact(protocol.FactCheckIn, ids.New(ids.Visit))
@@ -493,7 +477,7 @@ func TestApplyFact_UnknownVisitOrGate(t *testing.T) {
 
 // A refused scan is recorded and changes nothing.
 func TestApplyFact_Refused(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		head := e.head(t)
@@ -510,7 +494,7 @@ func TestApplyFact_Refused(t *testing.T) {
 
 // The same fact through several callers at once is applied once.
 func TestApplyFact_Concurrent(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		f := e.fact(protocol.FactCheckIn, v.ID)
@@ -531,7 +515,7 @@ func TestApplyFact_Concurrent(t *testing.T) {
 // OnChange hears of every committed write that may feed a site, and not
 // of a fact applied before.
 func TestOnChange(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		var n atomic.Int32
 		e.svc.OnChange(func() { n.Add(1) })
@@ -553,7 +537,7 @@ func TestOnChange(t *testing.T) {
 }
 
 func TestRecordEdgeStatus(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		st := protocol.Status{EdgeID: e.edge.ID, State: cloud.EdgeOnline, At: e.clock.Now(), Seq: 12, Outbox: 2, Software: "0.4.0"}
 		require.NoError(t, e.svc.RecordEdgeStatus(t.Context(), e.site, st))
@@ -591,7 +575,7 @@ func TestRecordEdgeStatus(t *testing.T) {
 }
 
 func TestSiteSnapshot(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		snap, err := e.svc.SiteSnapshot(t.Context(), e.site)
@@ -625,7 +609,7 @@ func TestSiteSnapshot(t *testing.T) {
 // punch by nobody of the organisation is recorded with its conflict and
 // makes none.
 func TestApplyFact_Punch(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		p, err := e.svc.CreatePerson(t.Context(), e.tenant, cloud.PersonInput{Name: cloud.Some("Ada Lovelace")})
 		require.NoError(t, err)
@@ -664,7 +648,7 @@ func TestApplyFact_Punch(t *testing.T) {
 
 // A snapshot holds every person of the tenant, active or not.
 func TestSiteSnapshot_People(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		snap, err := e.svc.SiteSnapshot(t.Context(), e.site)
 		require.NoError(t, err)
@@ -705,7 +689,7 @@ func (e *edgeEnv) voided(t *testing.T, objectID string) []cloud.AuditEvent {
 // voids it puts the visit back as it was, and is audited. Applied in one
 // batch with the admit, as an edge coming back online sends them.
 func TestApplyFact_VoidedAdmits(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 
 		// A check-in voided: expected again, the use given back.
@@ -763,7 +747,7 @@ func TestApplyFact_VoidedAdmits(t *testing.T) {
 // A passage, a personal pass held to a reader again within the repeat
 // window, is recorded and makes no punch.
 func TestApplyFact_Passage(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		f := e.fact(protocol.FactPassage, "")
 		f.PersonID, f.Direction = ids.New(ids.Person), protocol.DirectionIn
@@ -780,7 +764,7 @@ func TestApplyFact_Passage(t *testing.T) {
 // A revoked edge can no longer write to the cloud or read its site: its
 // facts and statuses are refused, and so would its resyncs be.
 func TestRevokedEdge_Refused(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.visit(t)
 		require.NoError(t, e.svc.SiteEdge(t.Context(), e.site, e.edge.ID))

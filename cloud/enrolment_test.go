@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -24,7 +25,7 @@ func newIdentity(t *testing.T) ed25519.PublicKey {
 // authenticates; a second claim of the code is refused, and once the edge
 // has connected the poll delivers nothing more.
 func TestEnrolment_RequestClaimPoll(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		ctx := t.Context()
 		pub := newIdentity(t)
@@ -98,7 +99,7 @@ func TestEnrolment_RequestClaimPoll(t *testing.T) {
 // A code expires after EnrolmentTTL; a second request replaces the
 // first's code; the site keeps one active edge.
 func TestEnrolment_ExpiredReplacedAndOneEdgePerSite(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		ctx := t.Context()
 		pub := newIdentity(t)
@@ -129,7 +130,7 @@ func TestEnrolment_ExpiredReplacedAndOneEdgePerSite(t *testing.T) {
 // claims are refused, the right code included, until the window passes;
 // another tenant is not locked out.
 func TestEnrolment_WrongCodesLockOut(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		ctx := t.Context()
 		pub := newIdentity(t)
@@ -172,7 +173,7 @@ func TestEnrolment_WrongCodesLockOut(t *testing.T) {
 // its configuration is kept however old, and goes once its edge has
 // connected.
 func TestEnrolment_PurgeAfterRetention(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		ctx := t.Context()
 		unclaimed, claimed := newIdentity(t), newIdentity(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -39,7 +40,7 @@ func (e *edgeEnv) entered(v cloud.Visit) protocol.Fact {
 // visit.updated once (what the API shows changed: gate_id), and goes out
 // on the feed with its gate, no longer at the desk.
 func TestApplyFact_EnteredOnce(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		e.svc.SetEventRenderer(httpapi.RenderEvent)
 		before := e.head(t)
@@ -80,7 +81,7 @@ func TestApplyFact_EnteredOnce(t *testing.T) {
 // audited like the other gate facts; the cloud's state stands where it
 // must.
 func TestApplyFact_EnteredConflicts(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		for _, tc := range []struct {
 			name     string
@@ -178,7 +179,7 @@ func TestApplyFact_EnteredConflicts(t *testing.T) {
 // refusal that voids it takes the gate back (the visitor is still at the
 // desk's side of the entrance), audited, and the next passage sets it.
 func TestApplyFact_EnteredVoided(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.checkedInAtDesk(t)
 		in := e.entered(v)

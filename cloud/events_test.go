@@ -9,6 +9,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -16,7 +17,7 @@ import (
 // gate is visit.checked_in at the scan time, with no request ID; a fact
 // applied again fires nothing more; a check-out is visit.checked_out.
 func TestEvents_FromEdgeFacts(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		e.svc.SetEventRenderer(httpapi.RenderEvent)
 		v := e.visit(t)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
@@ -28,7 +29,7 @@ func lastPerson(cs []protocol.Change, id string) *protocol.Person {
 // token verifies with the tenant's keys, is the same at every call, and
 // the person is on the feed of every site with that issue time.
 func TestPersonPass_IssuedAtCreation(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		e.clock.Advance(1234 * time.Millisecond)
 		var n atomic.Int32
@@ -75,7 +76,7 @@ func TestPersonPass_IssuedAtCreation(t *testing.T) {
 // back: within the same second, or with a clock behind, it is a second past
 // the current one.
 func TestReissuePersonPass(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		p, err := e.svc.CreatePerson(t.Context(), e.tenant, cloud.PersonInput{Name: cloud.Some("Grace Hopper")})
 		require.NoError(t, err)
@@ -112,7 +113,7 @@ func TestReissuePersonPass(t *testing.T) {
 // A deactivated person has no pass to show or reissue: invalid state.
 // Reactivated, their pass works again, unchanged.
 func TestPersonPass_Deactivated(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		p, err := e.svc.CreatePerson(t.Context(), e.tenant, cloud.PersonInput{Name: cloud.Some("Alan Turing")})
 		require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/release"
 )
@@ -104,7 +105,7 @@ func (e *updateEnv) poll(t *testing.T, ed cloud.Edge, u cloud.EdgeUpdate) string
 }
 
 func TestEdgePoll_StagedRollout(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newUpdateEnv(t, store)
 		ctx := t.Context()
 		running := cloud.EdgeUpdate{Version: "1.0.0", State: "idle"}
@@ -171,7 +172,7 @@ func TestEdgePoll_StagedRollout(t *testing.T) {
 // A first-stage appliance that rolls back halts the rollout; past the
 // deadline an appliance updates outside its window.
 func TestEdgePoll_HaltAndDeadline(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newUpdateEnv(t, store)
 		ctx := t.Context()
 		running := cloud.EdgeUpdate{Version: "1.0.0", State: "idle"}

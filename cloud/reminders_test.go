@@ -16,6 +16,7 @@ import (
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -59,7 +60,7 @@ func (e *edgeEnv) remind(t *testing.T) int {
 // minutes) gets one reminder to the team, not before the limit and not
 // again; it fires no event and shows nothing new in the API.
 func TestRemindWaiting_OnceAfterLimit(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		e.svc.SetEventRenderer(httpapi.RenderEvent)
 		team := e.live.Teams[1] // Customer Support, at London
@@ -97,7 +98,7 @@ func TestRemindWaiting_OnceAfterLimit(t *testing.T) {
 // after three, while another site's visitor waiting as long, under the
 // default, is not yet reminded.
 func TestRemindWaiting_SiteLimit(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		_, err := e.svc.UpdateSite(t.Context(), e.tenant, e.site.SiteID, cloud.SiteInput{WaitLimitMinutes: cloud.Some(3)})
 		require.NoError(t, err)
@@ -121,7 +122,7 @@ func TestRemindWaiting_SiteLimit(t *testing.T) {
 // A visit taken at the desk, or checked out, before the limit is never
 // reminded of.
 func TestRemindWaiting_NotTakenOrCheckedOut(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		team := e.live.Teams[1]
 		taken, left := e.walkInAt(t, e.site.SiteID, team), e.walkInAt(t, e.site.SiteID, team)
@@ -144,7 +145,7 @@ func TestRemindWaiting_NotTakenOrCheckedOut(t *testing.T) {
 // since the hand-over, and to the person (by email, as hand-over tells
 // them).
 func TestRemindWaiting_HandOverRestartsWait(t *testing.T) {
-	eachStore(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)
 		v := e.walkInAt(t, e.site.SiteID, e.live.Teams[1])
 		e.clock.Advance(10 * time.Minute)

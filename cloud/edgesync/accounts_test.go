@@ -3,7 +3,6 @@ package edgesync_test
 import (
 	"context"
 	"crypto/ed25519"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -14,30 +13,13 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
-	"github.com/svc-vms/svc/cloud/kek/kektest"
-	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
-	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/shared/fakeclock"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker/dynsec"
 	"github.com/svc-vms/svc/sync/broker/dynsec/dynsectest"
 	"github.com/svc-vms/svc/sync/protocol"
 )
-
-// forStores runs fn on a SQLite store and, when SVC_TEST_POSTGRES_URL is
-// set, on a fresh PostgreSQL schema.
-func forStores(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
-		require.NoError(t, err)
-		t.Cleanup(func() { store.Close() })
-		fn(t, store)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		store := postgrestest.New(t)
-		fn(t, store)
-	})
-}
 
 // accEnv is a cloud service that keeps its edges' accounts at a private
 // Mosquitto, with a seeded organisation.
@@ -114,7 +96,7 @@ func (e accEnv) runReconciler(t *testing.T, svc *cloud.Service) {
 // credentials that Mosquitto accepts, with its own topics alone; revoked,
 // it is disconnected at once and refused.
 func TestAccounts_EnrolByCode(t *testing.T) {
-	forStores(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newAccEnv(t, store)
 		ctx := t.Context()
 		e.runReconciler(t, e.svc)
@@ -161,7 +143,7 @@ func TestAccounts_EnrolByCode(t *testing.T) {
 // edges create fail with ErrBrokerUnavailable and commit nothing; once it
 // is back the same code claims the appliance.
 func TestAccounts_BrokerDown(t *testing.T) {
-	forStores(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newAccEnv(t, store)
 		ctx := t.Context()
 		pub, _, err := ed25519.GenerateKey(nil)
@@ -199,7 +181,7 @@ func TestAccounts_BrokerDown(t *testing.T) {
 // is revoked in the cloud at once; when Mosquitto is back the edge gets
 // in again, until the reconcile loop disables its account and cuts it off.
 func TestReconciler_RevokedWhileDown(t *testing.T) {
-	forStores(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newAccEnv(t, store)
 		ctx := t.Context()
 		edge, secret, err := e.svc.CreateEdge(ctx, e.tenant, e.site, "")
@@ -230,7 +212,7 @@ func TestReconciler_RevokedWhileDown(t *testing.T) {
 // being committed) and other clients alone, and does nothing the second
 // time; two processes reconciling at once agree.
 func TestReconcile_Orphans(t *testing.T) {
-	forStores(t, func(t *testing.T, store cloud.Store) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newAccEnv(t, store)
 		ctx := t.Context()
 		live, _, err := e.svc.CreateEdge(ctx, e.tenant, e.site, "")

@@ -26,9 +26,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
-	"github.com/svc-vms/svc/cloud/kek/kektest"
-	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
-	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/storetest/stores"
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/sitetest"
@@ -473,7 +471,7 @@ func TestUpdate(t *testing.T) {
 	}
 
 	t.Run("through the cloud: a rollout commits on the appliance", func(t *testing.T) {
-		eachCloudStore(t, func(t *testing.T, store cloud.Store) {
+		stores.Each(t, func(t *testing.T, store cloud.Store) {
 			_, tn, e, a := throughCloud(t, store, "2.0.0")
 			var heard time.Time
 			sitetest.Eventually(t, 60*time.Second, func() bool {
@@ -499,7 +497,7 @@ func TestUpdate(t *testing.T) {
 	})
 
 	t.Run("through the cloud: a release that crashes rolls back, fires edge.update_failed and halts the rollout", func(t *testing.T) {
-		eachCloudStore(t, func(t *testing.T, store cloud.Store) {
+		stores.Each(t, func(t *testing.T, store cloud.Store) {
 			svc, tn, e, a := throughCloud(t, store, "2.0.1-crash")
 			sitetest.Eventually(t, 60*time.Second, func() bool {
 				return len(updateEvents(t, store, tn, e.ID, cloud.EventEdgeUpdateFailed)) == 1
@@ -575,18 +573,6 @@ func TestUpdate(t *testing.T) {
 		a.stop(t)
 		require.True(t, a.outbox(t)[r.FactID], "the trial's fact survives the rollback")
 	})
-}
-
-// eachCloudStore runs fn on a cloud store on SQLite, and on PostgreSQL
-// when SVC_TEST_POSTGRES_URL is set.
-func eachCloudStore(t *testing.T, fn func(t *testing.T, store cloud.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
-		fn(t, s)
-	})
-	t.Run("postgres", func(t *testing.T) { fn(t, postgrestest.New(t)) })
 }
 
 // A download under way shows its progress, and updates that are off say
