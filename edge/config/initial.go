@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -35,14 +36,17 @@ type Initial struct {
 // Document returns the configuration file for in, in the file's format,
 // after checking that Parse accepts it: each gate with a loopback TCP
 // reader and a simulated relay, failing secure when its cache is stale.
-// Its error is Parse's *Error.
+// These gates are what a fresh appliance runs, offline included, until
+// the cloud sends its hardware document on the feed (PATCH
+// /v1/edges/{edge_id}), which then wins over them (docs/decisions.md,
+// "Hardware from the cloud (issue 17)"). Its error is Parse's *Error.
 func (in Initial) Document() ([]byte, error) {
 	f := fileConfig{
 		Site:    fileSite{Mode: in.Site.Mode, OrgID: in.Site.OrgID, SiteID: in.Site.SiteID},
 		EdgeID:  in.EdgeID,
 		Broker:  fileBroker{URL: in.Broker.URL, Username: in.Broker.Username, Password: in.Broker.Password, CA: string(in.Broker.CA)},
 		DataDir: in.DataDir, Listen: in.Listen,
-		Gates: make([]fileGate, 0, len(in.GateIDs)),
+		Gates: make([]hardware.Gate, 0, len(in.GateIDs)),
 	}
 	if f.Listen == "" {
 		f.Listen = DefaultListen
@@ -52,9 +56,9 @@ func (in Initial) Document() ([]byte, error) {
 		port = FirstReaderPort
 	}
 	for i, id := range in.GateIDs {
-		f.Gates = append(f.Gates, fileGate{ID: id,
-			Readers:   []fileReader{{Kind: TCP, Listen: fmt.Sprintf("127.0.0.1:%d", port+i)}},
-			Relay:     fileRelay{Pin: fmt.Sprintf("SIM%d", FirstRelayPin+i), Pulse: "500ms"},
+		f.Gates = append(f.Gates, hardware.Gate{ID: id,
+			Readers:   []hardware.Reader{{Kind: TCP, Listen: fmt.Sprintf("127.0.0.1:%d", port+i)}},
+			Relay:     hardware.Relay{Pin: fmt.Sprintf("SIM%d", FirstRelayPin+i), Pulse: hardware.DefaultPulse},
 			WhenStale: FailSecure})
 	}
 	if in.Kiosk != "" {

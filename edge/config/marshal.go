@@ -1,6 +1,10 @@
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/svc-vms/svc/shared/hardware"
+)
 
 // Redacted stands for a secret in a Config's JSON.
 const Redacted = "***"
@@ -15,13 +19,14 @@ type (
 		DataDir   string     `json:"data_dir"`
 		CachePath string     `json:"cache_path"`
 		Listen    string     `json:"listen"`
-		Gates     []fileGate `json:"gates"`
-		Kiosk     *fileKiosk `json:"kiosk,omitempty"`
+		Gates     []hardware.Gate `json:"gates"`
+		Kiosk     *fileKiosk      `json:"kiosk,omitempty"`
 	}
 	fileKiosk struct {
 		Listen    string   `json:"listen"`
 		Languages []string `json:"languages"`
 		Label     string   `json:"label"`
+		Printer   string   `json:"printer,omitempty"`
 	}
 	fileSite struct {
 		Mode   string `json:"mode"`
@@ -36,30 +41,6 @@ type (
 		CA           string `json:"ca,omitempty"`
 		CAFile       string `json:"ca_file,omitempty"`
 	}
-	fileGate struct {
-		ID        string       `json:"gate_id"`
-		Readers   []fileReader `json:"readers"`
-		Relay     fileRelay    `json:"relay"`
-		Door      *fileDoor    `json:"door,omitempty"`
-		WhenStale WhenStale    `json:"when_stale"`
-	}
-	fileReader struct {
-		Kind   string `json:"kind"`
-		Device string `json:"device,omitempty"`
-		Baud   int    `json:"baud,omitempty"`
-		Listen string `json:"listen,omitempty"`
-	}
-	fileRelay struct {
-		Pin       string `json:"pin"`
-		ActiveLow bool   `json:"active_low"`
-		Pulse     string `json:"pulse,omitempty"`
-	}
-	fileDoor struct {
-		Pin       string `json:"pin"`
-		ActiveLow bool   `json:"active_low"`
-		Pull      string `json:"pull,omitempty"`
-		Poll      string `json:"poll,omitempty"`
-	}
 )
 
 // MarshalJSON writes c in the file's format with the broker password
@@ -70,7 +51,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		EdgeID:  c.EdgeID,
 		Broker:  fileBroker{URL: c.Broker.URL, Username: c.Broker.Username, PasswordFile: c.Broker.PasswordFile, CAFile: c.Broker.CAFile},
 		DataDir: c.DataDir, CachePath: c.CachePath, Listen: c.Listen,
-		Gates: make([]fileGate, 0, len(c.Gates)),
+		Gates: make([]hardware.Gate, 0, len(c.Gates)),
 	}
 	if c.Broker.Password != "" {
 		f.Broker.Password = Redacted
@@ -78,23 +59,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if c.Broker.CAFile == "" {
 		f.Broker.CA = string(c.Broker.CA)
 	}
-	for _, g := range c.Gates {
-		fg := fileGate{
-			ID:        g.ID,
-			Readers:   make([]fileReader, 0, len(g.Readers)),
-			Relay:     fileRelay{Pin: g.Relay.Pin, ActiveLow: g.Relay.ActiveLow, Pulse: duration(g.Relay.Pulse)},
-			WhenStale: g.WhenStale,
-		}
-		for _, r := range g.Readers {
-			fg.Readers = append(fg.Readers, fileReader(r))
-		}
-		if g.Door != nil {
-			fg.Door = &fileDoor{Pin: g.Door.Pin, ActiveLow: g.Door.ActiveLow, Pull: g.Door.Pull, Poll: duration(g.Door.Poll)}
-		}
-		f.Gates = append(f.Gates, fg)
-	}
+	f.Gates = append(f.Gates, c.Gates...)
 	if k := c.Kiosk; k != nil {
-		f.Kiosk = &fileKiosk{Listen: k.Listen, Languages: k.Languages, Label: k.Label}
+		f.Kiosk = &fileKiosk{Listen: k.Listen, Languages: k.Languages, Label: k.Label, Printer: k.Printer}
 	}
 	return json.Marshal(f)
 }
