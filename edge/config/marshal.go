@@ -13,12 +13,12 @@ const Redacted = "***"
 // configuration. It is never decoded: Parse walks the document itself.
 type (
 	fileConfig struct {
-		Site      fileSite   `json:"site"`
-		EdgeID    string     `json:"edge_id"`
-		Broker    fileBroker `json:"broker"`
-		DataDir   string     `json:"data_dir"`
-		CachePath string     `json:"cache_path"`
-		Listen    string     `json:"listen"`
+		Site      fileSite        `json:"site"`
+		EdgeID    string          `json:"edge_id"`
+		Broker    fileBroker      `json:"broker"`
+		DataDir   string          `json:"data_dir"`
+		CachePath string          `json:"cache_path"`
+		Listen    string          `json:"listen"`
 		Gates     []hardware.Gate `json:"gates"`
 		Kiosk     *fileKiosk      `json:"kiosk,omitempty"`
 	}
