@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -47,6 +48,14 @@ type Edge struct {
 	OutboxOldest *time.Time            // when the oldest fact waiting happened
 	Cache        *protocol.CacheCounts // what its cache holds
 	DiskFree     *uint64               // bytes free on its data partition
+
+	// Hardware is the appliance's hardware as configured from the cloud
+	// (UpdateEdge); nil until set, when the appliance drives its
+	// configuration file's gates.
+	Hardware *hardware.Document
+	// HardwareError is what the appliance's last online status said went
+	// wrong applying its hardware; "" when nothing did, or it did not say.
+	HardwareError string
 }
 
 // The states of an edge.

@@ -347,6 +347,13 @@ type Store interface {
 	// appends the key, retired (EdgeBadgeKey), to its site's feed in the
 	// same transaction.
 	RevokeEdge(ctx context.Context, t Tenant, id string, at time.Time) (Edge, error)
+	// UpdateEdge changes the tenant's edge as fn says (its Name and
+	// Hardware; other fields fn sets are not stored) in one transaction
+	// in which the edge is read and locked, and returns it as stored;
+	// fn's error is returned as it is, storing nothing. When fn changed
+	// the hardware, the edge's site's feed gets HardwareChange at at in
+	// the same transaction. ErrNotFound when the tenant has no such edge.
+	UpdateEdge(ctx context.Context, t Tenant, id string, at time.Time, fn func(*Edge) error) (Edge, error)
 	// RevokedEdges returns those of the edge IDs given that are revoked,
 	// of whatever tenant, in any order.
 	RevokedEdges(ctx context.Context, ids []string) ([]string, error)

@@ -239,29 +239,43 @@ func duration(d time.Duration) string {
 }
 
 // Parse decodes a document, fills in its defaults and checks it (Check,
-// with reserved). Its problems' paths are the document's own ("gates[0]..."),
-// with "" for the document as a whole; gates is required.
+// with reserved), reporting every problem in one pass, at most one per
+// path. Its problems' paths are the document's own ("gates[0]..."), with
+// "" for the document as a whole; gates is required.
 func Parse(data []byte, reserved []Addr) (Document, []strictjson.Problem) {
 	d := &strictjson.Decoder{}
 	v, ok := d.Parse(data)
 	if !ok {
 		return Document{}, d.Problems
 	}
+	m, ok := v.(map[string]any)
 	doc := Decode(d, "", v)
-	if m, ok := v.(map[string]any); ok {
-		if _, ok := m["gates"]; !ok {
-			d.Add("gates", "is required: the appliance's gates, or [] for none")
-		}
-	}
-	if len(d.Problems) > 0 {
+	if !ok {
 		return Document{}, d.Problems
+	}
+	if _, ok := m["gates"]; !ok {
+		d.Add("gates", "is required: the appliance's gates, or [] for none")
 	}
 	doc.Defaults()
 	doc.Check(d, "", reserved)
 	if len(d.Problems) > 0 {
-		return Document{}, d.Problems
+		return Document{}, firstPerPath(d.Problems)
 	}
 	return doc, nil
+}
+
+// firstPerPath keeps the first problem at each path: a value of the wrong
+// type is not also reported missing.
+func firstPerPath(ps []strictjson.Problem) []strictjson.Problem {
+	seen := map[string]bool{}
+	out := ps[:0:0]
+	for _, p := range ps {
+		if !seen[p.Path] {
+			seen[p.Path] = true
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Decode decodes the document at path from a value d parsed; "gates" and

@@ -90,10 +90,14 @@ func (d *Decoder) Parse(data []byte) (any, bool) {
 	return v, true
 }
 
-// Join is the path of key in the object at path.
+// Join is the path of key in the object at path; either may be "" (the
+// document as a whole).
 func Join(path, key string) string {
-	if path == "" {
+	switch {
+	case path == "":
 		return key
+	case key == "":
+		return path
 	}
 	return path + "." + key
 }
