@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,19 +19,11 @@ func hardwareBody(gates ...string) map[string]any {
 	for i, g := range gates {
 		gs = append(gs, map[string]any{
 			"gate_id": g,
-			"readers": []any{map[string]any{"kind": "tcp", "listen": "0.0.0.0:" + itoa(9001+i)}},
-			"relay":   map[string]any{"pin": "GPIO" + itoa(17+i), "active_low": true},
+			"readers": []any{map[string]any{"kind": "tcp", "listen": "0.0.0.0:" + strconv.Itoa(9001+i)}},
+			"relay":   map[string]any{"pin": "GPIO" + strconv.Itoa(17+i), "active_low": true},
 		})
 	}
 	return map[string]any{"gates": gs}
-}
-
-func itoa(n int) string {
-	b := []byte{}
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
 
 // PATCH /v1/edges/{edge_id} stores the hardware with its defaults spelt
@@ -61,7 +54,7 @@ func TestEdges_Hardware(t *testing.T) {
 		require.Equal(t, map[string]any{"pin": "GPIO17", "active_low": true, "pulse": "500ms"}, g0["relay"], "defaults spelt out")
 		require.Equal(t, "fail_secure", g0["when_stale"])
 		require.Equal(t, map[string]any{"label": "62x100", "printer": "192.168.1.50:9100"}, hw["kiosk"])
-		require.Equal(t, r.Body["hardware"], h.get("/v1/edges/"+id).Body["hardware"])
+		require.Equal(t, r.Body["hardware"], h.get("/v1/edges/" + id).Body["hardware"])
 
 		cs, _, err := svc.SiteChanges(t.Context(), site, head, protocol.MaxChanges)
 		require.NoError(t, err)
@@ -156,7 +149,7 @@ func TestEdges_HardwareIsolation(t *testing.T) {
 		requireProblem(t, patch(other.Keys.SecretTest), http.StatusNotFound, "not_found")
 		requireProblem(t, h.patch("/v1/edges/"+ids.New(ids.Edge), body), http.StatusNotFound, "not_found")
 		requireProblem(t, h.patch("/v1/edges/"+ids.New(ids.Gate), body), http.StatusUnprocessableEntity, "validation_failed", "path.edge_id")
-		require.Nil(t, h.get("/v1/edges/"+id).Body["hardware"], "none of them changed it")
+		require.Nil(t, h.get("/v1/edges/" + id).Body["hardware"], "none of them changed it")
 
 		require.Equal(t, http.StatusOK, h.post("/v1/edges/"+id+"/revoke", nil).Status)
 		requireProblem(t, h.patch("/v1/edges/"+id, body), http.StatusConflict, "invalid_state")
