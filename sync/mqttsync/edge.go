@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,11 @@ type EdgeConfig struct {
 	// counts and the bytes free on its data partition (issue 17). Its
 	// error leaves them out of that status.
 	Health func() (protocol.CacheCounts, uint64, error)
+	// HardwareError, when set, says why the appliance could not drive
+	// the hardware the cloud sent it, for an online status to carry (""
+	// when nothing went wrong); a longer text is cut to what the status
+	// holds.
+	HardwareError func() string
 
 	// ResyncEvery is how often the edge asks "anything after my
 	// sequence?" when nothing else happens: the answer refreshes the sync
@@ -674,6 +680,9 @@ func (e *Edge) status(state string) ([]byte, error) {
 				st.Cache, st.DiskFree = &counts, &free
 			}
 		}
+		if e.cfg.HardwareError != nil {
+			st.HardwareError = clipText(e.cfg.HardwareError(), protocol.MaxHardwareError)
+		}
 	}
 	b, err := protocol.Encode(&st)
 	if err != nil {
@@ -714,4 +723,12 @@ func (e *Edge) refresh() {
 	}
 	e.state.InFlight = len(e.inflight)
 	e.state.Resyncing = e.rs != nil
+}
+
+// clipText cuts s to at most n bytes, dropping a character cut in two.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }
