@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc-vms/svc/kiosk/badge"
@@ -89,7 +90,10 @@ type Config struct {
 // Server serves the kiosk.
 type Server struct {
 	cfg   Config
-	label badge.Label
+	// printing is the label badges are rendered for and the printer of
+	// devices paired without one, which SetPrinting changes while the
+	// kiosk serves.
+	printing atomic.Pointer[printing]
 	cats  Catalogues
 	langs []*Catalogue
 	tmpl  map[string]*template.Template
@@ -132,7 +136,8 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.Languages) > 2 {
 		return nil, fmt.Errorf("kiosk: %d languages; a kiosk offers English and at most one more", len(cfg.Languages))
 	}
-	s := &Server{cfg: cfg, label: label, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
+	s := &Server{cfg: cfg, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
+	s.printing.Store(&printing{label: label, printer: cfg.DefaultPrinter})
 	for _, l := range cfg.Languages {
 		c, ok := cats[l]
 		if !ok {
@@ -150,6 +155,44 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// printing is what SetPrinting sets.
+type printing struct {
+	label   badge.Label
+	printer string
+}
+
+// SetPrinting changes, while the kiosk serves, the label badges are
+// rendered for (a name of badge.LabelByName; "" for 62x100) and the
+// printer of devices paired without one ("" for none), as the appliance's
+// hardware from the cloud says them. It returns an error, changing
+// nothing, for a label that is no badge label.
+func (s *Server) SetPrinting(label, printer string) error {
+	if label == "" {
+		label = "62x100"
+	}
+	l, ok := badge.LabelByName(label)
+	if !ok {
+		return fmt.Errorf("kiosk: label %q is not one of the badge labels", label)
+	}
+	s.printing.Store(&printing{label: l, printer: printer})
+	return nil
+}
+
+// label is the label badges are rendered for now.
+func (s *Server) label() badge.Label { return s.printing.Load().label }
+
+// defaultPrinter is the printer of devices paired without one, now.
+func (s *Server) defaultPrinter() string { return s.printing.Load().printer }
+
+// printerOf is the printer a device prints on: its own, or the kiosk's
+// default printer now; "" for none.
+func (s *Server) printerOf(d Device) string {
+	if d.Printer != "" {
+		return d.Printer
+	}
+	return s.defaultPrinter()
 }
 
 var templateFuncs = template.FuncMap{
