@@ -89,16 +89,16 @@ type Config struct {
 
 // Server serves the kiosk.
 type Server struct {
-	cfg   Config
+	cfg Config
 	// printing is the label badges are rendered for and the printer of
 	// devices paired without one, which SetPrinting changes while the
 	// kiosk serves.
 	printing atomic.Pointer[printing]
-	cats  Catalogues
-	langs []*Catalogue
-	tmpl  map[string]*template.Template
-	log   *slog.Logger
-	forms forms
+	cats     Catalogues
+	langs    []*Catalogue
+	tmpl     map[string]*template.Template
+	log      *slog.Logger
+	forms    forms
 
 	mu        sync.Mutex
 	reception map[string]time.Time            // device → end of its PIN-opened session
