@@ -186,6 +186,10 @@ func (s *Server) label() badge.Label { return s.printing.Load().label }
 // defaultPrinter is the printer of devices paired without one, now.
 func (s *Server) defaultPrinter() string { return s.printing.Load().printer }
 
+// DefaultPrinter is the printer of devices paired without one, as
+// SetPrinting last set it; "" for none.
+func (s *Server) DefaultPrinter() string { return s.defaultPrinter() }
+
 // printerOf is the printer a device prints on: its own, or the kiosk's
 // default printer now; "" for none.
 func (s *Server) printerOf(d Device) string {
