@@ -3,6 +3,7 @@ package mqttsync
 import (
 	"crypto/ed25519"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
@@ -60,4 +61,38 @@ func TestEdge_StatusCarriesHardwareError(t *testing.T) {
 	require.LessOrEqual(t, len(got), protocol.MaxHardwareError)
 	require.True(t, utf8.ValidString(got))
 	require.True(t, strings.HasPrefix(why, got))
+}
+
+// When what the appliance says of its hardware changes, the next tick
+// publishes a status, not StatusEvery later.
+func TestEdge_StatusAtOnceWhenTheHardwareErrorChanges(t *testing.T) {
+	id := ids.New(ids.Edge)
+	var why atomic.Value
+	why.Store("")
+	e, err := NewEdge(EdgeConfig{BrokerURL: "tcp://127.0.0.1:1", Site: newSite(), EdgeID: id, Store: newFakeEdge(id),
+		Logger: testLogger(t), HardwareError: func() string { return why.Load().(string) }})
+	require.NoError(t, err)
+	r := &recorder{}
+	e.publishStatus(r)
+	statuses := func() []protocol.Status {
+		var out []protocol.Status
+		for _, m := range r.take() {
+			if m.topic == e.cfg.Site.Status(id) {
+				var st protocol.Status
+				require.NoError(t, protocol.Decode(m.payload, &st))
+				out = append(out, st)
+			}
+		}
+		return out
+	}
+	require.Len(t, statuses(), 1)
+	e.onTick(r)
+	require.Empty(t, statuses(), "nothing changed: the status waits for StatusEvery")
+	why.Store("gate gate_x: serial reader: stat /dev/ttyACM9: no such file or directory")
+	e.onTick(r)
+	got := statuses()
+	require.Len(t, got, 1)
+	require.Equal(t, why.Load(), got[0].HardwareError)
+	e.onTick(r)
+	require.Empty(t, statuses(), "told once")
 }

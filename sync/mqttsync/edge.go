@@ -78,7 +78,8 @@ type EdgeConfig struct {
 	// HardwareError, when set, says why the appliance could not drive
 	// the hardware the cloud sent it, for an online status to carry (""
 	// when nothing went wrong); a longer text is cut to what the status
-	// holds.
+	// holds. When what it says changes, a status goes out at the next
+	// tick rather than at StatusEvery, so the cloud learns it at once.
 	HardwareError func() string
 
 	// ResyncEvery is how often the edge asks "anything after my
@@ -228,6 +229,7 @@ type Edge struct {
 	markWritten time.Time            // when it was written
 	nextPoll    time.Time
 	nextStatus  time.Time
+	sentHWErr   string          // the HardwareError of the last online status published
 	badFacts    map[string]bool // outbox facts that do not encode, logged once
 
 	mu    sync.Mutex
@@ -633,8 +635,8 @@ func (e *Edge) onTick(c paho.Client) {
 			delete(e.inflight, id) // published again by flush
 		}
 	}
-	if !now.Before(e.nextStatus) {
-		e.publishStatus(c)
+	if !now.Before(e.nextStatus) || e.hardwareError() != e.sentHWErr {
+		e.publishStatus(c) // and at once when the hardware's error changes
 	}
 	e.markSynced()
 	e.flush(c)
@@ -680,15 +682,21 @@ func (e *Edge) status(state string) ([]byte, error) {
 				st.Cache, st.DiskFree = &counts, &free
 			}
 		}
-		if e.cfg.HardwareError != nil {
-			st.HardwareError = clipText(e.cfg.HardwareError(), protocol.MaxHardwareError)
-		}
+		st.HardwareError = e.hardwareError()
 	}
 	b, err := protocol.Encode(&st)
 	if err != nil {
 		return nil, fmt.Errorf("encode status: %w", err)
 	}
 	return b, nil
+}
+
+// hardwareError is what an online status says of the hardware now.
+func (e *Edge) hardwareError() string {
+	if e.cfg.HardwareError == nil {
+		return ""
+	}
+	return clipText(e.cfg.HardwareError(), protocol.MaxHardwareError)
 }
 
 // publishStatus publishes the retained online status.
@@ -699,6 +707,7 @@ func (e *Edge) publishStatus(c paho.Client) {
 		e.log.Error("status", "error", err)
 		return
 	}
+	e.sentHWErr = e.hardwareError()
 	c.Publish(e.cfg.Site.Status(e.cfg.EdgeID), 1, true, b)
 }
 
