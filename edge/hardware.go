@@ -408,9 +408,14 @@ func holds(r, w hardware.Reader) bool {
 func (a *App) reconcile(ctx context.Context, s *site) {
 	doc, source := a.wanted(s)
 	a.applyPrinting(s, doc)
-	s.hwMu.RLock()
-	same := hardware.Equal(doc, s.hw.doc)
-	s.hwMu.RUnlock()
+	s.hwMu.Lock()
+	// The gates alone decide a swap: a document that changes only the
+	// kiosk's printing, or only who says it, leaves them running.
+	same := hardware.Equal(hardware.Document{Gates: doc.Gates}, hardware.Document{Gates: s.hw.doc.Gates})
+	if same {
+		s.hw.doc, s.hw.source = doc, source
+	}
+	s.hwMu.Unlock()
 	st := a.hwState.Load()
 	switch {
 	case same:

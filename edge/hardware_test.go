@@ -15,7 +15,9 @@ import (
 
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate/relay"
+	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/sync/protocol"
@@ -270,4 +272,30 @@ func TestApp_NoGatesUntilTheCloudSends(t *testing.T) {
 	scanAt(t, entry, s.token(s.visits[0]))
 	eventually(t, func() bool { return s.checkedIn(s.visits[0]) }, "the cloud's gate does not take scans")
 	require.Len(t, s.status().Gates, 2)
+}
+
+// The cloud's kiosk printing reaches the kiosk while it serves: a device
+// paired from then on prints on the cloud's printer, and the file's comes
+// back when the cloud clears its hardware.
+func TestApp_HardwareKioskPrinting(t *testing.T) {
+	s := newSite(t)
+	s.cfg.Kiosk = &config.Kiosk{Listen: "127.0.0.1:0", Languages: []string{"en"}, Label: "62x100", Printer: "10.0.0.1:9100"}
+	s.start()
+	code, err := s.app.NewPairingCode("Lobby", kiosk.ModeVisitor)
+	require.NoError(t, err)
+	require.Equal(t, "10.0.0.1:9100", code.Printer, "the file's printer")
+
+	doc := s.hardwareDoc(freeAddr(t), freeAddr(t))
+	doc.Kiosk = &hardware.Kiosk{Label: "62", Printer: "10.0.0.9:9100"}
+	s.sendHardware(doc)
+	eventually(t, func() bool {
+		code, err := s.app.NewPairingCode("Desk", kiosk.ModeReception)
+		return err == nil && code.Printer == "10.0.0.9:9100"
+	}, "the cloud's printer did not reach the kiosk")
+
+	s.sendHardware(nil)
+	eventually(t, func() bool {
+		code, err := s.app.NewPairingCode("Desk", kiosk.ModeReception)
+		return err == nil && code.Printer == "10.0.0.1:9100"
+	}, "the file's printer did not come back")
 }
