@@ -283,9 +283,12 @@ func (a *App) Run(ctx context.Context) error {
 		return nil
 	})
 
+	s.hwMu.RLock()
+	gates, source := len(s.hw.gates), s.hw.source
+	s.hwMu.RUnlock()
 	a.log.Info("edge running", "edge_id", a.cfg.EdgeID, "site_id", a.cfg.Site.SiteID, "listen", s.http.Addr().String(),
-		"gates", len(s.hw.gates), "hardware", s.hw.source, "visits", s.cache.View().Counts().Visits, "sync", s.syncer != nil)
-	if len(s.hw.gates) == 0 {
+		"gates", gates, "hardware", source, "visits", s.cache.View().Counts().Visits, "sync", s.syncer != nil)
+	if gates == 0 {
 		a.log.Warn("no gates: the appliance drives none until the cloud sends its hardware (PATCH /v1/edges/{edge_id})")
 	}
 	a.readyOnce.Do(func() { close(a.ready) })
