@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -53,6 +54,14 @@ type Edge struct {
 	// Update is what it last said of its updates, when the service read
 	// it (Service.Edges, Service.Edge); nil before its first poll.
 	Update *EdgeUpdate
+
+	// Hardware is the appliance's hardware as configured from the cloud
+	// (UpdateEdge); nil until set, when the appliance drives its
+	// configuration file's gates.
+	Hardware *hardware.Document
+	// HardwareError is what the appliance's last online status said went
+	// wrong applying its hardware; "" when nothing did, or it did not say.
+	HardwareError string
 }
 
 // The states of an edge.

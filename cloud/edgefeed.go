@@ -279,4 +279,7 @@ type EdgeSnapshot struct {
 	// for the reception kiosk.
 	Teams      []protocol.Team
 	VisitTypes []protocol.VisitType
+	// Hardware is the hardware of the site's edge that is not revoked
+	// (EdgeHardware), when the cloud holds one; nil otherwise.
+	Hardware *protocol.EdgeHardware
 }

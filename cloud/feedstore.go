@@ -133,6 +133,11 @@ func (f feedStore) RevokeEdge(ctx context.Context, t Tenant, id string, at time.
 	return e, f.after(err)
 }
 
+func (f feedStore) UpdateEdge(ctx context.Context, t Tenant, id string, at time.Time, fn func(*Edge) error) (Edge, error) {
+	e, err := f.Store.UpdateEdge(ctx, t, id, at, fn)
+	return e, f.after(err) // a name alone appends nothing: a poll for nothing
+}
+
 // OnChange registers fn to be called after every write of the service
 // that may have appended to a site's change feed, once it has committed:
 // the feed's publisher runs at once instead of at its next poll. It is a

@@ -354,6 +354,13 @@ type Store interface {
 	// step with it (Service.ReconcileBrokerAccounts), and the embedded
 	// broker drops revoked edges (Service.RevokedEdges).
 	EdgesRevoked(ctx context.Context, ids []string) (map[string]bool, error)
+	// UpdateEdge changes the tenant's edge as fn says (its Name and
+	// Hardware; other fields fn sets are not stored) in one transaction
+	// in which the edge is read and locked, and returns it as stored;
+	// fn's error is returned as it is, storing nothing. When fn changed
+	// the hardware, the edge's site's feed gets HardwareChange at at in
+	// the same transaction. ErrNotFound when the tenant has no such edge.
+	UpdateEdge(ctx context.Context, t Tenant, id string, at time.Time, fn func(*Edge) error) (Edge, error)
 	// Edge returns the edge with this ID, of whatever tenant (brokers
 	// authenticate edges before knowing their tenant), or ErrNotFound.
 	Edge(ctx context.Context, id string) (Edge, error)

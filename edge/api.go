@@ -52,7 +52,10 @@ type StatusResponse struct {
 	StaleReason string       `json:"stale_reason,omitempty"`
 	Outbox      OutboxStatus `json:"outbox"`
 	Cache       CacheStatus  `json:"cache"`
-	Gates       []GateStatus `json:"gates"`
+	// Hardware says whose hardware the gates below are (the cloud's or
+	// the configuration file's), and why the cloud's is not driven.
+	Hardware HardwareStatus `json:"hardware"`
+	Gates    []GateStatus   `json:"gates"`
 	// Broker is the MQTT edge half's state as it reports it; absent
 	// without one.
 	Broker json.RawMessage `json:"broker,omitempty"`
@@ -83,7 +86,7 @@ type CacheStatus struct {
 	People int `json:"people"`
 }
 
-// GateStatus is one configured gate.
+// GateStatus is one gate driven now.
 type GateStatus struct {
 	GateID string `json:"gate_id"`
 	// Name and Direction are the cloud's; Direction is "unknown" (and the

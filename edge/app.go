@@ -116,6 +116,11 @@ type App struct {
 	kioskHandler atomic.Pointer[http.Handler]
 	// running is what Run opened, while it runs, for SelfTest.
 	running atomic.Pointer[site]
+	// readers holds each gate's TCP readers' addresses, as the hardware
+	// driven now has them (Listening).
+	readers atomic.Pointer[map[string][]net.Addr]
+	// hwState is what hardware the App drives, and why not the cloud's.
+	hwState atomic.Pointer[hwState]
 }
 
 // Listening is where a running App listens.
@@ -124,7 +129,8 @@ type Listening struct {
 	HTTP net.Addr
 	// Kiosk is the kiosk's address; nil when the config has no kiosk.
 	Kiosk net.Addr
-	// Readers holds each gate's TCP readers' addresses, in config order.
+	// Readers holds each gate's TCP readers' addresses, in the order the
+	// hardware driven now lists them: it changes with the hardware.
 	Readers map[string][]net.Addr
 }
 
@@ -138,8 +144,6 @@ func New(cfg *config.Config, d Deps) (*App, error) {
 		return nil, fmt.Errorf("edge: edge_id %q is not an edge ID", cfg.EdgeID)
 	case !cfg.Site.Valid():
 		return nil, fmt.Errorf("edge: site %+v is not a valid site", cfg.Site)
-	case len(cfg.Gates) == 0:
-		return nil, errors.New("edge: no gates")
 	case cfg.CachePath == "":
 		return nil, errors.New("edge: no cache_path")
 	}
@@ -162,7 +166,13 @@ func New(cfg *config.Config, d Deps) (*App, error) {
 func (a *App) Ready() <-chan struct{} { return a.ready }
 
 // Listening returns the addresses listened on; valid once Ready is closed.
-func (a *App) Listening() Listening { return a.listening }
+func (a *App) Listening() Listening {
+	l := a.listening
+	if r := a.readers.Load(); r != nil {
+		l.Readers = *r
+	}
+	return l
+}
 
 // Handler is the local HTTP API, as the App serves it on cfg.Listen; nil
 // until Ready is closed.
@@ -173,24 +183,43 @@ func (a *App) Handler() http.Handler {
 	return nil
 }
 
-// site is what Run opens: everything the App closes when it stops.
+// site is what Run opens: everything the App closes when it stops. The
+// cache, the badge key, the sync half, the HTTP listener and the kiosk
+// live as long as the process; the hardware (hw and readers, hardware.go)
+// changes with the document it is opened from.
 type site struct {
 	cache *cache.Cache
 	// badge signs walk-in badges at the desk (the kiosk's store).
-	badge   *badgekey.Key
-	kiosk   *kioskSite // nil without a kiosk
-	notify  func()     // tells the sync half a fact waits
-	relays  []*relay.Relay
-	gates   map[string]*gate.Gate
-	doors   map[string]*relay.DoorSensor
-	tcp     map[string][]*reader.TCP
-	serials []*reader.Serial
-	cameras map[string]bool
-	http    net.Listener
-	syncer  Syncer
+	badge  *badgekey.Key
+	kiosk  *kioskSite // nil without a kiosk
+	notify func()     // tells the sync half a fact waits
+	http   net.Listener
+	syncer Syncer
+	st     store        // the gates' store
+	passes *gate.Passes // shared by every gate of every hardware
+	// ctx is Run's: scans are decided under it, whichever reader read
+	// them, so a reader stopped by a hardware change does not cut short
+	// the scans it read.
+	ctx context.Context
 	// deliver scans at a gate and counts the result; readers go through
 	// debounced, the HTTP scan endpoint (a person asking) does not.
 	deliver, debounced reader.Deliver
+
+	// hwMu is held for reading by every scan and for writing by a
+	// hardware change, which so never runs beside a scan.
+	hwMu    sync.RWMutex
+	hw      *hwSet                    // the gates driven now
+	readers map[string]*runningReader // by readerKey, guarded by hwMu
+	// readerWG owns every reader's Run; failed receives the error of a
+	// reader that failed on its own.
+	readerWG sync.WaitGroup
+	failed   chan error
+}
+
+// gate returns the gate driven now with this ID; the caller holds hwMu.
+func (s *site) gate(id string) (*gate.Gate, bool) {
+	g, ok := s.hw.gates[id]
+	return g, ok
 }
 
 // Run opens the cache, the relays, the readers and the HTTP listener,
@@ -206,6 +235,7 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.close(s)
+	defer s.readerWG.Wait() // before the cache closes: their last scans record
 	a.running.Store(s)
 	defer a.running.Store(nil)
 
@@ -213,17 +243,8 @@ func (a *App) Run(ctx context.Context) error {
 	a.handler.Store(&h)
 
 	g, gctx := errgroup.WithContext(ctx)
-	for _, rs := range s.tcp {
-		for _, r := range rs {
-			g.Go(func() error { return r.Run(gctx) })
-		}
-	}
-	for _, r := range s.serials {
-		g.Go(func() error { return r.Run(gctx) })
-	}
-	for id, d := range s.doors {
-		g.Go(func() error { return a.watchDoor(gctx, id, d) })
-	}
+	s.ctx = gctx
+	g.Go(func() error { return a.runHardware(gctx, s) })
 	if s.syncer != nil {
 		g.Go(func() error { return s.syncer.Run(gctx) })
 	}
@@ -262,8 +283,14 @@ func (a *App) Run(ctx context.Context) error {
 		return nil
 	})
 
+	s.hwMu.RLock()
+	gates, source := len(s.hw.gates), s.hw.source
+	s.hwMu.RUnlock()
 	a.log.Info("edge running", "edge_id", a.cfg.EdgeID, "site_id", a.cfg.Site.SiteID, "listen", s.http.Addr().String(),
-		"gates", len(s.gates), "visits", s.cache.View().Counts().Visits, "sync", s.syncer != nil)
+		"gates", gates, "hardware", source, "visits", s.cache.View().Counts().Visits, "sync", s.syncer != nil)
+	if gates == 0 {
+		a.log.Warn("no gates: the appliance drives none until the cloud sends its hardware (PATCH /v1/edges/{edge_id})")
+	}
 	a.readyOnce.Do(func() { close(a.ready) })
 	err = g.Wait()
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -277,7 +304,7 @@ func (a *App) Run(ctx context.Context) error {
 
 // open opens every resource, or closes what it opened and fails.
 func (a *App) open() (s *site, err error) {
-	s = &site{gates: map[string]*gate.Gate{}, doors: map[string]*relay.DoorSensor{}, tcp: map[string][]*reader.TCP{}, cameras: map[string]bool{}}
+	s = &site{ctx: context.Background(), passes: new(gate.Passes), failed: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			a.close(s)
@@ -313,82 +340,68 @@ func (a *App) open() (s *site, err error) {
 	if s.syncer != nil {
 		s.notify = s.syncer.Notify
 	}
-	st := store{c: s.cache, notify: s.notify}
-	passes := new(gate.Passes)
-	for _, gc := range a.cfg.Gates {
-		pin, err := a.d.OpenPin(gc.Relay.Pin)
-		if err != nil {
-			return s, fmt.Errorf("edge: gate %s relay: %w", gc.ID, err)
+	s.st = store{c: s.cache, notify: s.notify}
+	s.deliver = func(_ context.Context, gateID, text string, at time.Time) {
+		s.hwMu.RLock()
+		defer s.hwMu.RUnlock()
+		g, ok := s.gate(gateID)
+		if !ok { // its gate went with a hardware change while the scan waited
+			a.log.Warn("scan dropped: the gate is no longer driven here", "gate_id", gateID)
+			return
 		}
-		r, err := relay.New(relay.PinOutput(pin), gc.Relay)
-		if err != nil {
-			return s, fmt.Errorf("edge: gate %s: %w", gc.ID, err)
-		}
-		s.relays = append(s.relays, r)
-		g, err := gate.New(gate.Config{ID: gc.ID, SiteID: a.cfg.Site.SiteID, FailOpen: gc.WhenStale == config.FailOpen,
-			Relay: r, Store: st, Passes: passes, Logger: a.log})
-		if err != nil {
-			return s, fmt.Errorf("edge: %w", err)
-		}
-		s.gates[gc.ID] = g
-		if gc.Door != nil {
-			pin, err := a.d.OpenPin(gc.Door.Pin)
-			if err != nil {
-				return s, fmt.Errorf("edge: gate %s door: %w", gc.ID, err)
-			}
-			if s.doors[gc.ID], err = relay.NewDoorSensor(pin, *gc.Door); err != nil {
-				return s, fmt.Errorf("edge: gate %s: %w", gc.ID, err)
-			}
-		}
-	}
-	s.deliver = func(ctx context.Context, gateID, text string, at time.Time) {
-		a.m.observe(s.gates[gateID].Scan(ctx, text, at))
+		a.m.observe(g.Scan(s.ctx, text, at))
 	}
 	s.debounced = reader.Debounce(a.d.Debounce, s.deliver)
-	// TCP readers listen now, so that a port in use fails the start.
-	for _, gc := range a.cfg.Gates {
-		for _, rc := range gc.Readers {
-			opts := reader.Options{GateID: gc.ID, Logger: a.log, Now: a.d.Now, Deliver: s.debounced}
-			switch rc.Kind {
-			case config.TCP:
-				r, err := reader.ListenTCP(rc.Listen, opts)
-				if err != nil {
-					return s, fmt.Errorf("edge: gate %s: %w", gc.ID, err)
-				}
-				s.tcp[gc.ID] = append(s.tcp[gc.ID], r)
-			case config.Serial:
-				r, err := reader.NewSerial(rc.Device, rc.Baud, opts)
-				if err != nil {
-					return s, fmt.Errorf("edge: gate %s: %w", gc.ID, err)
-				}
-				s.serials = append(s.serials, r)
-			case config.Camera:
-				s.cameras[gc.ID] = true
-			default:
-				return s, fmt.Errorf("edge: gate %s: reader kind %q", gc.ID, rc.Kind)
-			}
-		}
+	if err := a.openFirstHardware(s); err != nil {
+		return s, err
 	}
 	if s.http, err = net.Listen("tcp", a.cfg.Listen); err != nil {
 		return s, fmt.Errorf("edge: local http: %w", err)
 	}
-	a.listening = Listening{HTTP: s.http.Addr(), Readers: map[string][]net.Addr{}}
+	a.listening = Listening{HTTP: s.http.Addr()}
 	if a.cfg.Kiosk != nil {
 		if err := a.openKiosk(s); err != nil {
 			return s, err
 		}
 		a.listening.Kiosk = s.kiosk.ln.Addr()
+		a.applyPrinting(s, s.hw.doc)
 	}
-	for id, rs := range s.tcp {
-		for _, r := range rs {
-			a.listening.Readers[id] = append(a.listening.Readers[id], r.Addr())
-		}
-	}
+	a.publishReaders(s)
 	return s, nil
 }
 
-// close releases what open opened, in reverse. The listeners of readers
-// that ran are closed already; closing them again does nothing.
+// openFirstHardware opens the hardware wanted at the start: the cloud's
+// document when the cache holds one, else the file's. A cloud document
+// that does not open gives way to the file's, with the error in the
+// status; the file's failing stops the start, as it always has.
+func (a *App) openFirstHardware(s *site) error {
+	doc, source := a.wanted(s)
+	if source == SourceConfig {
+		if err := a.openHardware(s, doc, source); err != nil {
+			return fmt.Errorf("edge: %w", err)
+		}
+		a.setHardwareState(&hwState{source: source})
+		return nil
+	}
+	err := a.checkHardware(doc)
+	if err == nil {
+		if err = a.openHardware(s, doc, source); err == nil {
+			a.setHardwareState(&hwState{source: source})
+			return nil
+		}
+	}
+	a.log.Error("hardware from the cloud did not open; the configuration file's gates run instead", "error", err.Error())
+	tried := doc.Clone()
+	file := a.cfg.Hardware()
+	if ferr := a.openHardware(s, file, SourceConfig); ferr != nil {
+		return fmt.Errorf("edge: %w", ferr)
+	}
+	a.setHardwareState(&hwState{source: SourceConfig, err: err, at: a.d.Now(), tried: &tried})
+	return nil
+}
+
+// close releases what open opened, in reverse. The readers that ran have
+// stopped already; stopping them again does nothing.
 func (a *App) close(s *site) {
 	if s.http != nil {
 		_ = s.http.Close()
@@ -396,16 +409,10 @@ func (a *App) close(s *site) {
 	if s.kiosk != nil {
 		_ = s.kiosk.ln.Close()
 	}
-	for _, rs := range s.tcp {
-		for _, r := range rs {
-			_ = r.Close()
-		}
+	for _, r := range s.readers {
+		r.stop() // a reader that never ran closes its listener
 	}
-	for _, r := range s.relays {
-		if err := r.Close(); err != nil {
-			a.log.Error("relay not closed", "error", err.Error())
-		}
-	}
+	a.closeSet(s.hw)
 	if s.cache != nil {
 		if err := s.cache.Close(); err != nil {
 			a.log.Error("cache not closed", "error", err.Error())

@@ -350,7 +350,6 @@ func TestNew_Refuses(t *testing.T) {
 	for name, mod := range map[string]func(c *config.Config){
 		"edge ID":  func(c *config.Config) { c.EdgeID = "edge_nope" },
 		"site":     func(c *config.Config) { c.Site.Mode = "prod" },
-		"no gates": func(c *config.Config) { c.Gates = nil },
 		"no cache": func(c *config.Config) { c.CachePath = "" },
 	} {
 		cfg := *s.cfg

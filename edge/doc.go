@@ -4,9 +4,25 @@
 // supplies, and serves the local HTTP API; App.Run runs it all and stops
 // it all together.
 //
+// # Hardware
+//
+// The gates, their relays, door sensors and readers, and the kiosk's label
+// and printer are a hardware document (shared/hardware): the cloud's, when
+// the cache holds one for this edge (PATCH /v1/edges/{edge_id}, over the
+// feed), else the configuration file's. The cache, the badge key, the
+// sync half, the HTTP listeners and the kiosk live for the process; the
+// hardware changes under them when the cloud's document does, without a
+// restart (hardware.go): a scan under way completes on the old gates, one
+// that arrives meanwhile waits, no relay is left energised, readers the
+// new document keeps go on untouched. A document that fails to open (a
+// pin or serial device missing, a port in use) leaves the previous
+// hardware running; GET /status says why (hardware.error), and so does
+// the sync half's status to the cloud (App.HardwareError). At the start, a
+// cloud document that does not open gives way to the file's gates.
+//
 // It may import the standard library, golang.org/x/sync/errgroup,
 // periph.io/x/conn (pin types, for the pin opener), edge/badgekey, edge/cache,
-// edge/config, gate and its subpackages, shared/ and sync/protocol; never
+// edge/config, gate and its subpackages, kiosk, shared/ and sync/protocol; never
 // a transport of its own (the MQTT half comes in through Syncer).
 //
 // # Local HTTP
@@ -16,7 +32,7 @@
 //	GET  /healthz                  200 {"status":"ok"} while the cache is open and fresh;
 //	                               503 {"status":"unavailable","reason":...} otherwise
 //	GET  /metrics                  Prometheus text format (below)
-//	GET  /status                   StatusResponse: sync, sequence, outbox, cache, gates, broker, update
+//	GET  /status                   StatusResponse: sync, sequence, outbox, cache, hardware, gates, broker, update
 //	POST /gates/{gate_id}/scan     the body is a pass token; ScanResponse (svc-edge scan)
 //	POST /gates/{gate_id}/frames   a camera's JPEG or PNG frame (gate/reader.Frames)
 //

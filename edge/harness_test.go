@@ -86,6 +86,10 @@ type site struct {
 	srv    *httptest.Server
 	noFill bool // leave the cache empty: never synced
 	logs   *logBuffer
+	// cache is the App's, as the sync half got it.
+	cache atomic.Pointer[cache.Cache]
+	// wrapPin, when set, wraps each pin the App opens.
+	wrapPin func(name string, p *relay.Simulated) gpio.PinIO
 }
 
 type option func(*site)
@@ -183,6 +187,9 @@ func (s *site) openPin(name string) (gpio.PinIO, error) {
 		p = relay.NewSimulated(name, slog.New(slog.DiscardHandler))
 		s.pins[name] = p
 	}
+	if s.wrapPin != nil {
+		return s.wrapPin(name, p), nil
+	}
 	return p, nil
 }
 
@@ -209,6 +216,7 @@ func (s *site) deps() edge.Deps {
 		Logger:  s.logs.logger(),
 		OpenPin: s.openPin,
 		NewSyncer: func(c *cache.Cache, _ ed25519.PublicKey) (edge.Syncer, error) {
+			s.cache.Store(c)
 			if !s.noFill {
 				if err := s.fill(c); err != nil {
 					return nil, err

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate"
 	"github.com/svc-vms/svc/gate/reader"
+	"github.com/svc-vms/svc/shared/hardware"
 )
 
 // routes is the local HTTP API. It has no authentication: it listens on
@@ -26,7 +26,11 @@ func (a *App) routes(s *site) http.Handler {
 		mux.Handle("/kiosk/", s.kiosk.srv.AdminHandler()) // loopback clients only, whatever listen is
 	}
 	mux.Handle("POST /gates/{gate_id}/frames", reader.NewFrames(reader.FramesConfig{
-		Gates:   func(id string) bool { return s.cameras[id] },
+		Gates: func(id string) bool {
+			s.hwMu.RLock()
+			defer s.hwMu.RUnlock()
+			return s.hw.cameras[id]
+		},
 		Deliver: s.debounced,
 		Logger:  a.log,
 		Now:     a.d.Now,
@@ -104,7 +108,11 @@ func (a *App) status(w http.ResponseWriter, s *site) {
 		out.Outbox.Oldest = &oldest
 	}
 	out.Stale, out.StaleReason = gate.Staleness(view, now)
-	for _, gc := range a.cfg.Gates {
+	out.Hardware = a.hardwareStatus()
+	s.hwMu.RLock()
+	driven := s.hw.doc.Gates
+	s.hwMu.RUnlock()
+	for _, gc := range driven {
 		gs := GateStatus{GateID: gc.ID, Direction: "unknown", WhenStale: string(gc.WhenStale), Readers: []string{}}
 		if g, ok := view.Gate(gc.ID); ok {
 			gs.Name, gs.Direction = g.Name, g.Direction
@@ -131,11 +139,11 @@ func (a *App) status(w http.ResponseWriter, s *site) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func describeReader(r config.Reader) string {
+func describeReader(r hardware.Reader) string {
 	switch r.Kind {
-	case config.Serial:
+	case hardware.Serial:
 		return "serial " + r.Device
-	case config.TCP:
+	case hardware.TCP:
 		return "tcp " + r.Listen
 	}
 	return r.Kind
@@ -146,11 +154,6 @@ func describeReader(r config.Reader) string {
 // refused), 500 when the relay or the cache failed.
 func (a *App) scan(w http.ResponseWriter, r *http.Request, s *site) {
 	gateID := r.PathValue("gate_id")
-	g, ok := s.gates[gateID]
-	if !ok {
-		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "no gate " + gateID + " is configured here"})
-		return
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxScanBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -166,7 +169,16 @@ func (a *App) scan(w http.ResponseWriter, r *http.Request, s *site) {
 		writeJSON(w, http.StatusBadRequest, ErrorResponse{Error: "the body must be the pass token"})
 		return
 	}
+	// The scan holds the hardware as it is: a change waits for it.
+	s.hwMu.RLock()
+	g, ok := s.gate(gateID)
+	if !ok {
+		s.hwMu.RUnlock()
+		writeJSON(w, http.StatusNotFound, ErrorResponse{Error: "no gate " + gateID + " is configured here"})
+		return
+	}
 	res := g.Scan(r.Context(), text, a.d.Now())
+	s.hwMu.RUnlock()
 	a.m.observe(res)
 	out := ScanResponse{GateID: res.GateID, Admitted: res.Admitted, Kind: string(res.Kind), Reason: res.Reason,
 		VisitID: res.VisitID, PassVisitID: res.PassVisitID, PersonID: res.PersonID, Direction: res.Direction, Repeat: res.Repeat,

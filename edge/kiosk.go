@@ -73,6 +73,9 @@ func (a *App) NewPairingCode(name, mode string) (kiosk.PairingCode, error) {
 		return kiosk.PairingCode{}, errors.New("edge: no kiosk")
 	}
 	printer := a.d.KioskPrinter
+	if s := a.running.Load(); s != nil && s.kiosk != nil {
+		printer = s.kiosk.srv.DefaultPrinter() // the hardware's, from the cloud or the file
+	}
 	return d.NewCode(name, mode, printer, a.d.Now())
 }
 

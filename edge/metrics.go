@@ -87,6 +87,13 @@ func (m *metrics) door(gateID string, open bool) {
 	m.mu.Unlock()
 }
 
+// forgetDoor drops a door sensor a hardware change took away.
+func (m *metrics) forgetDoor(gateID string) {
+	m.mu.Lock()
+	delete(m.doors, gateID)
+	m.mu.Unlock()
+}
+
 func (m *metrics) doorOpen(gateID string) (open, known bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

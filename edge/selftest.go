@@ -32,15 +32,8 @@ func (a *App) SelfTest(ctx context.Context) error {
 	if err := s.cache.WriteFailure(); err != nil {
 		return fmt.Errorf("self-test: cache: %w", err)
 	}
-	for _, r := range s.relays {
-		if err := r.SelfTest(); err != nil {
-			return fmt.Errorf("self-test: %w", err)
-		}
-	}
-	for id, g := range s.gates {
-		if err := testDecision(func() string { return string(g.Decide(selfTestToken, a.d.Now()).Kind) }); err != nil {
-			return fmt.Errorf("self-test: gate %s: %w", id, err)
-		}
+	if err := a.testHardware(s); err != nil {
+		return err
 	}
 	if s.syncer == nil || a.d.Connected == nil {
 		return nil
@@ -52,6 +45,24 @@ func (a *App) SelfTest(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("self-test: the broker did not connect: %w", ctx.Err())
 		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// testHardware self-tests the relays and gates driven now; a hardware
+// change waits for it.
+func (a *App) testHardware(s *site) error {
+	s.hwMu.RLock()
+	defer s.hwMu.RUnlock()
+	for _, r := range s.hw.relays {
+		if err := r.SelfTest(); err != nil {
+			return fmt.Errorf("self-test: %w", err)
+		}
+	}
+	for id, g := range s.hw.gates {
+		if err := testDecision(func() string { return string(g.Decide(selfTestToken, a.d.Now()).Kind) }); err != nil {
+			return fmt.Errorf("self-test: gate %s: %w", id, err)
 		}
 	}
 	return nil

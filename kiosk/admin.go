@@ -87,7 +87,7 @@ func (s *Server) adminCode(w http.ResponseWriter, r *http.Request) {
 		in.Mode = ModeVisitor
 	}
 	if in.Printer == "" {
-		in.Printer = s.cfg.DefaultPrinter
+		in.Printer = s.defaultPrinter()
 	}
 	c, err := s.cfg.Devices.NewCode(in.Name, in.Mode, in.Printer, s.cfg.Now())
 	if err != nil {
@@ -173,7 +173,7 @@ func (s *Server) adminPairPage(w http.ResponseWriter, r *http.Request) {
 		mode = ModeVisitor
 	}
 	name := "Paired from the appliance's page"
-	c, err := s.cfg.Devices.NewCode(name, mode, s.cfg.DefaultPrinter, s.cfg.Now())
+	c, err := s.cfg.Devices.NewCode(name, mode, s.defaultPrinter(), s.cfg.Now())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

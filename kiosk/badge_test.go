@@ -22,6 +22,21 @@ import (
 // on a free port, and pairs the harness's client to print on it.
 func (h *harness) withPrinter(t *testing.T) *printer.Simulator {
 	t.Helper()
+	sim := h.withQueue(t)
+	code, err := h.devs.NewCode("Lobby", ModeVisitor, sim.Addr(), h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := h.post(h.client, "/pair", url.Values{"code": {code.Code}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("pair: %d", res.StatusCode)
+	}
+	return sim
+}
+
+// withQueue gives the harness a print queue and a simulated Brother QL on
+// a free port, loaded with the kiosk's label.
+func (h *harness) withQueue(t *testing.T) *printer.Simulator {
+	t.Helper()
 	sim, err := printer.ListenSimulator("127.0.0.1:0", t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -35,14 +50,7 @@ func (h *harness) withPrinter(t *testing.T) *printer.Simulator {
 		t.Fatal(err)
 	}
 	h.srv.cfg.Printer = q
-	sim.Load(printer.MediaOf(h.srv.label))
-	code, err := h.devs.NewCode("Lobby", ModeVisitor, sim.Addr(), h.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := h.post(h.client, "/pair", url.Values{"code": {code.Code}}); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("pair: %d", res.StatusCode)
-	}
+	sim.Load(printer.MediaOf(h.srv.label()))
 	return sim
 }
 
@@ -176,5 +184,38 @@ func TestKiosk_ReceptionReprints(t *testing.T) {
 	}
 	if n := len(sim.Printed()); n != 2 {
 		t.Errorf("%d labels after a reprint, want 2", n)
+	}
+}
+
+// SetPrinting changes the printer of a device paired without one and the
+// label, while the kiosk serves: the next badge prints there, for that
+// label. A label that is no badge label changes nothing.
+func TestKiosk_SetPrintingWhileServing(t *testing.T) {
+	h := newHarness(t)
+	sim := h.withQueue(t)
+	h.pair(h.client, ModeVisitor) // without a printer
+	id := h.walkIn(t, "Ada Lovelace")
+	if res := h.post(h.client, "/visits/"+id+"/print", nil); res.StatusCode == http.StatusOK {
+		t.Fatalf("a device without a printer printed: %d", res.StatusCode)
+	}
+	if err := h.srv.SetPrinting("A4", sim.Addr()); err == nil {
+		t.Fatal("SetPrinting took a label that is no badge label")
+	}
+	if got := h.srv.defaultPrinter(); got != "" {
+		t.Fatalf("a refused SetPrinting changed the printer to %q", got)
+	}
+	if err := h.srv.SetPrinting("62", sim.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	sim.Load(printer.MediaOf(h.srv.label()))
+	if res := h.post(h.client, "/visits/"+id+"/print", nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("print on the kiosk's printer: %d %s", res.StatusCode, body(t, res))
+	}
+	printed := sim.Printed()
+	if len(printed) != 1 {
+		t.Fatalf("%d labels printed, want 1", len(printed))
+	}
+	if l := h.srv.label(); l.Name != "62" {
+		t.Errorf("label %q, want 62", l.Name)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc-vms/svc/kiosk/badge"
@@ -88,13 +89,16 @@ type Config struct {
 
 // Server serves the kiosk.
 type Server struct {
-	cfg   Config
-	label badge.Label
-	cats  Catalogues
-	langs []*Catalogue
-	tmpl  map[string]*template.Template
-	log   *slog.Logger
-	forms forms
+	cfg Config
+	// printing is the label badges are rendered for and the printer of
+	// devices paired without one, which SetPrinting changes while the
+	// kiosk serves.
+	printing atomic.Pointer[printing]
+	cats     Catalogues
+	langs    []*Catalogue
+	tmpl     map[string]*template.Template
+	log      *slog.Logger
+	forms    forms
 
 	mu        sync.Mutex
 	reception map[string]time.Time            // device → end of its PIN-opened session
@@ -120,7 +124,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.label = label
+	s.printing.Store(&printing{label: label, printer: cfg.DefaultPrinter})
 	return s, nil
 }
 
@@ -144,6 +148,8 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("kiosk: %d languages; a kiosk offers English and at most one more", len(cfg.Languages))
 	}
 	s := &Server{cfg: cfg, cats: cats, log: cfg.Logger, reception: map[string]time.Time{}, recent: map[string]map[string]time.Time{}}
+	def, _ := badge.LabelByName("62x100")
+	s.printing.Store(&printing{label: def, printer: cfg.DefaultPrinter}) // New sets the configured label
 	for _, l := range cfg.Languages {
 		c, ok := cats[l]
 		if !ok {
@@ -161,6 +167,48 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// printing is what SetPrinting sets.
+type printing struct {
+	label   badge.Label
+	printer string
+}
+
+// SetPrinting changes, while the kiosk serves, the label badges are
+// rendered for (a name of badge.LabelByName; "" for 62x100) and the
+// printer of devices paired without one ("" for none), as the appliance's
+// hardware from the cloud says them. It returns an error, changing
+// nothing, for a label that is no badge label.
+func (s *Server) SetPrinting(label, printer string) error {
+	if label == "" {
+		label = "62x100"
+	}
+	l, ok := badge.LabelByName(label)
+	if !ok {
+		return fmt.Errorf("kiosk: label %q is not one of the badge labels", label)
+	}
+	s.printing.Store(&printing{label: l, printer: printer})
+	return nil
+}
+
+// label is the label badges are rendered for now.
+func (s *Server) label() badge.Label { return s.printing.Load().label }
+
+// defaultPrinter is the printer of devices paired without one, now.
+func (s *Server) defaultPrinter() string { return s.printing.Load().printer }
+
+// DefaultPrinter is the printer of devices paired without one, as
+// SetPrinting last set it; "" for none.
+func (s *Server) DefaultPrinter() string { return s.defaultPrinter() }
+
+// printerOf is the printer a device prints on: its own, or the kiosk's
+// default printer now; "" for none.
+func (s *Server) printerOf(d Device) string {
+	if d.Printer != "" {
+		return d.Printer
+	}
+	return s.defaultPrinter()
 }
 
 var templateFuncs = template.FuncMap{

@@ -269,7 +269,7 @@ func (s *Server) renderBadge(rq *request, v Visit) ([]byte, error) {
 	}
 	return badge.RenderPNG(badge.Badge{VisitorName: v.Visitor.Name, Company: v.Visitor.Company, Host: receiverName(v),
 		HostCaption: caption, VisitType: name, At: at, Location: site.Location, Token: v.Pass, SiteName: site.Name,
-		Logo: site.Logo, Label: s.label})
+		Logo: site.Logo, Label: s.label()})
 }
 
 func (s *Server) badgePNG(w http.ResponseWriter, r *http.Request, rq *request) {
@@ -308,7 +308,7 @@ func (s *Server) printBadge(w http.ResponseWriter, r *http.Request, rq *request)
 	if !ok {
 		return
 	}
-	d := doneData{Visit: v, Receiver: receiverName(v), Printer: rq.dev.Printer != "" && s.cfg.Printer != nil}
+	d := doneData{Visit: v, Receiver: receiverName(v), Printer: s.printerOf(rq.dev) != "" && s.cfg.Printer != nil}
 	if !d.Printer || v.Pass == "" {
 		http.Redirect(w, r, "/visits/"+v.ID+"/badge", http.StatusSeeOther)
 		return
@@ -330,7 +330,7 @@ func (s *Server) printBadge(w http.ResponseWriter, r *http.Request, rq *request)
 	if prev, ok := s.cfg.Printer.Get(jobID); ok && prev.State == printer.JobFailed {
 		job, err = s.cfg.Printer.Retry(r.Context(), jobID)
 	} else {
-		job, err = s.cfg.Printer.Submit(r.Context(), jobID, rq.dev.Printer, s.label, png)
+		job, err = s.cfg.Printer.Submit(r.Context(), jobID, s.printerOf(rq.dev), s.label(), png)
 	}
 	if err != nil {
 		s.fail(w, r, rq, err)

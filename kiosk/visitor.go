@@ -405,7 +405,7 @@ func (s *Server) donePage(w http.ResponseWriter, r *http.Request, rq *request) {
 	if !ok {
 		return
 	}
-	d := doneData{Visit: v, Receiver: receiverName(v), Printer: rq.dev.Printer != "" && s.cfg.Printer != nil}
+	d := doneData{Visit: v, Receiver: receiverName(v), Printer: s.printerOf(rq.dev) != "" && s.cfg.Printer != nil}
 	d.Reprint = d.Printer && rq.reception && s.printed(v.ID)
 	s.render(w, r, rq, http.StatusOK, "done", &page{Idle: !rq.reception, Reception: rq.reception, Data: d})
 }

@@ -52,7 +52,7 @@ func (s Store) Snapshot(ctx context.Context, site protocol.Site) (protocol.Snaps
 	}
 	settings := snap.Settings
 	return protocol.Snapshot{Seq: snap.Seq, Settings: &settings, Gates: snap.Gates, Keys: snap.Keys, Visits: snap.Visits, People: snap.People,
-		Teams: snap.Teams, VisitTypes: snap.VisitTypes}, nil
+		Teams: snap.Teams, VisitTypes: snap.VisitTypes, Hardware: snap.Hardware}, nil
 }
 
 // ApplyFact applies a fact once by its ID (cloud.Service.ApplyFact).

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -212,6 +213,8 @@ type edgeJSON struct {
 	EnrolledAt       string          `json:"enrolled_at"`
 	RevokedAt        *string         `json:"revoked_at"`
 	Update           *edgeUpdateJSON `json:"update"`
+	Hardware         json.RawMessage `json:"hardware"`
+	HardwareError    *string         `json:"hardware_error"`
 }
 
 type edgeOutboxJSON struct {
@@ -283,6 +286,7 @@ func renderEdge(e cloud.Edge) edgeJSON {
 		v := seconds(*e.Skew)
 		out.ClockSkew = &v
 	}
+	out.Hardware, out.HardwareError = renderHardware(e.Hardware), nullable(e.HardwareError)
 	return out
 }
 

@@ -335,6 +335,7 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodGet, "/edges", route{scope: cloud.ScopeSitesRead, list: true}, s.listEdges)
 	op(http.MethodPost, "/edges", route{scope: cloud.ScopeSitesWrite}, s.claimEdge)
 	op(http.MethodGet, "/edges/:edge_id", route{scope: cloud.ScopeSitesRead}, s.getEdge)
+	op(http.MethodPatch, "/edges/:edge_id", route{scope: cloud.ScopeSitesWrite}, s.updateEdge)
 	op(http.MethodPost, "/edges/:edge_id/revoke", route{scope: cloud.ScopeSitesWrite}, s.revokeEdge)
 	// An appliance's enrolment: no key, a request signed with its
 	// identity key (shared/edgeauth).

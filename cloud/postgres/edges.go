@@ -284,9 +284,11 @@ const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, create
 
 // edgeRead are the columns scanEdge reads: edgeCols, the badge key, which
 // an edge is made without, what the fleet shows (issue 17), the state last
-// announced, and its site's feed head.
+// announced, its site's feed head, and its hardware from the cloud with
+// what the appliance said of it.
 const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free, announced,
-	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id)`
+	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id),
+	hardware, hardware_error`
 
 func scanEdge(row scanner) (cloud.Edge, error) {
 	var e cloud.Edge
@@ -294,10 +296,10 @@ func scanEdge(row scanner) (cloud.Edge, error) {
 	var seq int64
 	var stateAt, seen, revoked, badgeAt, oldest pgtype.Timestamptz
 	var skew, disk, head pgtype.Int8
-	var counts pgtype.Text
+	var counts, hw, hwErr pgtype.Text
 	if err := row.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &e.CreatedAt, &e.State,
 		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt,
-		&e.IdentityKey, &skew, &oldest, &counts, &disk, &e.Announced, &head); err != nil {
+		&e.IdentityKey, &skew, &oldest, &counts, &disk, &e.Announced, &head, &hw, &hwErr); err != nil {
 		return cloud.Edge{}, err
 	}
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), e.CreatedAt.UTC(), timePtr(stateAt), timePtr(seen)
@@ -312,7 +314,11 @@ func scanEdge(row scanner) (cloud.Edge, error) {
 		e.DiskFree = &v
 	}
 	var err error
-	e.Cache, err = cloud.DecodeCacheCounts(counts.String)
+	if e.Cache, err = cloud.DecodeCacheCounts(counts.String); err != nil {
+		return e, err
+	}
+	e.Hardware, err = cloud.DecodeHardware(hw.String)
+	e.HardwareError = hwErr.String
 	return e, err
 }
 
@@ -400,6 +406,43 @@ func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at ti
 		return cloud.Edge{}, fmt.Errorf("revoke edge: %w", err)
 	}
 	return e, err
+}
+
+// UpdateEdge implements cloud.Store. The edge's row is locked, as
+// RevokeEdge locks it, so the two take turns.
+func (s *Store) UpdateEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time, fn func(*cloud.Edge) error) (cloud.Edge, error) {
+	err := s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
+		e, err := scanEdge(tx.QueryRow(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = $1 AND org_id = $2 AND mode = $3 FOR UPDATE`,
+			id, t.OrgID, string(t.Mode)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return translate("update edge", err)
+		}
+		before, err := cloud.EncodeHardware(e.Hardware)
+		if err != nil {
+			return err
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+		after, err := cloud.EncodeHardware(e.Hardware)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE edges SET name = $2, hardware = $3 WHERE id = $1`, id, e.Name, null(after)); err != nil {
+			return translate("update edge", err)
+		}
+		if after != before {
+			f.add(e.SiteID, cloud.HardwareChange(e, at))
+		}
+		return nil
+	})
+	if err != nil {
+		return cloud.Edge{}, err
+	}
+	return s.Edge(ctx, id) // with the feed head the change moved
 }
 
 // CertifyBadgeKey implements cloud.Store. It takes the tenant's feed lock
@@ -501,13 +544,14 @@ func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID str
 	q := `UPDATE edges SET state_at = CASE WHEN state = $5 AND state_at IS NOT NULL THEN state_at ELSE $6 END, state = $5`
 	args := []any{st.EdgeID, t.OrgID, string(t.Mode), siteID, st.State, at}
 	if st.State == cloud.EdgeOnline {
-		q += `, last_seen_at = $6, seq = $7, outbox = $8, software = $9, skew_ms = $10, outbox_oldest = $11, cache_counts = $12, disk_free = $13`
+		q += `, last_seen_at = $6, seq = $7, outbox = $8, software = $9, skew_ms = $10, outbox_oldest = $11, cache_counts = $12, disk_free = $13,
+			hardware_error = $14`
 		var disk any
 		if st.DiskFree != nil {
 			disk = int64(min(*st.DiskFree, 1<<62))
 		}
 		args = append(args, int64(st.Seq), st.Outbox, st.Software, st.At.Sub(at).Milliseconds(), nullTime(st.OutboxOldest),
-			null(cloud.EncodeCacheCounts(st.Cache)), disk)
+			null(cloud.EncodeCacheCounts(st.Cache)), disk, null(st.HardwareError))
 	}
 	tag, err := s.pool.Exec(ctx, q+` WHERE id = $1 AND org_id = $2 AND mode = $3 AND site_id = $4`, args...)
 	if err != nil {

@@ -308,6 +308,15 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 				snap.Keys = append(snap.Keys, k)
 			}
 		}
+		rows, _ = tx.Query(ctx, `SELECT `+edgeRead+` FROM edges WHERE org_id = $1 AND mode = $2 AND site_id = $3
+			AND revoked_at IS NULL AND hardware IS NOT NULL`, t.OrgID, string(t.Mode), siteID)
+		hw, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Edge, error) { return scanEdge(row) })
+		if err != nil {
+			return err
+		}
+		for _, e := range hw { // one edge at most: a site has one that is not revoked
+			snap.Hardware = cloud.EdgeHardware(e)
+		}
 		rows, _ = tx.Query(ctx, `SELECT `+visitCols+` FROM `+visitFrom+`
 			WHERE v.org_id = $1 AND v.mode = $2 AND v.site_id = $3 AND (v.edge_until IS NULL OR v.edge_until >= $4)
 			ORDER BY v.created_at, v.id`, t.OrgID, string(t.Mode), siteID, now.Add(-cloud.EdgeHorizon))

@@ -128,19 +128,21 @@ const edgeCols = `id, org_id, mode, site_id, name, username, secret_hash, create
 
 // edgeRead are the columns scanEdge reads: edgeCols, the badge key, which
 // an edge is made without, what the fleet shows (issue 17), the state last
-// announced, and its site's feed head.
+// announced, its site's feed head, and its hardware from the cloud with
+// what the appliance said of it.
 const edgeRead = edgeCols + `, badge_key, badge_key_at, identity_key, skew_ms, outbox_oldest, cache_counts, disk_free, announced,
-	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id)`
+	(SELECT h.seq FROM site_feed_heads h WHERE h.org_id = edges.org_id AND h.mode = edges.mode AND h.site_id = edges.site_id),
+	hardware, hardware_error`
 
 func scanEdge(r scanner) (cloud.Edge, error) {
 	var e cloud.Edge
 	var mode string
 	var created, seq int64
 	var stateAt, seen, revoked, badgeAt, skew, oldest, disk, head sql.NullInt64
-	var counts sql.NullString
+	var counts, hw, hwErr sql.NullString
 	err := r.Scan(&e.ID, &e.Tenant.OrgID, &mode, &e.SiteID, &e.Name, &e.Username, &e.SecretHash, &created, &e.State,
 		&stateAt, &seen, &seq, &e.Outbox, &e.Software, &revoked, &e.BadgeKey, &badgeAt,
-		&e.IdentityKey, &skew, &oldest, &counts, &disk, &e.Announced, &head)
+		&e.IdentityKey, &skew, &oldest, &counts, &disk, &e.Announced, &head, &hw, &hwErr)
 	e.Tenant.Mode, e.CreatedAt, e.StateSince, e.LastSeenAt = cloud.Mode(mode), fromMicros(created), fromNullMicros(stateAt), fromNullMicros(seen)
 	e.RevokedAt, e.BadgeKeyAt = fromNullMicros(revoked), fromNullMicros(badgeAt)
 	e.Seq, e.Head = uint64(seq), uint64(head.Int64)
@@ -155,6 +157,10 @@ func scanEdge(r scanner) (cloud.Edge, error) {
 	}
 	if err == nil {
 		e.Cache, err = cloud.DecodeCacheCounts(counts.String)
+	}
+	if err == nil {
+		e.Hardware, err = cloud.DecodeHardware(hw.String)
+		e.HardwareError = hwErr.String
 	}
 	return e, err
 }
@@ -233,6 +239,42 @@ func (s *Store) RevokeEdge(ctx context.Context, t cloud.Tenant, id string, at ti
 		return nil
 	})
 	return e, err
+}
+
+// UpdateEdge implements cloud.Store. The one writer connection makes it
+// and RevokeEdge take turns.
+func (s *Store) UpdateEdge(ctx context.Context, t cloud.Tenant, id string, at time.Time, fn func(*cloud.Edge) error) (cloud.Edge, error) {
+	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+		e, err := scanEdge(tx.QueryRowContext(ctx, `SELECT `+edgeRead+` FROM edges WHERE id = ? AND org_id = ? AND mode = ?`, id, t.OrgID, string(t.Mode)))
+		if errors.Is(err, sql.ErrNoRows) {
+			return cloud.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("update edge: %w", err)
+		}
+		before, err := cloud.EncodeHardware(e.Hardware)
+		if err != nil {
+			return err
+		}
+		if err := fn(&e); err != nil {
+			return err
+		}
+		after, err := cloud.EncodeHardware(e.Hardware)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE edges SET name = ?, hardware = ? WHERE id = ?`, e.Name, null(after), id); err != nil {
+			return fmt.Errorf("update edge: %w", err)
+		}
+		if after != before {
+			f.add(e.SiteID, cloud.HardwareChange(e, at))
+		}
+		return nil
+	})
+	if err != nil {
+		return cloud.Edge{}, err
+	}
+	return s.Edge(ctx, id) // with the feed head the change moved
 }
 
 // CertifyBadgeKey implements cloud.Store. The one writer connection makes
@@ -331,14 +373,14 @@ func (s *Store) RecordEdgeStatus(ctx context.Context, t cloud.Tenant, siteID str
 	q := `UPDATE edges SET state_at = CASE WHEN state = ? AND state_at IS NOT NULL THEN state_at ELSE ? END, state = ?`
 	args := []any{st.State, micros(at), st.State}
 	if st.State == cloud.EdgeOnline {
-		q += `, last_seen_at = ?, seq = ?, outbox = ?, software = ?, skew_ms = ?, outbox_oldest = ?, cache_counts = ?, disk_free = ?`
+		q += `, last_seen_at = ?, seq = ?, outbox = ?, software = ?, skew_ms = ?, outbox_oldest = ?, cache_counts = ?, disk_free = ?, hardware_error = ?`
 		var disk any
 		if st.DiskFree != nil {
 			disk = int64(min(*st.DiskFree, 1<<62))
 		}
 		skew := st.At.Sub(at)
 		args = append(args, micros(at), int64(st.Seq), st.Outbox, st.Software, skew.Milliseconds(), nullMicros(st.OutboxOldest),
-			null(cloud.EncodeCacheCounts(st.Cache)), disk)
+			null(cloud.EncodeCacheCounts(st.Cache)), disk, null(st.HardwareError))
 	}
 	res, err := s.w.ExecContext(ctx, q+` WHERE id = ? AND org_id = ? AND mode = ? AND site_id = ?`,
 		append(args, st.EdgeID, t.OrgID, string(t.Mode), siteID)...)

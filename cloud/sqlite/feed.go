@@ -302,6 +302,14 @@ func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string,
 				snap.Keys = append(snap.Keys, k)
 			}
 		}
+		hw, err := all(ctx, tx, scanEdge, `SELECT `+edgeRead+` FROM edges WHERE org_id = ? AND mode = ? AND site_id = ?
+			AND revoked_at IS NULL AND hardware IS NOT NULL`, t.OrgID, string(t.Mode), siteID)
+		if err != nil {
+			return err
+		}
+		for _, e := range hw { // one edge at most: a site has one that is not revoked
+			snap.Hardware = cloud.EdgeHardware(e)
+		}
 		visits, err := all(ctx, tx, scanVisit, `SELECT `+visitCols+visitFrom+`
 			WHERE v.org_id = ? AND v.mode = ? AND v.site_id = ? AND (v.edge_until IS NULL OR v.edge_until >= ?)
 			ORDER BY v.created_at, v.id`, t.OrgID, string(t.Mode), siteID, micros(now.Add(-cloud.EdgeHorizon)))

@@ -54,7 +54,7 @@ func TestMigration6_FillsEdgeUntil(t *testing.T) {
 		`DROP TABLE edge_facts`, `DROP TABLE edges`, `DROP TABLE enrolments`, `DROP TABLE enrolment_failures`, `DROP TABLE site_feed_cursors`, `DROP TABLE site_feed`,
 		`DROP TABLE site_feed_heads`, `DROP INDEX visits_edge`, `ALTER TABLE visits DROP COLUMN edge_until`,
 		// The later migrations of the tables 6 makes run again after it.
-		`DELETE FROM schema_migrations WHERE version IN (6, 14, 19, 30, 43)`,
+		`DELETE FROM schema_migrations WHERE version IN (6, 14, 19, 30, 43, 44)`,
 	} {
 		_, err := db.ExecContext(ctx, q)
 		require.NoError(t, err, q)

@@ -26,13 +26,16 @@ type change struct {
 	// Team and VisitType are for the reception kiosk (issue 16).
 	Team      *protocol.Team      `json:"team,omitempty"`
 	VisitType *protocol.VisitType `json:"visit_type,omitempty"`
+	// Hardware is an edge's hardware (issue 17).
+	Hardware *protocol.EdgeHardware `json:"hardware,omitempty"`
 }
 
 // EncodeChange returns the feed body of c, whose sequence and time are
 // left out; an error wrapping protocol.ErrInvalid when c does not hold
 // exactly one object that passes the protocol's checks.
 func EncodeChange(c protocol.Change) ([]byte, error) {
-	d := change{Visit: c.Visit, Gate: c.Gate, Settings: c.Settings, Key: c.Key, Person: c.Person, Team: c.Team, VisitType: c.VisitType}
+	d := change{Visit: c.Visit, Gate: c.Gate, Settings: c.Settings, Key: c.Key, Person: c.Person, Team: c.Team, VisitType: c.VisitType,
+		Hardware: c.Hardware}
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
@@ -59,7 +62,7 @@ func DecodeChange(seq uint64, at time.Time, body []byte) (protocol.Change, error
 		return protocol.Change{}, fmt.Errorf("decode feed change %d: %w", seq, err)
 	}
 	return protocol.Change{Seq: seq, At: at.UTC(), Visit: d.Visit, Gate: d.Gate, Settings: d.Settings, Key: d.Key, Person: d.Person,
-		Team: d.Team, VisitType: d.VisitType}, nil
+		Team: d.Team, VisitType: d.VisitType, Hardware: d.Hardware}, nil
 }
 
 // VisitID returns the ID of the visit a change body holds, or "".
@@ -111,6 +114,9 @@ func (d *change) validate() error {
 	}
 	if err == nil && d.VisitType != nil {
 		n, err = n+1, protocol.Validate(d.VisitType)
+	}
+	if err == nil && d.Hardware != nil {
+		n, err = n+1, protocol.Validate(d.Hardware)
 	}
 	if err != nil {
 		return err

@@ -948,6 +948,9 @@ func edgeTests() []test {
 		{"Status", testEdgeStatus},
 		{"OnePerSite", testEdgeOnePerSite},
 		{"Revoke", testEdgeRevoke},
+		{"Hardware", testEdgeHardware},
+		{"HardwareSnapshot", testEdgeHardwareSnapshot},
+		{"HardwareError", testEdgeHardwareError},
 	}
 }
 

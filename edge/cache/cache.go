@@ -60,6 +60,11 @@ type Cache struct {
 	pending map[uid]int // visit → facts in the outbox that changed it
 	in      *interner
 
+	// hwMu guards hwCh, closed and replaced whenever a committed write
+	// changes the View's hardware (HardwareChanged).
+	hwMu sync.Mutex
+	hwCh chan struct{}
+
 	// group guards the records waiting for a commit (Record): leading
 	// is true while one call commits the queue for everyone in it.
 	group   sync.Mutex
@@ -376,6 +381,11 @@ func (c *Cache) load(schema string) error {
 			}
 			if err != nil {
 				return corrupt(bucketMeta, metaSettings, err)
+			}
+		}
+		if b := get(meta, metaHardware); b != nil {
+			if err := c.loadHardware(e, b); err != nil {
+				return corrupt(bucketMeta, metaHardware, err)
 			}
 		}
 		err = forEach(tx, bucketGates, func(k, b []byte) error {
@@ -739,7 +749,7 @@ func (c *Cache) Apply(changes []protocol.Change) (applied int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("apply changes: %w", err)
 	}
-	c.view.Store(next)
+	c.publish(cur, next)
 	c.dropMapped()
 	return len(todo), nil
 }
@@ -783,8 +793,69 @@ func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
 	case ch.VisitType != nil:
 		e.putVisitType(*ch.VisitType)
 		return putJSON(tx.Bucket(bucketTypes), []byte(ch.VisitType.Key), ch.VisitType)
+	case ch.Hardware != nil:
+		return c.putHardware(tx, e, ch.Hardware)
 	}
 	return fmt.Errorf("a change without an object: %w", protocol.ErrInvalid)
+}
+
+// putHardware stores the hardware the cloud sent, when it is this edge's:
+// another edge's (one the site had before) is passed over. Null hardware
+// deletes it.
+func (c *Cache) putHardware(tx *bolt.Tx, e *edit, h *protocol.EdgeHardware) error {
+	if h.EdgeID != c.edgeID {
+		return nil
+	}
+	meta := tx.Bucket(bucketMeta)
+	if h.Hardware == nil {
+		e.v.hardware = nil
+		return meta.Delete(metaHardware)
+	}
+	doc := h.Hardware.Clone()
+	e.v.hardware = &doc
+	return putJSON(meta, metaHardware, h)
+}
+
+// loadHardware reads the stored hardware into the edit: this edge's.
+func (c *Cache) loadHardware(e *edit, raw []byte) error {
+	var h protocol.EdgeHardware
+	if err := protocol.DecodeObject(raw, &h); err != nil {
+		return err
+	}
+	if h.EdgeID != c.edgeID {
+		return fmt.Errorf("the hardware of edge %s, not of this edge %s", h.EdgeID, c.edgeID)
+	}
+	if h.Hardware != nil {
+		e.v.hardware = h.Hardware
+	}
+	return nil
+}
+
+// HardwareChanged returns a channel closed when a write next changes the
+// hardware View.Hardware returns. Take it before reading the View, so
+// that a change between the two is not missed.
+func (c *Cache) HardwareChanged() <-chan struct{} {
+	c.hwMu.Lock()
+	defer c.hwMu.Unlock()
+	if c.hwCh == nil {
+		c.hwCh = make(chan struct{})
+	}
+	return c.hwCh
+}
+
+// publish stores next as the View and, when its hardware is not cur's,
+// tells HardwareChanged's callers.
+func (c *Cache) publish(cur, next *View) {
+	c.view.Store(next)
+	if cur.hardware == next.hardware {
+		return
+	}
+	c.hwMu.Lock()
+	defer c.hwMu.Unlock()
+	if c.hwCh != nil {
+		close(c.hwCh)
+		c.hwCh = nil
+	}
 }
 
 // merge is the conflict rule (doc.go): while the edge's own facts about a
@@ -863,13 +934,14 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
-// ReplaceSnapshot replaces the visits, gates, keys, people and settings
-// with the union of all parts of one snapshot, and sets the sequence to its
-// Seq, in one transaction. The fact counter, outbox, last punches and sync
-// time stay. Visits
-// with facts still in the outbox are merged by the conflict rule, and kept
-// as they are when the snapshot lacks them (a visit made here offline). A
-// snapshot without settings leaves the cache without settings. It returns
+// ReplaceSnapshot replaces the visits, gates, keys, people, settings and
+// this edge's hardware with the union of all parts of one snapshot, and
+// sets the sequence to its Seq, in one transaction. The fact counter,
+// outbox, last punches and sync time stay. Visits with facts still in the
+// outbox are merged by the conflict rule, and kept as they are when the
+// snapshot lacks them (a visit made here offline). A snapshot without
+// settings leaves the cache without settings, and one without this edge's
+// hardware without hardware (the cloud holds none). It returns
 // an error wrapping protocol.ErrInvalid, and changes nothing, when a part
 // fails the protocol's checks, the parts are not exactly parts 1 to Parts
 // of one Seq, more than one part carries settings, or an object appears
@@ -897,6 +969,9 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 		}
 		meta := tx.Bucket(bucketMeta)
 		if err := meta.Delete(metaSettings); err != nil {
+			return err
+		}
+		if err := meta.Delete(metaHardware); err != nil {
 			return err
 		}
 		if err := meta.Put(metaSeq, u64(e.v.seq)); err != nil {
@@ -950,7 +1025,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 		return fmt.Errorf("replace snapshot: %w", err)
 	}
 	c.in = in
-	c.view.Store(next)
+	c.publish(cur, next)
 	c.dropMapped()
 	return nil
 }
@@ -962,6 +1037,11 @@ func (c *Cache) putPart(tx *bolt.Tx, e *edit, p *protocol.Snapshot) error {
 			return err
 		}
 		if err := putJSON(tx.Bucket(bucketMeta), metaSettings, p.Settings); err != nil {
+			return err
+		}
+	}
+	if p.Hardware != nil {
+		if err := c.putHardware(tx, e, p.Hardware); err != nil {
 			return err
 		}
 	}
@@ -1025,7 +1105,7 @@ func checkParts(parts []protocol.Snapshot) error {
 		return fmt.Errorf("no parts: %w", protocol.ErrInvalid)
 	}
 	seen := make([]bool, len(parts)+1)
-	settings := 0
+	settings, hw := 0, 0
 	for i := range parts {
 		p := &parts[i]
 		if p.Seq != parts[0].Seq || p.Parts != len(parts) || p.Part < 1 || p.Part > len(parts) || seen[p.Part] {
@@ -1037,6 +1117,12 @@ func checkParts(parts []protocol.Snapshot) error {
 			settings++
 			if err := check(protocol.Change{Settings: p.Settings}); err != nil {
 				return fmt.Errorf("part %d settings: %w", p.Part, err)
+			}
+		}
+		if p.Hardware != nil {
+			hw++
+			if err := check(protocol.Change{Hardware: p.Hardware}); err != nil {
+				return fmt.Errorf("part %d hardware: %w", p.Part, err)
 			}
 		}
 		for j := range p.Gates {
@@ -1072,6 +1158,9 @@ func checkParts(parts []protocol.Snapshot) error {
 	}
 	if settings > 1 {
 		return fmt.Errorf("%d parts carry settings: %w", settings, protocol.ErrInvalid)
+	}
+	if hw > 1 {
+		return fmt.Errorf("%d parts carry hardware: %w", hw, protocol.ErrInvalid)
 	}
 	return nil
 }

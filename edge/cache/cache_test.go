@@ -97,6 +97,8 @@ func changes(seq uint64, objs ...any) []protocol.Change {
 			c.Team = &o
 		case protocol.VisitType:
 			c.VisitType = &o
+		case protocol.EdgeHardware:
+			c.Hardware = &o
 		default:
 			panic(fmt.Sprintf("changes: %T", o))
 		}
@@ -668,6 +670,8 @@ func TestOpen_CorruptValueRefused(t *testing.T) {
 		"gate invalid":                 {"gates", gateID, `{"id":"` + gateID + `","name":"x","direction":"sideways"}`},
 		"key not JSON":                 {"keys", "0000000a", `nope`},
 		"settings invalid":             {"meta", "settings", `{"timezone":"Mars/Olympus","offline_limit_minutes":0}`},
+		"hardware invalid":             {"meta", "hardware", `{"edge_id":"` + edgeID + `","hardware":{"gates":[{"gate_id":"` + gateID + `","readers":[],"relay":{"pin":"P1"}}]}}`},
+		"hardware of another edge":     {"meta", "hardware", `{"edge_id":"` + ids.New(ids.Edge) + `","hardware":{"gates":[]}}`},
 		"seq not 8 bytes":              {"meta", "seq", "12"},
 		"synced_at not a time":         {"meta", "synced_at", "yesterday"},
 		"outbox row not JSON":          {"outbox", "\x00\x00\x00\x00\x00\x00\x00\x01", `{`},

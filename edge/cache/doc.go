@@ -15,7 +15,13 @@
 // it in the outbox, kept after its acknowledgement and across snapshots:
 // the gates decide a gate used both ways and the repeat rule from it).
 // People and punches are the protocol's JSON; a file of schema 2 from a
-// build before them gains their empty buckets when opened. Visits are in a compact binary form (codec.go: a
+// build before them gains their empty buckets when opened. The hardware
+// the cloud sent for this edge (issue 17: its gates' readers, relays and
+// door sensors, which the appliance drives in place of its configuration
+// file's) is a key of the meta bucket, protocol.EdgeHardware's JSON, so it
+// needed no new schema: a build older than it reads the file unchanged,
+// and a release on trial (KeepSchema) opens a file that holds it. Its
+// changes close the channel HardwareChanged returns. Visits are in a compact binary form (codec.go: a
 // version byte, then the fields), decoded and then validated as strictly
 // as a message off the wire; the other values are the protocol's JSON,
 // decoded as strictly. The outbox is keyed by the counter, 8 bytes

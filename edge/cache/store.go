@@ -40,6 +40,11 @@ var (
 	metaCounter  = []byte("counter")   // last fact counter assigned, 8 bytes big-endian
 	metaSyncedAt = []byte("synced_at") // RFC 3339 text
 	metaSettings = []byte("settings")  // protocol.Settings
+	// metaHardware is the hardware the cloud sent for this edge, as
+	// protocol.EdgeHardware (issue 17); absent when it sent none. A key of
+	// the meta bucket, not a bucket: a build older than it reads the file
+	// unchanged (it ignores the key), so it needed no schema of its own.
+	metaHardware = []byte("hardware")
 )
 
 // schemaVersion is the form of the file this build writes. Schema 1 held
@@ -77,7 +82,8 @@ func readU64(b []byte) (uint64, error) {
 // check validates the one object a change holds the way the wire does.
 func check(c protocol.Change) error {
 	n := 0
-	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil, c.Person != nil, c.Team != nil, c.VisitType != nil} {
+	for _, set := range []bool{c.Visit != nil, c.Gate != nil, c.Settings != nil, c.Key != nil, c.Person != nil, c.Team != nil, c.VisitType != nil,
+		c.Hardware != nil} {
 		if set {
 			n++
 		}
@@ -100,6 +106,8 @@ func check(c protocol.Change) error {
 		return protocol.Validate(c.Team)
 	case c.VisitType != nil:
 		return protocol.Validate(c.VisitType)
+	case c.Hardware != nil:
+		return protocol.Validate(c.Hardware)
 	}
 	return fmt.Errorf("%w: a change holds no object", protocol.ErrInvalid)
 }

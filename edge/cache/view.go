@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"
@@ -50,6 +51,20 @@ type View struct {
 	byVisitor byUID[[]uid]    // nameKey of the folded visitor name → visits
 	pending   byUID[struct{}] // visits a waiting fact names
 	search    *peopleIndex    // rebuilt when people change
+
+	// hardware is the hardware the cloud sent for this edge (issue 17);
+	// nil when it sent none, or cleared it.
+	hardware *hardware.Document
+}
+
+// Hardware returns the hardware the cloud sent for this edge, which the
+// appliance drives in place of its configuration file's gates; false when
+// the cloud sent none (or cleared it). The document is the caller's.
+func (v *View) Hardware() (hardware.Document, bool) {
+	if v.hardware == nil {
+		return hardware.Document{}, false
+	}
+	return v.hardware.Clone(), true
 }
 
 // Counts are how many objects a View holds and how many facts wait in the

@@ -10,9 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/svc-vms/svc/gate/relay"
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -20,7 +19,7 @@ import (
 const (
 	DefaultDataDir   = "/var/lib/svc-edge"
 	DefaultListen    = "127.0.0.1:8081"
-	DefaultBaud      = 9600
+	DefaultBaud      = hardware.DefaultBaud
 	DefaultCacheName = "cache.db" // in the data directory
 
 	// DefaultKioskListen is the kiosk's address in a first configuration:
@@ -49,7 +48,9 @@ type Config struct {
 	CachePath string
 	// Listen is the local HTTP server's host:port.
 	Listen string
-	Gates  []Gate
+	// Gates are the gates the appliance drives until the cloud sends its
+	// hardware document (which then wins); none is allowed.
+	Gates []Gate
 	// Kiosk is the reception kiosk; nil when the appliance serves none.
 	Kiosk *Kiosk
 }
@@ -64,7 +65,14 @@ type Kiosk struct {
 	Languages []string
 	// Label is the badge label: 62x100 (die-cut) or 62 (continuous).
 	Label string
+	// Printer is the label printer (host:port) of paired devices that
+	// have none of their own; "" for none.
+	Printer string
 }
+
+// Printing is the kiosk's part of the hardware document, as the file says
+// it: what the cloud's document replaces.
+func (k Kiosk) Printing() hardware.Kiosk { return hardware.Kiosk{Label: k.Label, Printer: k.Printer} }
 
 // Broker is how the edge reaches the MQTT broker.
 type Broker struct {
@@ -98,42 +106,59 @@ func (b Broker) TLS() *tls.Config {
 	return c
 }
 
-// Gate is one gate at the site.
-type Gate struct {
-	ID      string
-	Readers []Reader
-	Relay   relay.Config
-	// Door is nil when the gate has no door sensor.
-	Door      *relay.DoorConfig
-	WhenStale WhenStale
-}
+// Gate is one gate at the site: its readers, relay, door sensor and
+// what it does when the cache is stale, as the hardware document
+// (shared/hardware) says them.
+type Gate = hardware.Gate
 
 // Reader kinds.
 const (
-	Serial = "serial" // text lines from a (USB-)serial QR reader
-	TCP    = "tcp"    // text lines on a TCP port
-	Camera = "camera" // JPEG or PNG frames posted to the local HTTP server
+	Serial = hardware.Serial // text lines from a (USB-)serial QR reader
+	TCP    = hardware.TCP    // text lines on a TCP port
+	Camera = hardware.Camera // JPEG or PNG frames posted to the local HTTP server
 )
 
 // Reader is one input of scans at a gate. Device and Baud are set for
 // Serial readers only, Listen for TCP readers only.
-type Reader struct {
-	Kind   string
-	Device string
-	Baud   int
-	Listen string
-}
+type Reader = hardware.Reader
 
 // WhenStale is what a gate does when the cache is older than the site's
 // offline limit.
-type WhenStale string
+type WhenStale = hardware.WhenStale
 
 const (
 	// FailSecure refuses every scan until the cache is fresh again.
-	FailSecure WhenStale = "fail_secure"
+	FailSecure = hardware.FailSecure
 	// FailOpen goes on deciding from the stale cache.
-	FailOpen WhenStale = "fail_open"
+	FailOpen = hardware.FailOpen
 )
+
+// Hardware is the file's hardware document: its gates and its kiosk's
+// printing.
+func (c *Config) Hardware() hardware.Document {
+	doc := hardware.Document{Gates: c.Gates}
+	if c.Kiosk != nil {
+		k := c.Kiosk.Printing()
+		doc.Kiosk = &k
+	}
+	return doc.Clone()
+}
+
+// Reserved are the addresses the appliance listens on besides its readers
+// (listen, kiosk.listen), which no TCP reader may take: what a hardware
+// document from the cloud is checked against.
+func (c *Config) Reserved() []hardware.Addr {
+	var out []hardware.Addr
+	if a, err := hardware.ParseAddr("listen", c.Listen); err == nil {
+		out = append(out, a)
+	}
+	if c.Kiosk != nil {
+		if a, err := hardware.ParseAddr("kiosk.listen", c.Kiosk.Listen); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // Options are what Parse needs from its surroundings.
 type Options struct {
@@ -165,7 +190,7 @@ func Load(path string) (*Config, error) {
 // password file and validates the result. Its error is an *Error listing
 // every problem.
 func Parse(data []byte, opts Options) (*Config, error) {
-	d := &decoder{}
+	d := newDecoder()
 	if len(data) > MaxSize {
 		d.add("", "larger than %d bytes", MaxSize)
 		return nil, d.err()
@@ -176,7 +201,7 @@ func Parse(data []byte, opts Options) (*Config, error) {
 	}
 	d.resolve(cfg, opts)
 	d.validate(cfg)
-	if len(d.problems) > 0 {
+	if len(d.Problems) > 0 {
 		return nil, d.err()
 	}
 	return cfg, nil
@@ -235,23 +260,7 @@ func (d *decoder) resolve(c *Config, opts Options) {
 	if c.Listen == "" {
 		c.Listen = DefaultListen
 	}
-	for i := range c.Gates {
-		g := &c.Gates[i]
-		if g.WhenStale == "" {
-			g.WhenStale = FailSecure
-		}
-		if g.Relay.Pulse == 0 {
-			g.Relay.Pulse = relay.DefaultPulse
-		}
-		if g.Door != nil && g.Door.Poll == 0 {
-			g.Door.Poll = relay.DefaultPoll
-		}
-		for j := range g.Readers {
-			if r := &g.Readers[j]; r.Kind == Serial && r.Baud == 0 {
-				r.Baud = DefaultBaud
-			}
-		}
-	}
+	hardware.DefaultGates(c.Gates)
 
 	if c.Broker.CAFile != "" {
 		if len(c.Broker.CA) > 0 {
@@ -303,12 +312,4 @@ func readFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
 	}
 	return data, nil
-}
-
-// duration formats d as the file writes it.
-func duration(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
 }

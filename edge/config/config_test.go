@@ -160,6 +160,24 @@ func TestLoad_Example(t *testing.T) {
 	require.Equal(t, "example-broker-secret", cfg.Broker.Password, "password_file is taken from the file's directory")
 }
 
+// The gates may be left out or empty: an enrolled appliance gets them from
+// the cloud's hardware document.
+func TestParse_GatesOptional(t *testing.T) {
+	for name, edit := range map[string]func(map[string]any){
+		"empty":   func(d map[string]any) { d["gates"] = []any{} },
+		"missing": func(d map[string]any) { delete(d, "gates") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := exampleDoc(t)
+			edit(doc)
+			cfg, err := parseDoc(t, doc, noEnv)
+			require.NoError(t, err)
+			require.Empty(t, cfg.Gates)
+			require.Empty(t, cfg.Hardware().Gates)
+		})
+	}
+}
+
 func TestLoad_Errors(t *testing.T) {
 	dir := t.TempDir()
 	_, err := config.Load(filepath.Join(dir, "missing.json"))
@@ -254,8 +272,7 @@ func TestParse_Problems(t *testing.T) {
 		{"password file a directory", "broker.password_file", "not a regular file", func(d map[string]any) { at(d, "broker")["password_file"] = "." }},
 		{"listen", "listen", "is not host:port", func(d map[string]any) { d["listen"] = "8081" }},
 		{"listen port", "listen", "port must be 1 to 65535", func(d map[string]any) { d["listen"] = ":0" }},
-		{"no gates", "gates", "at least one gate", func(d map[string]any) { d["gates"] = []any{} }},
-		{"gates missing", "gates", "at least one gate", func(d map[string]any) { delete(d, "gates") }},
+		{"kiosk printer", "kiosk.printer", "is not the printer's host:port", func(d map[string]any) { at(d, "kiosk")["printer"] = "printer" }},
 		{"gates not array", "gates", "must be an array, not an object", func(d map[string]any) { d["gates"] = map[string]any{} }},
 		{"gate id", "gates[1].gate_id", "is not an ID like gate_", func(d map[string]any) { at(d, "gates", 1)["gate_id"] = "site_01m7ym407qfqn967a2vb4tyzgj" }},
 		{"gate id twice", "gates[1].gate_id", gate2 + " is already the ID of gates[0]", func(d map[string]any) { at(d, "gates", 0)["gate_id"] = gate2 }},

@@ -1,9 +1,18 @@
 // Package config is the site appliance's configuration file: which site
 // the edge serves, who it is to the broker, where it keeps its state, and
-// each gate's readers, relay and door sensor.
+// the gates it drives until the cloud says otherwise.
 //
-// It may import the standard library, gate/relay (for its Config and
-// DoorConfig), sync/protocol (for Site) and shared/ids.
+// The gates (and the kiosk's label and printer) are the hardware document
+// of shared/hardware, decoded and checked by its code, which the cloud's
+// API uses for PATCH /v1/edges/{edge_id} too. Once the cloud has sent the
+// appliance a hardware document on the site's feed, the appliance drives
+// that one and the file's gates are not used (docs/decisions.md, "Hardware
+// from the cloud (issue 17)"): the file need hold only what must exist
+// before the first connection (site, edge ID, broker, data directory,
+// listen), and its gates may be left out.
+//
+// It may import the standard library, shared/hardware, shared/strictjson,
+// sync/protocol (for Site) and shared/ids.
 //
 // # The file
 //
@@ -86,9 +95,11 @@
 //     LAN (every page but pairing needs a paired browser); languages are
 //     English and at most one more (en, fr), the site's default first,
 //     default ["en"]; label is the badge label, 62x100 (die-cut, the
-//     default) or 62 (continuous). Paired devices and the reception PIN
-//     are kept in data_dir/kiosk.json.
-//   - gates: at least one. Each has a gate_... gate_id (unique), at least
+//     default) or 62 (continuous); printer, optional, is the label printer
+//     (host:port) of paired devices that have none of their own. Paired
+//     devices and the reception PIN are kept in data_dir/kiosk.json.
+//   - gates: optional (none: the appliance drives no gate until the cloud
+//     sends its hardware). Each has a gate_... gate_id (unique), at least
 //     one reader, a relay and, optionally, a door sensor.
 //   - readers: {"kind": "serial", "device": PATH, "baud": N} (baud default
 //     9600, a standard rate), {"kind": "tcp", "listen": "host:port"} (text

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -50,7 +51,11 @@ const (
 // reader and a simulated relay, failing secure when its cache is stale,
 // and comments saying how to open a reader or the kiosk to the LAN. It
 // is what an appliance enrolled by code writes and what svc-cloud edges
-// create prints. Its error is Parse's *Error.
+// create prints. These gates are what a fresh appliance runs, offline
+// included, until the cloud sends its hardware document on the feed
+// (PATCH /v1/edges/{edge_id}), which then wins over them
+// (docs/decisions.md, "Hardware from the cloud (issue 17)"). Its error is
+// Parse's *Error.
 func (in Initial) Document() ([]byte, error) {
 	f := fileConfig{
 		Site:    fileSite{Mode: in.Site.Mode, OrgID: in.Site.OrgID, SiteID: in.Site.SiteID},
@@ -67,10 +72,11 @@ func (in Initial) Document() ([]byte, error) {
 		port = FirstReaderPort
 	}
 	for i, id := range in.GateIDs {
-		f.Gates = append(f.Gates, fileGate{ID: id,
-			Readers:   []fileReader{{Comment: readerComment, Kind: TCP, Listen: fmt.Sprintf("127.0.0.1:%d", port+i)}},
-			Relay:     fileRelay{Pin: fmt.Sprintf("SIM%d", FirstRelayPin+i), Pulse: "500ms"},
-			WhenStale: FailSecure})
+		f.Gates = append(f.Gates, fileGate{
+			Gate: hardware.Gate{ID: id, WhenStale: FailSecure,
+				Relay: hardware.Relay{Pin: fmt.Sprintf("SIM%d", FirstRelayPin+i), Pulse: hardware.DefaultPulse}},
+			Readers: []fileReader{{Comment: readerComment, Reader: hardware.Reader{Kind: TCP, Listen: fmt.Sprintf("127.0.0.1:%d", port+i)}}},
+		})
 	}
 	if in.Kiosk != "" {
 		f.Kiosk = &fileKiosk{Comment: kioskComment, Listen: in.Kiosk, Languages: KioskLanguages(in.Language), Label: "62x100"}

@@ -1,6 +1,10 @@
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/svc-vms/svc/shared/hardware"
+)
 
 // Redacted stands for a secret in a Config's JSON.
 const Redacted = "***"
@@ -23,6 +27,7 @@ type (
 		Listen    string   `json:"listen"`
 		Languages []string `json:"languages"`
 		Label     string   `json:"label"`
+		Printer   string   `json:"printer,omitempty"`
 	}
 	fileSite struct {
 		Mode   string `json:"mode"`
@@ -37,30 +42,16 @@ type (
 		CA           string `json:"ca,omitempty"`
 		CAFile       string `json:"ca_file,omitempty"`
 	}
+	// fileGate is a gate as the file holds it (hardware.Gate), with a
+	// comment beside each reader: the file's decoder takes a "//" key in
+	// any object.
 	fileGate struct {
-		ID        string       `json:"gate_id"`
-		Readers   []fileReader `json:"readers"`
-		Relay     fileRelay    `json:"relay"`
-		Door      *fileDoor    `json:"door,omitempty"`
-		WhenStale WhenStale    `json:"when_stale"`
+		hardware.Gate
+		Readers []fileReader `json:"readers"`
 	}
 	fileReader struct {
 		Comment string `json:"//,omitempty"`
-		Kind    string `json:"kind"`
-		Device  string `json:"device,omitempty"`
-		Baud    int    `json:"baud,omitempty"`
-		Listen  string `json:"listen,omitempty"`
-	}
-	fileRelay struct {
-		Pin       string `json:"pin"`
-		ActiveLow bool   `json:"active_low"`
-		Pulse     string `json:"pulse,omitempty"`
-	}
-	fileDoor struct {
-		Pin       string `json:"pin"`
-		ActiveLow bool   `json:"active_low"`
-		Pull      string `json:"pull,omitempty"`
-		Poll      string `json:"poll,omitempty"`
+		hardware.Reader
 	}
 )
 
@@ -81,22 +72,14 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		f.Broker.CA = string(c.Broker.CA)
 	}
 	for _, g := range c.Gates {
-		fg := fileGate{
-			ID:        g.ID,
-			Readers:   make([]fileReader, 0, len(g.Readers)),
-			Relay:     fileRelay{Pin: g.Relay.Pin, ActiveLow: g.Relay.ActiveLow, Pulse: duration(g.Relay.Pulse)},
-			WhenStale: g.WhenStale,
-		}
+		fg := fileGate{Gate: g, Readers: make([]fileReader, 0, len(g.Readers))}
 		for _, r := range g.Readers {
-			fg.Readers = append(fg.Readers, fileReader{Kind: r.Kind, Device: r.Device, Baud: r.Baud, Listen: r.Listen})
-		}
-		if g.Door != nil {
-			fg.Door = &fileDoor{Pin: g.Door.Pin, ActiveLow: g.Door.ActiveLow, Pull: g.Door.Pull, Poll: duration(g.Door.Poll)}
+			fg.Readers = append(fg.Readers, fileReader{Reader: r})
 		}
 		f.Gates = append(f.Gates, fg)
 	}
 	if k := c.Kiosk; k != nil {
-		f.Kiosk = &fileKiosk{Listen: k.Listen, Languages: k.Languages, Label: k.Label}
+		f.Kiosk = &fileKiosk{Listen: k.Listen, Languages: k.Languages, Label: k.Label, Printer: k.Printer}
 	}
 	return json.Marshal(f)
 }

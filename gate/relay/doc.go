@@ -13,6 +13,10 @@
 // gate's decision code declares its own small interfaces and never imports
 // periph; the appliance's main resolves pins and wires them in.
 //
-// It may import periph.io/x/conn/v3, periph.io/x/host/v3 and the standard
-// library, nothing of this module.
+// Its Config and DoorConfig are shared/hardware's relay and door, the
+// document the appliance's gates are configured with, so their rules are
+// written once.
+//
+// It may import periph.io/x/conn/v3, periph.io/x/host/v3, the standard
+// library and shared/hardware.
 package relay

@@ -2,60 +2,36 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"periph.io/x/conn/v3/gpio"
+
+	"github.com/svc-vms/svc/shared/hardware"
 )
 
 // DefaultPoll is DoorConfig.Poll when zero.
-const DefaultPoll = 100 * time.Millisecond
+const DefaultPoll = hardware.DefaultPoll
 
-// DoorConfig describes a gate's door sensor, a contact on an input pin.
-type DoorConfig struct {
-	// Pin names the GPIO line, as Open resolves it.
-	Pin string
-	// ActiveLow is set when the pin reads low while the door is open; by
-	// default an open door reads high (a contact to ground that opens with
-	// the door, with a pull-up).
-	ActiveLow bool
-	// Pull is the pin's internal resistor: "up", "down", "float", or empty
-	// to leave it as the board set it.
-	Pull string
-	// Poll is how often WaitChange reads a pin without edge detection, and
-	// how long it waits for an edge before checking its context again; zero
-	// means DefaultPoll.
-	Poll time.Duration
-}
+// DoorConfig describes a gate's door sensor, a contact on an input pin:
+// the hardware document's door (Pin, ActiveLow, Pull: "up", "down",
+// "float" or empty, Poll: how often WaitChange reads a pin without edge
+// detection, zero meaning DefaultPoll), whose Validate names the first bad
+// field.
+type DoorConfig = hardware.Door
 
-// Validate names the first bad field.
-func (c DoorConfig) Validate() error {
-	if c.Pin == "" {
-		return errors.New("door sensor: pin: must name a GPIO line")
-	}
-	if _, err := c.pull(); err != nil {
-		return err
-	}
-	if c.Poll < 0 || (c.Poll > 0 && c.Poll < time.Millisecond) {
-		return fmt.Errorf("door sensor %s: poll %v: must be 0 (default %v) or at least 1ms", c.Pin, c.Poll, DefaultPoll)
-	}
-	return nil
-}
-
-func (c DoorConfig) pull() (gpio.Pull, error) {
+// pullOf is the periph setting of a valid config's Pull.
+func pullOf(c DoorConfig) gpio.Pull {
 	switch c.Pull {
-	case "":
-		return gpio.PullNoChange, nil
 	case "up":
-		return gpio.PullUp, nil
+		return gpio.PullUp
 	case "down":
-		return gpio.PullDown, nil
+		return gpio.PullDown
 	case "float":
-		return gpio.Float, nil
+		return gpio.Float
 	}
-	return 0, fmt.Errorf("door sensor %s: pull %q: want up, down, float or empty", c.Pin, c.Pull)
+	return gpio.PullNoChange
 }
 
 // DoorSensor reports whether a gate's door is open. It is safe for
@@ -80,7 +56,7 @@ func NewDoorSensor(pin gpio.PinIn, cfg DoorConfig) (*DoorSensor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	pull, _ := cfg.pull()
+	pull := pullOf(cfg)
 	if cfg.Poll == 0 {
 		cfg.Poll = DefaultPoll
 	}

@@ -8,41 +8,27 @@ import (
 	"time"
 
 	"periph.io/x/conn/v3/gpio"
+
+	"github.com/svc-vms/svc/shared/hardware"
 )
 
 const (
 	// DefaultPulse is the pulse length when Config.Pulse is zero: long
 	// enough for common turnstile controllers to latch one passage.
-	DefaultPulse = 500 * time.Millisecond
+	DefaultPulse = hardware.DefaultPulse
 
 	// MaxPulse bounds every pulse. A relay held longer is a gate left
 	// open, not an admit, so a longer request is refused rather than obeyed.
-	MaxPulse = time.Minute
+	MaxPulse = hardware.MaxPulse
 )
 
-// Config describes one turnstile relay.
-type Config struct {
-	// Pin names the GPIO line, as Open resolves it ("GPIO17"). The relay
-	// uses it in its errors.
-	Pin string
-	// ActiveLow is set for relay boards that switch when the line is low
-	// (most opto-isolated modules); the idle level is then high.
-	ActiveLow bool
-	// Pulse is how long Pulse(ctx, 0) holds the relay; zero means
-	// DefaultPulse.
-	Pulse time.Duration
-}
-
-// Validate names the first bad field.
-func (c Config) Validate() error {
-	if c.Pin == "" {
-		return errors.New("relay: pin: must name a GPIO line")
-	}
-	if c.Pulse < 0 || c.Pulse > MaxPulse {
-		return fmt.Errorf("relay %s: pulse %v: must be between 0 (default %v) and %v", c.Pin, c.Pulse, DefaultPulse, MaxPulse)
-	}
-	return nil
-}
+// Config describes one turnstile relay: Pin names the GPIO line, as Open
+// resolves it ("GPIO17"), which the relay uses in its errors; ActiveLow is
+// set for boards that switch when the line is low; Pulse is how long
+// Pulse(ctx, 0) holds the relay, zero meaning DefaultPulse. It is the
+// hardware document's relay, whose Validate names the first bad field:
+// the rules are the document's, checked once.
+type Config = hardware.Relay
 
 // Output is the line a Relay drives: high is the electrical level, which
 // the relay has already inverted for an active-low board. Out returns an

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,12 @@ type EdgeConfig struct {
 	// counts and the bytes free on its data partition (issue 17). Its
 	// error leaves them out of that status.
 	Health func() (protocol.CacheCounts, uint64, error)
+	// HardwareError, when set, says why the appliance could not drive
+	// the hardware the cloud sent it, for an online status to carry (""
+	// when nothing went wrong); a longer text is cut to what the status
+	// holds. When what it says changes, a status goes out at the next
+	// tick rather than at StatusEvery, so the cloud learns it at once.
+	HardwareError func() string
 
 	// ResyncEvery is how often the edge asks "anything after my
 	// sequence?" when nothing else happens: the answer refreshes the sync
@@ -222,6 +229,7 @@ type Edge struct {
 	markWritten time.Time            // when it was written
 	nextPoll    time.Time
 	nextStatus  time.Time
+	sentHWErr   string          // the HardwareError of the last online status published
 	badFacts    map[string]bool // outbox facts that do not encode, logged once
 
 	mu    sync.Mutex
@@ -627,8 +635,8 @@ func (e *Edge) onTick(c paho.Client) {
 			delete(e.inflight, id) // published again by flush
 		}
 	}
-	if !now.Before(e.nextStatus) {
-		e.publishStatus(c)
+	if !now.Before(e.nextStatus) || e.hardwareError() != e.sentHWErr {
+		e.publishStatus(c) // and at once when the hardware's error changes
 	}
 	e.markSynced()
 	e.flush(c)
@@ -674,12 +682,21 @@ func (e *Edge) status(state string) ([]byte, error) {
 				st.Cache, st.DiskFree = &counts, &free
 			}
 		}
+		st.HardwareError = e.hardwareError()
 	}
 	b, err := protocol.Encode(&st)
 	if err != nil {
 		return nil, fmt.Errorf("encode status: %w", err)
 	}
 	return b, nil
+}
+
+// hardwareError is what an online status says of the hardware now.
+func (e *Edge) hardwareError() string {
+	if e.cfg.HardwareError == nil {
+		return ""
+	}
+	return clipText(e.cfg.HardwareError(), protocol.MaxHardwareError)
 }
 
 // publishStatus publishes the retained online status.
@@ -690,6 +707,7 @@ func (e *Edge) publishStatus(c paho.Client) {
 		e.log.Error("status", "error", err)
 		return
 	}
+	e.sentHWErr = e.hardwareError()
 	c.Publish(e.cfg.Site.Status(e.cfg.EdgeID), 1, true, b)
 }
 
@@ -714,4 +732,12 @@ func (e *Edge) refresh() {
 	}
 	e.state.InFlight = len(e.inflight)
 	e.state.Resyncing = e.rs != nil
+}
+
+// clipText cuts s to at most n bytes, dropping a character cut in two.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
 }

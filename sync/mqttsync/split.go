@@ -45,14 +45,14 @@ func splitChanges(cs []protocol.Change) ([][]protocol.Change, error) {
 
 // splitSnapshot cuts a whole snapshot into parts that each fit one Reply:
 // at most protocol.MaxSnapshot objects of a kind and budget bytes. The
-// first part carries the settings; gates, keys, people, teams, visit
-// types and visits follow in order.
+// first part carries the settings and the edge's hardware; gates, keys,
+// people, teams, visit types and visits follow in order.
 func splitSnapshot(s protocol.Snapshot) ([]protocol.Snapshot, error) {
 	newPart := func() protocol.Snapshot {
 		return protocol.Snapshot{Seq: s.Seq, Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{}, People: []protocol.Person{}}
 	}
 	cur := newPart()
-	cur.Settings = s.Settings
+	cur.Settings, cur.Hardware = s.Settings, s.Hardware
 	size, err := sizeOf(&cur)
 	if err != nil {
 		return nil, fmt.Errorf("measure snapshot settings: %w", err)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -80,7 +81,8 @@ func TestSplitSnapshot(t *testing.T) {
 		{"large people and visits split by bytes", 600, 1, protocol.MaxSnapshot, true, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := protocol.Snapshot{Seq: 77, Settings: &protocol.Settings{Timezone: "Europe/Berlin"}}
+			hw := &protocol.EdgeHardware{EdgeID: ids.New(ids.Edge), Hardware: &hardware.Document{Gates: []hardware.Gate{}}}
+			s := protocol.Snapshot{Seq: 77, Settings: &protocol.Settings{Timezone: "Europe/Berlin"}, Hardware: hw}
 			for range tt.gates {
 				s.Gates = append(s.Gates, protocol.Gate{ID: ids.New(ids.Gate), Name: "G", Direction: "entry"})
 			}
@@ -102,7 +104,7 @@ func TestSplitSnapshot(t *testing.T) {
 			parts, err := splitSnapshot(s)
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, len(parts), tt.parts)
-			var visits, gates, keys, people, settings int
+			var visits, gates, keys, people, settings, hwParts int
 			for i, p := range parts {
 				assert.Equal(t, i+1, p.Part)
 				assert.Equal(t, len(parts), p.Parts)
@@ -114,6 +116,9 @@ func TestSplitSnapshot(t *testing.T) {
 				if p.Settings != nil {
 					settings++
 				}
+				if p.Hardware != nil {
+					hwParts++
+				}
 			}
 			assert.Equal(t, tt.visits, visits)
 			assert.Equal(t, tt.gates, gates)
@@ -121,6 +126,8 @@ func TestSplitSnapshot(t *testing.T) {
 			assert.Equal(t, 1, keys)
 			assert.Equal(t, 1, settings, "settings in one part only")
 			assert.NotNil(t, parts[0].Settings)
+			assert.Equal(t, 1, hwParts, "the edge's hardware in one part only")
+			assert.Equal(t, hw, parts[0].Hardware)
 		})
 	}
 }

@@ -53,6 +53,11 @@
 // An edge verifies badges with such keys only, and passes with the
 // organisation's keys only.
 //
+// A change or a snapshot may carry an edge's hardware (EdgeHardware): the
+// document of shared/hardware, decoded and checked by that package's code
+// (the cloud's API checks it with the same), naming the one edge of the
+// site that drives it; null hardware says the cloud holds none.
+//
 // # Transport
 //
 // Plain MQTT (tcp://, ws://) carries passwords and messages in clear: it is

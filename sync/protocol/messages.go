@@ -10,8 +10,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
+	"github.com/svc-vms/svc/shared/strictjson"
 )
 
 // Version is the "v" every message carries.
@@ -27,6 +29,9 @@ const (
 	maxText        = 200       // names
 	maxRequestID   = 64
 	maxSoftwareVer = 64
+	// MaxHardwareError bounds Status.HardwareError; the edge shortens a
+	// longer one.
+	MaxHardwareError = 1000
 )
 
 // ErrInvalid wraps every decoding and validation failure.
@@ -382,6 +387,32 @@ func (t *VisitType) validate(where string) error {
 	return nil
 }
 
+// EdgeHardware is the hardware the cloud holds for one edge of the site
+// (PATCH /v1/edges/{edge_id}): the document of shared/hardware, which an
+// edge drives in place of its configuration file's gates. Only the edge
+// it names takes it; another edge of the site (one revoked or replaced)
+// passes over it. Hardware null says the cloud holds none: the edge goes
+// back to its file's gates.
+type EdgeHardware struct {
+	EdgeID   string             `json:"edge_id"`
+	Hardware *hardware.Document `json:"hardware"`
+}
+
+func (h *EdgeHardware) validate(where string) error {
+	if !ids.Valid(ids.Edge, h.EdgeID) {
+		return invalid("%s.edge_id is not an edge ID", where)
+	}
+	if h.Hardware == nil {
+		return nil
+	}
+	d := &strictjson.Decoder{}
+	h.Hardware.Check(d, where+".hardware", nil)
+	if len(d.Problems) > 0 {
+		return invalid("%s", d.Problems[0])
+	}
+	return nil
+}
+
 func isHex(s string) bool {
 	for _, c := range s {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
@@ -405,6 +436,10 @@ type Change struct {
 	// them refuses a change that carries one.
 	Team      *Team      `json:"team,omitempty"`
 	VisitType *VisitType `json:"visit_type,omitempty"`
+	// Hardware is an edge's hardware from the cloud (issue 17): an edge
+	// older than it refuses a change that carries one, so edges are
+	// upgraded before their hardware is configured from the cloud.
+	Hardware *EdgeHardware `json:"hardware,omitempty"`
 }
 
 func (c *Change) validate(where string) error {
@@ -433,6 +468,9 @@ func (c *Change) validate(where string) error {
 	}
 	if err == nil && c.VisitType != nil {
 		n, err = n+1, c.VisitType.validate(where+".visit_type")
+	}
+	if err == nil && c.Hardware != nil {
+		n, err = n+1, c.Hardware.validate(where+".hardware")
 	}
 	if err != nil {
 		return err
@@ -836,6 +874,10 @@ type Snapshot struct {
 	// empty, so a snapshot without them reads as before.
 	Teams      []Team      `json:"teams,omitempty"`
 	VisitTypes []VisitType `json:"visit_types,omitempty"`
+	// Hardware is the hardware the cloud holds for the site's edge, in
+	// the first part only; left out when the cloud holds none, so a
+	// snapshot without it reads as before.
+	Hardware *EdgeHardware `json:"hardware,omitempty"`
 }
 
 func (s *Snapshot) validate() error {
@@ -848,6 +890,11 @@ func (s *Snapshot) validate() error {
 	}
 	if s.Settings != nil {
 		if err := s.Settings.validate("snapshot.settings"); err != nil {
+			return err
+		}
+	}
+	if s.Hardware != nil {
+		if err := s.Hardware.validate("snapshot.hardware"); err != nil {
 			return err
 		}
 	}
@@ -941,6 +988,10 @@ type Status struct {
 	OutboxOldest *time.Time   `json:"outbox_oldest,omitempty"` // when the oldest fact waiting happened
 	Cache        *CacheCounts `json:"cache,omitempty"`         // what its cache holds
 	DiskFree     *uint64      `json:"disk_free,omitempty"`     // bytes free on its data partition
+	// HardwareError says why the appliance could not drive the hardware
+	// the cloud sent it (it drives what it drove before); left out when
+	// nothing went wrong. An older edge sends none.
+	HardwareError string `json:"hardware_error,omitempty"`
 }
 
 // CacheCounts are what an edge's cache holds, as its status says.
@@ -969,6 +1020,10 @@ func (s *Status) validate() error {
 		return invalid("cache counts are negative")
 	case s.OutboxOldest != nil && s.OutboxOldest.IsZero():
 		return invalid("outbox_oldest is the zero time")
+	case len(s.HardwareError) > MaxHardwareError:
+		return invalid("hardware_error is longer than %d bytes", MaxHardwareError)
+	case s.HardwareError != "" && s.State != "online":
+		return invalid("an offline status carries no hardware_error")
 	}
 	return nil
 }
@@ -1032,7 +1087,7 @@ func Decode[M Message](b []byte, m M) error {
 // Object is one of the objects a change carries, validated on its own
 // when it is stored rather than sent (the edge's cache keeps them).
 type Object interface {
-	*Visit | *Gate | *Settings | *Key | *Person | *Team | *VisitType
+	*Visit | *Gate | *Settings | *Key | *Person | *Team | *VisitType | *EdgeHardware
 	validate(where string) error
 }
 
@@ -1070,6 +1125,8 @@ func objectName(o any) string {
 		return "team"
 	case *VisitType:
 		return "visit_type"
+	case *EdgeHardware:
+		return "hardware"
 	}
 	return "key"
 }

@@ -121,7 +121,17 @@ func printStatus(w io.Writer, st edge.StatusResponse) error {
 	if u := st.Update; u != nil {
 		printUpdate(w, *u, st.Now)
 	}
-	fmt.Fprintln(w, "gates")
+	switch hw := st.Hardware; {
+	case hw.Source == "":
+		fmt.Fprintln(w, "gates")
+	case hw.Source == edge.SourceCloud:
+		fmt.Fprintln(w, "gates (hardware from the cloud)")
+	default:
+		fmt.Fprintln(w, "gates (hardware from the configuration file)")
+	}
+	if st.Hardware.Error != "" {
+		fmt.Fprintf(w, "  HARDWARE FROM THE CLOUD NOT APPLIED: %s\n", st.Hardware.Error)
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, g := range st.Gates {
 		door := ""

@@ -75,13 +75,15 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	// The MQTT edge half (sync/mqttsync), made by the App once the cache
-	// is open: the cache is its store.
+	// is open: the cache is its store. Its statuses say why the App does
+	// not drive the hardware the cloud sent, when it does not.
 	var half atomic.Pointer[mqttsync.Edge]
+	var app *edge.App
 	deps.NewSyncer = func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
 		e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
 			BrokerURL: cfg.Broker.URL, Username: cfg.Broker.Username, Password: cfg.Broker.Password, TLS: cfg.Broker.TLS(),
 			Site: cfg.Site, EdgeID: cfg.EdgeID, Store: c, Logger: log, Software: software(), BadgeKey: badge,
-			Health: edge.Health(c, cfg.DataDir),
+			Health: edge.Health(c, cfg.DataDir), HardwareError: app.HardwareError,
 		})
 		if err != nil {
 			return nil, err
@@ -126,8 +128,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		deps.KioskPrinter = sim
 	}
 
-	app, err := edge.New(cfg, deps)
-	if err != nil {
+	if app, err = edge.New(cfg, deps); err != nil {
 		return err
 	}
 	if *simulate && cfg.Kiosk != nil {

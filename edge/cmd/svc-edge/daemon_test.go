@@ -179,7 +179,7 @@ func TestRunScanStatus(t *testing.T) {
 		"edge       edge_", "sequence   3\n", "cache      fresh\n", "cached     2 visits, 0 people, 2 gates, 1 keys\n",
 		"outbox     5 facts waiting, oldest ",
 		"broker\n  Connected     false\n  LastContact   never\n", "  Counters      Connects=0 ",
-		"gates\n  " + d.gate + "  Front turnstile  entry  fail_secure  tcp 127.0.0.1:",
+		"gates (hardware from the configuration file)\n  " + d.gate + "  Front turnstile  entry  fail_secure  tcp 127.0.0.1:",
 		"  " + d.exit + "  Back             exit   fail_open    camera",
 	} {
 		require.Contains(t, out, want)
