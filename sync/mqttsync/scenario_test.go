@@ -313,7 +313,9 @@ func scenarioLastWill(t *testing.T, b *backend) {
 	})
 	st, _ := store.lastStatus(e.id)
 	assert.Equal(t, e.id, st.EdgeID)
-	assert.False(t, e.State().Connected)
+	// The broker may publish the will before the edge's client has
+	// noticed its connection is gone.
+	waitFor(t, patience, "the edge to see its connection cut", func() bool { return !e.State().Connected })
 }
 
 func scenarioShared(t *testing.T, b *backend) {
