@@ -324,3 +324,29 @@ func TestParseBootState(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "a", cur.Name)
 }
+
+// A commit cut short after ab.txt named the trial's slot (trial.json
+// still there) is completed at the next boot, not rolled back.
+func TestPartitions_InterruptedCommitCompletes(t *testing.T) {
+	ctx := context.Background()
+	d := newABDisk(t)
+	requestTrial(t, d, []byte("root filesystem 2"))
+	rebootIntoTrial(t, d)
+	require.NoError(t, d.p.setBootState(BootState{Slot: "b"})) // the power went here
+	slot, trial := d.boot(t)
+	require.Equal(t, "b", slot)
+	require.False(t, trial)
+
+	s, sctx, cancel := partitionsSupervisor(t, d, "exec sleep 60")
+	done := make(chan error, 1)
+	go func() { done <- s.Run(sctx) }()
+	waitFor(t, func() bool { _, ok, _ := d.p.LastResult(); return ok })
+	cancel()
+	require.NoError(t, <-done)
+	r, _, err := d.p.LastResult()
+	require.NoError(t, err)
+	require.Equal(t, Committed, r.Outcome)
+	require.Equal(t, "slot=b\ntrial=\ntries=0\n", d.abTxt(t))
+	_, ok, _ := d.p.Trial(ctx)
+	require.False(t, ok)
+}
