@@ -331,6 +331,9 @@ func (d *Dir) Commit(ctx context.Context) error {
 	return d.dropTrial()
 }
 
+// Launch implements Slots: a trial is always a process of its own.
+func (d *Dir) Launch(context.Context, Trial) (Launch, error) { return LaunchProcess, nil }
+
 // Rollback implements Slots.
 func (d *Dir) Rollback(ctx context.Context) error {
 	if _, ok, err := d.Trial(ctx); err != nil {

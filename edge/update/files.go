@@ -43,17 +43,22 @@ type Result struct {
 func (r Result) Failed() bool { return r.Outcome != Committed }
 
 // LastResult is the last update's outcome; ok is false before the first.
-func (d *Dir) LastResult() (r Result, ok bool, err error) {
-	ok, err = readJSON(filepath.Join(d.path, resultFile), &r)
+func (d *Dir) LastResult() (r Result, ok bool, err error) { return lastResult(d.path) }
+
+// SetResult records an update's outcome.
+func (d *Dir) SetResult(r Result) error { return setResult(d.path, r) }
+
+// lastResult reads dir's result file; setResult writes it.
+func lastResult(dir string) (r Result, ok bool, err error) {
+	ok, err = readJSON(filepath.Join(dir, resultFile), &r)
 	if err != nil {
 		return Result{}, false, fmt.Errorf("update: last result: %w", err)
 	}
 	return r, ok, nil
 }
 
-// SetResult records an update's outcome.
-func (d *Dir) SetResult(r Result) error {
-	if err := writeJSON(filepath.Join(d.path, resultFile), r); err != nil {
+func setResult(dir string, r Result) error {
+	if err := writeJSON(filepath.Join(dir, resultFile), r); err != nil {
 		return fmt.Errorf("update: record result: %w", err)
 	}
 	return nil

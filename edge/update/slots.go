@@ -7,8 +7,8 @@
 //   - Slots: where releases are installed, two of them, one current and
 //     one inactive, behind a small interface. Dir is the implementation for
 //     an ordinary Linux with systemd (two directories of svc-edge binaries
-//     and a current symlink); A/B root partitions with a trial boot (the
-//     image) implement the same interface elsewhere.
+//     and a current symlink); Partitions is the image's (A/B root
+//     partitions, with a trial boot by U-Boot and ab.txt).
 //   - Updater: runs inside the daemon. It asks the cloud for the release
 //     the appliance should run, verifies the manifest's signature before
 //     anything changes, downloads the bundle into the inactive slot
@@ -97,7 +97,27 @@ type Slots interface {
 	Commit(ctx context.Context) error
 	// Rollback drops the trial: the current slot stays as it was.
 	Rollback(ctx context.Context) error
+	// Launch says how the requested trial t starts from the system the
+	// caller runs in: LaunchProcess (Dir) or, for a trial boot
+	// (Partitions), LaunchReboot before it and LaunchRunning on it.
+	Launch(ctx context.Context, t Trial) (Launch, error)
 }
+
+// Launch is how a trial starts (Slots.Launch).
+type Launch int
+
+const (
+	// LaunchProcess: the supervisor begins the trial and starts the trial
+	// slot's executable; after a rollback it starts the current one.
+	LaunchProcess Launch = iota + 1
+	// LaunchReboot: the supervisor begins the trial (the boot loader is
+	// told to start it once) and restarts the system into it.
+	LaunchReboot
+	// LaunchRunning: this system is the trial's start. The supervisor runs
+	// the daemon on trial and commits on its health check; after a
+	// rollback it restarts the system into the current slot.
+	LaunchRunning
+)
 
 // Errors.
 var (

@@ -43,11 +43,26 @@ const (
 	tailBytes = 16 << 10
 )
 
-// Supervisor runs the current slot's daemon, and a requested trial, on a
-// Dir.
+// Supervised is what a Supervisor needs of its slots: Dir and Partitions.
+type Supervised interface {
+	Slots
+	Results
+	// Path is what the daemon is told (EnvSlots) to open the slots with.
+	Path() string
+}
+
+// Supervisor runs the current slot's daemon, and a requested trial, on
+// Slots.
 type Supervisor struct {
-	// Dir is the slots.
-	Dir *Dir
+	// Slots are the slots.
+	Slots Supervised
+	// Exe, when set, is the daemon's program whatever the slot: on
+	// Partitions, the running root's svc-edge (a slot's Path is its
+	// partition). Empty: the slot's Path (Dir).
+	Exe string
+	// Reboot restarts the system, for slots whose trial is a boot
+	// (LaunchReboot, LaunchRunning); it is not called otherwise.
+	Reboot func() error
 	// Args are the daemon's arguments ("run", "--config", ...).
 	Args []string
 	// Env is the daemon's environment besides the supervisor's own.
@@ -94,12 +109,34 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	backoff := time.Second
 	for ctx.Err() == nil {
-		t, ok, err := s.Dir.Trial(ctx)
+		t, ok, err := s.Slots.Trial(ctx)
 		if err != nil {
 			return err
 		}
 		var ran time.Duration
 		if ok {
+			launch, lerr := s.Slots.Launch(ctx, t)
+			if lerr != nil {
+				return lerr
+			}
+			switch launch {
+			case LaunchReboot:
+				if _, err := s.Slots.BeginTrial(ctx, s.Now()); err != nil {
+					return err
+				}
+				s.Logger.Info("trial requested; restarting the system into it", "slot", t.Slot.Name, "version", t.Slot.Version)
+				return s.reboot(ctx)
+			case LaunchRunning:
+				if _, err := s.trial(ctx, t); err != nil || ctx.Err() != nil {
+					return err
+				}
+				if cur, err := s.Slots.Current(ctx); err != nil {
+					return err
+				} else if cur.Name != t.Slot.Name { // rolled back
+					return s.reboot(ctx)
+				}
+				continue // committed: the release runs on as the current one
+			}
 			ran, err = s.trial(ctx, t)
 		} else {
 			ran, err = s.runCurrent(ctx)
@@ -110,7 +147,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if _, pending, err := s.Dir.Trial(ctx); err == nil && (ok || pending) {
+		if _, pending, err := s.Slots.Trial(ctx); err == nil && (ok || pending) {
 			// A trial ended (the release runs on, or the previous one
 			// starts again), or the daemon asked for one: start now.
 			backoff = time.Second
@@ -133,21 +170,37 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	return nil
 }
 
+// reboot restarts the system and waits for the end.
+func (s *Supervisor) reboot(ctx context.Context) error {
+	if s.Reboot == nil {
+		return errors.New("update: the slots start a trial by a reboot, and the supervisor has no Reboot")
+	}
+	if err := s.Reboot(); err != nil {
+		return fmt.Errorf("update: reboot: %w", err)
+	}
+	<-ctx.Done()
+	return nil
+}
+
 // recover finishes what a supervisor stopped mid-trial left: a trial that
 // was started and whose slot is current was committed (only the trial
 // file's removal was lost); one started and not current was cut short, a
-// failure.
+// failure (on Partitions: the trial's boot did not commit). The trial's
+// own boot (LaunchRunning) is left to Run.
 func (s *Supervisor) recover(ctx context.Context) error {
-	t, ok, err := s.Dir.Trial(ctx)
+	t, ok, err := s.Slots.Trial(ctx)
 	if err != nil || !ok || !t.Started {
 		return err
 	}
-	cur, err := s.Dir.Current(ctx)
+	if launch, err := s.Slots.Launch(ctx, t); err != nil || launch == LaunchRunning {
+		return err
+	}
+	cur, err := s.Slots.Current(ctx)
 	if err != nil {
 		return err
 	}
 	if cur.Name == t.Slot.Name {
-		if err := s.Dir.Commit(ctx); err != nil {
+		if err := s.Slots.Commit(ctx); err != nil {
 			return err
 		}
 		return s.result(t, Committed, "")
@@ -157,7 +210,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 
 // runCurrent runs the current slot's daemon until it exits or ctx ends.
 func (s *Supervisor) runCurrent(ctx context.Context) (time.Duration, error) {
-	cur, err := s.Dir.Current(ctx)
+	cur, err := s.Slots.Current(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -180,7 +233,7 @@ func (s *Supervisor) runCurrent(ctx context.Context) (time.Duration, error) {
 // trial starts t's slot once and commits it when its health check passes,
 // or rolls back.
 func (s *Supervisor) trial(ctx context.Context, t Trial) (time.Duration, error) {
-	t, err := s.Dir.BeginTrial(ctx, s.Now())
+	t, err := s.Slots.BeginTrial(ctx, s.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -219,7 +272,7 @@ func (s *Supervisor) trial(ctx context.Context, t Trial) (time.Duration, error) 
 				s.stop(p)
 				return time.Since(start), s.rollback(ctx, t, "the health check failed: "+strings.TrimPrefix(line, healthFailPrefix))
 			}
-			if err := s.Dir.Commit(ctx); err != nil {
+			if err := s.Slots.Commit(ctx); err != nil {
 				s.stop(p)
 				return time.Since(start), err
 			}
@@ -248,7 +301,7 @@ func (s *Supervisor) trial(ctx context.Context, t Trial) (time.Duration, error) 
 }
 
 func (s *Supervisor) rollback(ctx context.Context, t Trial, reason string) error {
-	if err := s.Dir.Rollback(ctx); err != nil {
+	if err := s.Slots.Rollback(ctx); err != nil {
 		return err
 	}
 	s.Logger.Error("update rolled back", "version", t.Slot.Version, "to", t.From, "reason", reason)
@@ -256,7 +309,7 @@ func (s *Supervisor) rollback(ctx context.Context, t Trial, reason string) error
 }
 
 func (s *Supervisor) result(t Trial, outcome, reason string) error {
-	return s.Dir.SetResult(Result{Version: t.Slot.Version, From: t.From, SHA256: t.SHA256, Outcome: outcome, Reason: reason, At: s.Now().UTC()})
+	return s.Slots.SetResult(Result{Version: t.Slot.Version, From: t.From, SHA256: t.SHA256, Outcome: outcome, Reason: reason, At: s.Now().UTC()})
 }
 
 // process is a started daemon.
@@ -278,8 +331,12 @@ func (p *process) tail() string { return p.out.String() }
 
 // start runs slot's executable; health, when set, is its fd 3.
 func (s *Supervisor) start(slot Slot, health *os.File) (*process, error) {
-	cmd := exec.Command(slot.Path, s.Args...)
-	cmd.Env = append(append(os.Environ(), s.Env...), EnvSlots+"="+s.Dir.Path(), EnvSlot+"="+slot.Name)
+	exe := slot.Path
+	if s.Exe != "" {
+		exe = s.Exe
+	}
+	cmd := exec.Command(exe, s.Args...)
+	cmd.Env = append(append(os.Environ(), s.Env...), EnvSlots+"="+s.Slots.Path(), EnvSlot+"="+slot.Name)
 	out := &tailWriter{max: tailBytes}
 	cmd.Stdout = s.Stdout
 	cmd.Stderr = io.MultiWriter(s.Stderr, out)

@@ -122,7 +122,7 @@ func TestDir_StageResumeTrialCommit(t *testing.T) {
 
 func supervisor(d *Dir, timeout time.Duration) (*Supervisor, *bytes.Buffer) {
 	var out bytes.Buffer
-	return &Supervisor{Dir: d, Args: []string{"run"}, Stdout: io.Discard, Stderr: &out, Logger: slog.New(slog.DiscardHandler), TrialTimeout: timeout, StopGrace: 5 * time.Second,
+	return &Supervisor{Slots: d, Args: []string{"run"}, Stdout: io.Discard, Stderr: &out, Logger: slog.New(slog.DiscardHandler), TrialTimeout: timeout, StopGrace: 5 * time.Second,
 		Now: func() time.Time { return t0 }}, &out
 }
 

@@ -52,6 +52,6 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 	if installed {
 		log.Info("installed this binary as slot a", "slots", *dir, "version", version)
 	}
-	s := &update.Supervisor{Dir: d, Args: rest, Stderr: stderr, TrialTimeout: *trial, StopGrace: *grace, Logger: log, Now: time.Now}
+	s := &update.Supervisor{Slots: d, Args: rest, Stderr: stderr, TrialTimeout: *trial, StopGrace: *grace, Logger: log, Now: time.Now}
 	return s.Run(ctx)
 }
