@@ -46,7 +46,8 @@ mkdir -p $B/boot
 mkimage -q -A arm64 -T script -C none -d boot.cmd $B/boot/boot.scr
 cp $KDIR/vmlinuz $B/boot/vmlinuz-a; cp $KDIR/vmlinuz $B/boot/vmlinuz-b
 printf 'slot=a\ntrial=\ntries=0\n' > $B/boot/ab.txt
-printf 'cloud=%s\n' "$CLOUD" > $B/boot/svc.txt
+SIMULATE=0; [ "$TARGET" = qemu ] && SIMULATE=1 # qemu's virt machine has no GPIO
+printf 'cloud=%s\nsimulate=%s\n' "$CLOUD" $SIMULATE > $B/boot/svc.txt
 BOOTMB=160
 if [ "$TARGET" = rpi ]; then
   cp $FW/bootcode.bin $FW/start.elf $FW/fixup.dat $FW/start4.elf $FW/fixup4.dat $B/boot/

@@ -5,9 +5,10 @@
 // the console (the serial port and, on a Pi, the HDMI screen) and in a
 // size-bounded log on the data partition that survives a reboot.
 //
-// The cloud's URL comes from the kernel command line (svc.cloud=URL),
-// which boot.scr takes from svc.txt on the boot partition: the installer
-// can edit it on any computer before the first boot.
+// The cloud's URL comes from the kernel command line (svc.cloud=URL, and
+// svc.simulate=1 on a machine without GPIO), which boot.scr takes from
+// svc.txt on the boot partition: the installer can edit it on any
+// computer before the first boot.
 package main
 
 import (
@@ -53,17 +54,21 @@ func main() {
 	} else {
 		out = io.MultiWriter(con, &rotating{path: filepath.Join(logDir, "svc-edge.log"), limit: logLimit})
 	}
-	superviseEdge(edgeArgs(cmdline("svc.cloud")), out)
+	superviseEdge(edgeArgs(cmdline("svc.cloud"), cmdline("svc.simulate") == "1"), out)
 }
 
 // edgeArgs is svc-edge's command line: it enrols first when the data
 // partition holds no configuration, showing its code on stdout and on
-// the kiosk's page.
-func edgeArgs(cloud string) []string {
+// the kiosk's page. simulate is for a machine without GPIO (qemu): the
+// gates' relays are simulated pins.
+func edgeArgs(cloud string, simulate bool) []string {
 	args := []string{"run", "--data", dataDir, "--config", filepath.Join(dataDir, "edge.json"),
 		"--kiosk-listen", kioskListen}
 	if cloud != "" {
 		args = append(args, "--cloud", cloud)
+	}
+	if simulate {
+		args = append(args, "--simulate")
 	}
 	return args
 }
