@@ -1,0 +1,29 @@
+# The appliance's U-Boot script (mkimage makes boot.scr of it).
+# A/B trial boot: ab.txt on the boot partition names the committed slot and,
+# for one boot, a trial slot. U-Boot spends the trial's try before booting it,
+# so a trial that hangs, panics or reboots without committing falls back.
+# svc.txt (cloud=URL, simulate=1 on a board without GPIO), which the installer
+# may edit, gives svc-edge its cloud.
+setenv slot a
+setenv trial
+setenv tries 0
+setenv cloud
+setenv simulate 0
+if load ${devtype} ${devnum}:1 ${scriptaddr} svc.txt; then env import -t ${scriptaddr} ${filesize}; fi
+if load ${devtype} ${devnum}:1 ${scriptaddr} ab.txt; then env import -t ${scriptaddr} ${filesize}; fi
+setenv bootslot ${slot}
+setenv istrial 0
+if test -n "${trial}"; then
+  if test ${tries} -gt 0; then
+    setexpr tries ${tries} - 1
+    env export -t ${scriptaddr} slot trial tries
+    fatwrite ${devtype} ${devnum}:1 ${scriptaddr} ab.txt ${filesize}
+    setenv bootslot ${trial}
+    setenv istrial 1
+  fi
+fi
+if test "${bootslot}" = "b"; then setenv rootpart 03; else setenv rootpart 02; fi
+echo "A/B: committed ${slot}, trial [${trial}], booting ${bootslot} (trial ${istrial})"
+setenv bootargs "console=tty1 console=ttyAMA0 root=PARTUUID=2e9a5c10-${rootpart} init=/gokrazy/init rootwait panic=10 oops=panic svc.slot=${bootslot} svc.committed=${slot} svc.trial=${istrial} svc.cloud=${cloud} svc.simulate=${simulate}"
+load ${devtype} ${devnum}:1 ${kernel_addr_r} vmlinuz-${bootslot}
+booti ${kernel_addr_r} - ${fdtcontroladdr}

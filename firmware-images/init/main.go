@@ -1,0 +1,188 @@
+// Command init is PID 1 of the appliance image (issue 18): gokrazy's Boot
+// mounts the file systems (the data partition at /perm) and feeds the
+// hardware watchdog; gokrazy's supervisor runs the DHCP client; and init
+// itself runs svc-edge, restarting it when it exits, with its output on
+// the console (the serial port and, on a Pi, the HDMI screen) and in a
+// size-bounded log on the data partition that survives a reboot.
+//
+// The cloud's URL comes from the kernel command line (svc.cloud=URL, and
+// svc.simulate=1 on a machine without GPIO), which boot.scr takes from
+// svc.txt on the boot partition: the installer can edit it on any
+// computer before the first boot.
+package main
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gokrazy/gokrazy"
+)
+
+const (
+	edgeBin  = "/user/svc-edge"
+	dataDir  = "/perm/svc-edge"
+	logDir   = "/perm/log"
+	logLimit = 1 << 20 // bytes per log file; one older file is kept
+	// kioskListen is where the appliance's status page (the kiosk's
+	// enrolment page while it is not enrolled) is served on the LAN.
+	kioskListen = "0.0.0.0:8088"
+)
+
+func main() {
+	con := consoles()
+	log.SetOutput(con)
+	log.SetPrefix("init: ")
+	version := strings.TrimSpace(readFile("/etc/version"))
+	if err := gokrazy.Boot(version); err != nil {
+		log.Printf("boot: %v", err)
+	}
+	log.Printf("svc appliance %s, slot %s", version, cmdline("svc.slot"))
+	dhcp := gokrazy.NewService(exec.Command("/gokrazy/dhcp"))
+	if err := gokrazy.SuperviseServices([]*gokrazy.Service{dhcp}); err != nil {
+		log.Printf("supervise dhcp: %v", err)
+	}
+	out := io.Writer(con)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		log.Printf("no log on the data partition: %v", err)
+	} else {
+		out = io.MultiWriter(con, &rotating{path: filepath.Join(logDir, "svc-edge.log"), limit: logLimit})
+	}
+	superviseEdge(edgeArgs(cmdline("svc.cloud"), cmdline("svc.simulate") == "1"), out)
+}
+
+// edgeArgs is svc-edge's command line: it enrols first when the data
+// partition holds no configuration, showing its code on stdout and on
+// the kiosk's page. simulate is for a machine without GPIO (qemu): the
+// gates' relays are simulated pins.
+func edgeArgs(cloud string, simulate bool) []string {
+	args := []string{"run", "--data", dataDir, "--config", filepath.Join(dataDir, "edge.json"),
+		"--kiosk-listen", kioskListen}
+	if cloud != "" {
+		args = append(args, "--cloud", cloud)
+	}
+	if simulate {
+		args = append(args, "--simulate")
+	}
+	return args
+}
+
+// superviseEdge runs svc-edge forever, starting it again after it exits:
+// at once after a clean exit (an update asked for a restart), after a
+// delay that grows to a minute after failures.
+func superviseEdge(args []string, out io.Writer) {
+	delay := time.Second
+	for {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			log.Printf("mkdir %s: %v", dataDir, err)
+		}
+		cmd := exec.Command(edgeBin, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.Env = append(os.Environ(), "HOME="+dataDir)
+		start := time.Now()
+		err := cmd.Run()
+		log.Printf("svc-edge exited: %v", err)
+		if err == nil || time.Since(start) > 5*time.Minute {
+			delay = time.Second
+		} else if delay < time.Minute {
+			delay *= 2
+		}
+		time.Sleep(delay)
+	}
+}
+
+// consoles writes to /dev/console (the last console= of the kernel
+// command line: the serial port) and to /dev/tty1 (the screen), when they
+// open; a write that fails on one does not stop the other.
+func consoles() io.Writer {
+	var ws []io.Writer
+	for _, p := range []string{"/dev/console", "/dev/tty1"} {
+		if f, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+			ws = append(ws, lenient{f})
+		}
+	}
+	if len(ws) == 0 {
+		return os.Stderr
+	}
+	return io.MultiWriter(ws...)
+}
+
+// lenient reports every write as done, so that one console that fails
+// does not silence the others in an io.MultiWriter.
+type lenient struct{ w io.Writer }
+
+func (l lenient) Write(p []byte) (int, error) {
+	l.w.Write(p) //nolint:errcheck // see lenient
+	return len(p), nil
+}
+
+// rotating appends to path and, past limit bytes, renames it to path.1
+// (replacing the older one) and starts a new file. Errors are reported on
+// the console once per file and the output is dropped.
+type rotating struct {
+	mu     sync.Mutex
+	path   string
+	limit  int64
+	f      *os.File
+	size   int64
+	failed bool
+}
+
+func (r *rotating) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f != nil && r.size+int64(len(p)) > r.limit {
+		r.f.Close()
+		r.f = nil
+		if err := os.Rename(r.path, r.path+".1"); err != nil {
+			log.Printf("log: %v", err)
+		}
+	}
+	if r.f == nil {
+		f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		if err != nil {
+			if !r.failed {
+				log.Printf("log: %v", err)
+				r.failed = true
+			}
+			return len(p), nil
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return len(p), nil
+		}
+		r.f, r.size, r.failed = f, st.Size(), false
+	}
+	n, err := r.f.Write(p)
+	r.size += int64(n)
+	if err != nil && !r.failed {
+		log.Printf("log: %v", err)
+		r.failed = true
+	}
+	return len(p), nil
+}
+
+// cmdline returns the value of key=value on the kernel command line.
+func cmdline(key string) string {
+	for _, f := range strings.Fields(readFile("/proc/cmdline")) {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "init: %v\n", err)
+	}
+	return string(b)
+}
