@@ -23,7 +23,6 @@ import (
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate"
 	"github.com/svc-vms/svc/gate/reader"
-	"github.com/svc-vms/svc/gate/relay"
 	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/shared/ids"
 )
@@ -64,8 +63,8 @@ type Deps struct {
 	// Logger receives the App's log; nil means slog.Default().
 	Logger *slog.Logger
 	// OpenPin resolves a GPIO line name for relays and door sensors; nil
-	// means relay.Open (the board's pins). SimulatedPins serves
-	// --simulate.
+	// means AppliancePins (the board's pins, a first configuration's
+	// placeholders simulated). SimulatedPins serves --simulate.
 	OpenPin func(name string) (gpio.PinIO, error)
 	// NewSyncer makes the sync half once the cache and the badge key are
 	// open; badge is the public half of the appliance's walk-in badge
@@ -151,7 +150,7 @@ func New(cfg *config.Config, d Deps) (*App, error) {
 		d.Logger = slog.Default()
 	}
 	if d.OpenPin == nil {
-		d.OpenPin = relay.Open
+		d.OpenPin = AppliancePins(d.Logger)
 	}
 	if d.Now == nil {
 		d.Now = time.Now

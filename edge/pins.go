@@ -2,6 +2,7 @@ package edge
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 
 	"periph.io/x/conn/v3/gpio"
@@ -24,5 +25,29 @@ func SimulatedPins(log *slog.Logger) func(name string) (gpio.PinIO, error) {
 			pins[name] = p
 		}
 		return p, nil
+	}
+}
+
+// PlaceholderPrefix starts the pin names of a first configuration's relays
+// (config.Initial: SIM17, SIM18 ...): placeholders until the installer
+// names the real GPIO lines, in the file or from the cloud.
+const PlaceholderPrefix = "SIM"
+
+// AppliancePins is the default Deps.OpenPin: GPIO lines by name
+// (relay.Open), and the placeholder pins of a first configuration as
+// simulated ones, with a warning. So an appliance enrolled a moment ago,
+// whose configuration has no real pins yet, starts, connects and receives
+// its hardware from the cloud rather than stop on a pin it cannot open;
+// its gates decide and record as ever, and open no door until real
+// relays are configured.
+func AppliancePins(log *slog.Logger) func(name string) (gpio.PinIO, error) {
+	simulated := SimulatedPins(log)
+	return func(name string) (gpio.PinIO, error) {
+		if !strings.HasPrefix(name, PlaceholderPrefix) {
+			return relay.Open(name)
+		}
+		log.Warn("a placeholder relay pin is simulated: no door opens until the gate's real relay is configured (PATCH /v1/edges/{edge_id}, or the file)",
+			"pin", name)
+		return simulated(name)
 	}
 }
