@@ -160,6 +160,26 @@ func api(t *testing.T, dir, method, url string) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
+// eachServeStore runs fn with the flags that give svc-cloud serve its
+// store: none (SQLite in the data directory), and, when
+// SVC_TEST_POSTGRES_URL is set, --database-url on a schema of its own (the
+// database's other schemas hold secrets sealed with other tests'
+// key-encryption keys).
+func eachServeStore(t *testing.T, fn func(t *testing.T, args []string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, nil) })
+	pg := os.Getenv("SVC_TEST_POSTGRES_URL")
+	if pg == "" {
+		return
+	}
+	t.Run("postgres", func(t *testing.T) {
+		sep := "?"
+		if strings.Contains(pg, "?") {
+			sep = "&"
+		}
+		fn(t, []string{"--database-url", pg + sep + "search_path=" + postgrestest.NewSchema(t, pg)})
+	})
+}
+
 // TestEnrol_EndToEnd is make run's path through real processes: svc-cloud
 // serve --demo (SQLite, or PostgreSQL when SVC_TEST_POSTGRES_URL is set;
 // the embedded broker over TLS), a svc-edge child that enrols by code, the
@@ -168,68 +188,52 @@ func api(t *testing.T, dir, method, url string) (int, map[string]any) {
 // shows it online with what its status says, and revoking it there shows
 // it revoked and offline.
 func TestEnrol_EndToEnd(t *testing.T) {
-	stores := map[string][]string{"sqlite": nil}
-	pg := os.Getenv("SVC_TEST_POSTGRES_URL")
-	if pg != "" {
-		stores["postgres"] = nil
-	}
-	for name, args := range stores {
-		t.Run(name, func(t *testing.T) {
-			if name == "postgres" {
-				// A schema of its own: the database's other schemas hold
-				// secrets sealed with other tests' key-encryption keys.
-				sep := "?"
-				if strings.Contains(pg, "?") {
-					sep = "&"
-				}
-				args = []string{"--database-url", pg + sep + "search_path=" + postgrestest.NewSchema(t, pg)}
-			}
-			dir := t.TempDir()
-			base, _ := startServeURL(t, dir, args...)
-			path := enrolDemoEdge(t, base, dir)
-			fi, err := os.Stat(path)
-			require.NoError(t, err)
-			require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "it holds the broker password")
-			cfg, err := config.Load(path)
-			require.NoError(t, err)
-			require.Equal(t, "test", cfg.Site.Mode)
-			require.Equal(t, filepath.Join(dir, "edge"), cfg.DataDir)
-			require.Regexp(t, `^ssl://127\.0\.0\.1:[1-9][0-9]*$`, cfg.Broker.URL, "the demo edge connects over TLS")
-			ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
-			require.NoError(t, err)
-			require.Equal(t, ca, cfg.Broker.CA, "with the CA made under the data directory")
-			require.NotNil(t, cfg.Kiosk, "the demo edge serves its kiosk")
-			require.NotEmpty(t, cfg.Gates)
-			key, err := os.Stat(filepath.Join(dir, "edge", "identity-key.pem"))
-			require.NoError(t, err)
-			require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
+	eachServeStore(t, func(t *testing.T, args []string) {
+		dir := t.TempDir()
+		base, _ := startServeURL(t, dir, args...)
+		path := enrolDemoEdge(t, base, dir)
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "it holds the broker password")
+		cfg, err := config.Load(path)
+		require.NoError(t, err)
+		require.Equal(t, "test", cfg.Site.Mode)
+		require.Equal(t, filepath.Join(dir, "edge"), cfg.DataDir)
+		require.Regexp(t, `^ssl://127\.0\.0\.1:[1-9][0-9]*$`, cfg.Broker.URL, "the demo edge connects over TLS")
+		ca, err := os.ReadFile(filepath.Join(dir, "tls", "ca.crt"))
+		require.NoError(t, err)
+		require.Equal(t, ca, cfg.Broker.CA, "with the CA made under the data directory")
+		require.NotNil(t, cfg.Kiosk, "the demo edge serves its kiosk")
+		require.NotEmpty(t, cfg.Gates)
+		key, err := os.Stat(filepath.Join(dir, "edge", "identity-key.pem"))
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
 
-			startEdge(t, "run", "--config", path, "--simulate")
-			var edge map[string]any
-			sitetest.Eventually(t, 60*time.Second, func() bool {
-				status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
-				require.Equal(t, http.StatusOK, status, "%v", e)
-				// Its first status goes out as it connects, before its
-				// snapshot: the figures are those of that moment.
-				edge = e
-				return e["state"] == "online" && e["cache"] != nil
-			}, "the edge did not come online and sync")
-			require.True(t, strings.HasPrefix(edge["software_version"].(string), "svc-edge"), "software %v", edge["software_version"])
-			require.Equal(t, true, edge["enrolled_by_code"])
-			require.Equal(t, edge["feed_head"].(float64)-edge["applied_seq"].(float64), edge["lag"])
-			require.Greater(t, edge["disk_free_bytes"], 0.0)
-			require.Less(t, edge["clock_skew_seconds"], 5.0)
-			require.Equal(t, false, edge["clock_skew_warning"])
+		startEdge(t, "run", "--config", path, "--simulate")
+		var edge map[string]any
+		sitetest.Eventually(t, 60*time.Second, func() bool {
+			status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
+			require.Equal(t, http.StatusOK, status, "%v", e)
+			// Its first status goes out as it connects, before its
+			// snapshot: the figures are those of that moment.
+			edge = e
+			return e["state"] == "online" && e["cache"] != nil
+		}, "the edge did not come online and sync")
+		require.True(t, strings.HasPrefix(edge["software_version"].(string), "svc-edge"), "software %v", edge["software_version"])
+		require.Equal(t, true, edge["enrolled_by_code"])
+		require.Equal(t, edge["feed_head"].(float64)-edge["applied_seq"].(float64), edge["lag"])
+		require.Greater(t, edge["disk_free_bytes"], 0.0)
+		require.Less(t, edge["clock_skew_seconds"], 5.0)
+		require.Equal(t, false, edge["clock_skew_warning"])
 
-			_, list := api(t, dir, http.MethodGet, base+"/edges?state=online")
-			require.Len(t, list["data"], 1)
+		_, list := api(t, dir, http.MethodGet, base+"/edges?state=online")
+		require.Len(t, list["data"], 1)
 
-			status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
-			require.Equal(t, http.StatusOK, status, "%v", revoked)
-			require.NotNil(t, revoked["revoked_at"])
-			require.Equal(t, "offline", revoked["state"])
-		})
-	}
+		status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
+		require.Equal(t, http.StatusOK, status, "%v", revoked)
+		require.NotNil(t, revoked["revoked_at"])
+		require.Equal(t, "offline", revoked["state"])
+	})
 }
 
 // TestEnrol_Mosquitto is the installer's path on a Mosquitto that keeps
@@ -241,75 +245,61 @@ func TestEnrol_EndToEnd(t *testing.T) {
 // credentials it collected and syncs; revoked, the appliance is cut off
 // and its credentials are refused.
 func TestEnrol_Mosquitto(t *testing.T) {
-	stores := map[string][]string{"sqlite": nil}
-	pg := os.Getenv("SVC_TEST_POSTGRES_URL")
-	if pg != "" {
-		stores["postgres"] = nil
-	}
-	for name, args := range stores {
-		t.Run(name, func(t *testing.T) {
-			if name == "postgres" {
-				sep := "?"
-				if strings.Contains(pg, "?") {
-					sep = "&"
-				}
-				args = []string{"--database-url", pg + sep + "search_path=" + postgrestest.NewSchema(t, pg)}
-			}
-			b := dynsectest.Start(t)
-			dir := t.TempDir()
-			args = append(args, "--mqtt-url", b.URL, "--mqtt-username", "svc-cloud-test", "--mqtt-password", "cloud-secret",
-				"--mqtt-dynsec-username", dynsectest.Admin, "--mqtt-dynsec-password", b.AdminPassword, "--mqtt-dynsec-every", "200ms")
-			base, _ := startServeURL(t, dir, args...)
-			root := strings.TrimSuffix(base, "/v1")
+	eachServeStore(t, func(t *testing.T, args []string) {
+		b := dynsectest.Start(t)
+		dir := t.TempDir()
+		args = append(args, "--mqtt-url", b.URL, "--mqtt-username", "svc-cloud-test", "--mqtt-password", "cloud-secret",
+			"--mqtt-dynsec-username", dynsectest.Admin, "--mqtt-dynsec-password", b.AdminPassword, "--mqtt-dynsec-every", "200ms")
+		base, _ := startServeURL(t, dir, args...)
+		root := strings.TrimSuffix(base, "/v1")
 
-			path := filepath.Join(dir, "edge.json")
-			child := startEdge(t, "enrol", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", path,
-				"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--kiosk-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-				"--reader-port", fmt.Sprint(freePort(t)))
-			code := strings.Fields(child.line(t, "enrolment code:"))[0]
+		path := filepath.Join(dir, "edge.json")
+		child := startEdge(t, "enrol", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", path,
+			"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--kiosk-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			"--reader-port", fmt.Sprint(freePort(t)))
+		code := strings.Fields(child.line(t, "enrolment code:"))[0]
 
-			b.Stop()
-			var out bytes.Buffer
-			err := run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr)
-			require.ErrorContains(t, err, "503 unavailable: The service could not reach its MQTT broker")
-			_, list := api(t, dir, http.MethodGet, base+"/edges")
-			require.Empty(t, list["data"], "no edge was made")
+		b.Stop()
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr)
+		require.ErrorContains(t, err, "503 unavailable: The service could not reach its MQTT broker")
+		_, list := api(t, dir, http.MethodGet, base+"/edges")
+		require.Empty(t, list["data"], "no edge was made")
 
-			b.Start()
-			out.Reset()
-			require.NoError(t, run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr))
-			child.line(t, "enrolled as ")
-			select {
-			case err := <-child.done:
-				require.NoError(t, err, "svc-edge enrol exits 0 once enrolled")
-			case <-time.After(30 * time.Second):
-				t.Fatal("svc-edge enrol did not exit after writing its configuration")
-			}
-			cfg, err := config.Load(path)
-			require.NoError(t, err)
-			require.Equal(t, b.URL, cfg.Broker.URL, "the appliance connects to Mosquitto")
+		b.Start()
+		out.Reset()
+		require.NoError(t, run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr))
+		child.line(t, "enrolled as ")
+		select {
+		case err := <-child.done:
+			require.NoError(t, err, "svc-edge enrol exits 0 once enrolled")
+		case <-time.After(30 * time.Second):
+			t.Fatal("svc-edge enrol did not exit after writing its configuration")
+		}
+		cfg, err := config.Load(path)
+		require.NoError(t, err)
+		require.Equal(t, b.URL, cfg.Broker.URL, "the appliance connects to Mosquitto")
 
-			startEdge(t, "run", "--config", path, "--simulate")
-			sitetest.Eventually(t, 60*time.Second, func() bool {
-				status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
-				require.Equal(t, http.StatusOK, status, "%v", e)
-				// Online, and its cache holds the site's gates: the status
-				// it sends after its snapshot, through the cloud's account.
-				return e["state"] == "online" && e["cache"] != nil && e["cache"].(map[string]any)["gates"].(float64) > 0
-			}, "the edge did not come online and sync through Mosquitto")
+		startEdge(t, "run", "--config", path, "--simulate")
+		sitetest.Eventually(t, 60*time.Second, func() bool {
+			status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
+			require.Equal(t, http.StatusOK, status, "%v", e)
+			// Online, and its cache holds the site's gates: the status
+			// it sends after its snapshot, through the cloud's account.
+			return e["state"] == "online" && e["cache"] != nil && e["cache"].(map[string]any)["gates"].(float64) > 0
+		}, "the edge did not come online and sync through Mosquitto")
 
-			status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
-			require.Equal(t, http.StatusOK, status, "%v", revoked)
-			ctl, err := dynsec.New(dynsec.Config{BrokerURL: b.URL, Username: dynsectest.Admin, Password: b.AdminPassword})
-			require.NoError(t, err)
-			defer ctl.Close()
-			sitetest.Eventually(t, 30*time.Second, func() bool { return disabled(t, ctl, cfg.EdgeID) },
-				"the revoked edge's account was not disabled")
-			_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: cfg.Broker.Username, Password: cfg.Broker.Password, ClientID: cfg.EdgeID})
-			require.Error(t, err, "its credentials are refused")
-			require.Contains(t, b.Log(), "Client "+cfg.EdgeID+" been disconnected by administrative action", "Mosquitto 2.0.11's words for a kick")
-		})
-	}
+		status, revoked := api(t, dir, http.MethodPost, base+"/edges/"+cfg.EdgeID+"/revoke")
+		require.Equal(t, http.StatusOK, status, "%v", revoked)
+		ctl, err := dynsec.New(dynsec.Config{BrokerURL: b.URL, Username: dynsectest.Admin, Password: b.AdminPassword})
+		require.NoError(t, err)
+		defer ctl.Close()
+		sitetest.Eventually(t, 30*time.Second, func() bool { return disabled(t, ctl, cfg.EdgeID) },
+			"the revoked edge's account was not disabled")
+		_, err = dynsectest.Dial(t, b.URL, dynsectest.DialOptions{Username: cfg.Broker.Username, Password: cfg.Broker.Password, ClientID: cfg.EdgeID})
+		require.Error(t, err, "its credentials are refused")
+		require.Contains(t, b.Log(), "Client "+cfg.EdgeID+" been disconnected by administrative action", "Mosquitto 2.0.11's words for a kick")
+	})
 }
 
 // disabled reports whether Mosquitto's account of the edge is disabled.

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
-	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/config"
 )
@@ -88,90 +87,76 @@ func edgeStatus(t *testing.T, listen string) edge.StatusResponse {
 // whose port is taken is refused by the appliance, which goes on with
 // what it drove and tells the cloud why (hardware_error).
 func TestHardware_EndToEnd(t *testing.T) {
-	stores := map[string][]string{"sqlite": nil}
-	pg := os.Getenv("SVC_TEST_POSTGRES_URL")
-	if pg != "" {
-		stores["postgres"] = nil
-	}
-	for name, args := range stores {
-		t.Run(name, func(t *testing.T) {
-			if name == "postgres" {
-				sep := "?"
-				if strings.Contains(pg, "?") {
-					sep = "&"
-				}
-				args = []string{"--database-url", pg + sep + "search_path=" + postgrestest.NewSchema(t, pg)}
-			}
-			dir := t.TempDir()
-			base, _ := startServeURL(t, dir, args...)
-			path := enrolDemoEdge(t, base, dir)
-			cfg, err := config.Load(path)
-			require.NoError(t, err)
-			require.NotEmpty(t, cfg.Gates)
-			gate := cfg.Gates[0]
-			old := gate.Readers[0].Listen
+	eachServeStore(t, func(t *testing.T, args []string) {
+		dir := t.TempDir()
+		base, _ := startServeURL(t, dir, args...)
+		path := enrolDemoEdge(t, base, dir)
+		cfg, err := config.Load(path)
+		require.NoError(t, err)
+		require.NotEmpty(t, cfg.Gates)
+		gate := cfg.Gates[0]
+		old := gate.Readers[0].Listen
 
-			child := startEdge(t, "run", "--config", path, "--simulate")
-			poll(t, 60*time.Second, func() bool {
-				status, e := apiJSON(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID, nil)
-				return status == http.StatusOK && e["state"] == "online" && e["lag"] == 0.0
-			}, "the edge did not come online and catch up")
-			require.Equal(t, edge.SourceConfig, edgeStatus(t, cfg.Listen).Hardware.Source)
+		child := startEdge(t, "run", "--config", path, "--simulate")
+		poll(t, 60*time.Second, func() bool {
+			status, e := apiJSON(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID, nil)
+			return status == http.StatusOK && e["state"] == "online" && e["lag"] == 0.0
+		}, "the edge did not come online and catch up")
+		require.Equal(t, edge.SourceConfig, edgeStatus(t, cfg.Listen).Hardware.Source)
 
-			// A person of the organisation and their personal pass.
-			status, people := apiJSON(t, dir, http.MethodGet, base+"/people?limit=1", nil)
-			require.Equal(t, http.StatusOK, status, "%v", people)
-			person := people["data"].([]any)[0].(map[string]any)["id"].(string)
-			status, pass := apiJSON(t, dir, http.MethodGet, base+"/people/"+person+"/pass", nil)
-			require.Equal(t, http.StatusOK, status, "%v", pass)
-			token := pass["token"].(string)
+		// A person of the organisation and their personal pass.
+		status, people := apiJSON(t, dir, http.MethodGet, base+"/people?limit=1", nil)
+		require.Equal(t, http.StatusOK, status, "%v", people)
+		person := people["data"].([]any)[0].(map[string]any)["id"].(string)
+		status, pass := apiJSON(t, dir, http.MethodGet, base+"/people/"+person+"/pass", nil)
+		require.Equal(t, http.StatusOK, status, "%v", pass)
+		token := pass["token"].(string)
 
-			moved := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-			hw := map[string]any{"gates": []any{map[string]any{
-				"gate_id": gate.ID,
-				"readers": []any{map[string]any{"kind": "tcp", "listen": moved}},
-				"relay":   map[string]any{"pin": gate.Relay.Pin},
-			}}}
-			status, e := apiJSON(t, dir, http.MethodPatch, base+"/edges/"+cfg.EdgeID, map[string]any{"hardware": hw})
-			require.Equal(t, http.StatusOK, status, "%v", e)
-			require.NotNil(t, e["hardware"])
+		moved := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		hw := map[string]any{"gates": []any{map[string]any{
+			"gate_id": gate.ID,
+			"readers": []any{map[string]any{"kind": "tcp", "listen": moved}},
+			"relay":   map[string]any{"pin": gate.Relay.Pin},
+		}}}
+		status, e := apiJSON(t, dir, http.MethodPatch, base+"/edges/"+cfg.EdgeID, map[string]any{"hardware": hw})
+		require.Equal(t, http.StatusOK, status, "%v", e)
+		require.NotNil(t, e["hardware"])
 
-			poll(t, 60*time.Second, func() bool {
-				st := edgeStatus(t, cfg.Listen)
-				return st.Hardware.Source == edge.SourceCloud && len(st.Gates) == 1 && st.Gates[0].Readers[0] == "tcp "+moved
-			}, "the appliance did not take the cloud's hardware")
-			_, err = net.DialTimeout("tcp", old, time.Second)
-			require.Error(t, err, "the old port %s is closed", old)
+		poll(t, 60*time.Second, func() bool {
+			st := edgeStatus(t, cfg.Listen)
+			return st.Hardware.Source == edge.SourceCloud && len(st.Gates) == 1 && st.Gates[0].Readers[0] == "tcp "+moved
+		}, "the appliance did not take the cloud's hardware")
+		_, err = net.DialTimeout("tcp", old, time.Second)
+		require.Error(t, err, "the old port %s is closed", old)
 
-			c, err := net.Dial("tcp", moved)
-			require.NoError(t, err)
-			_, err = fmt.Fprintf(c, "%s\r\n", token)
-			require.NoError(t, err)
-			require.NoError(t, c.Close())
-			poll(t, 30*time.Second, func() bool {
-				return strings.Contains(child.stderr.String(), "pin="+gate.Relay.Pin+" level=High")
-			}, "the gate's relay did not pulse for the scan on the new port")
-			poll(t, 60*time.Second, func() bool {
-				status, events := apiJSON(t, dir, http.MethodGet, base+"/attendance-events?person_id="+person, nil)
-				return status == http.StatusOK && len(events["data"].([]any)) == 1
-			}, "the punch at the moved reader did not reach the cloud")
+		c, err := net.Dial("tcp", moved)
+		require.NoError(t, err)
+		_, err = fmt.Fprintf(c, "%s\r\n", token)
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		poll(t, 30*time.Second, func() bool {
+			return strings.Contains(child.stderr.String(), "pin="+gate.Relay.Pin+" level=High")
+		}, "the gate's relay did not pulse for the scan on the new port")
+		poll(t, 60*time.Second, func() bool {
+			status, events := apiJSON(t, dir, http.MethodGet, base+"/attendance-events?person_id="+person, nil)
+			return status == http.StatusOK && len(events["data"].([]any)) == 1
+		}, "the punch at the moved reader did not reach the cloud")
 
-			// A port the appliance cannot take: it goes on with the moved
-			// reader, and tells the cloud why.
-			taken, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			defer taken.Close()
-			hw["gates"].([]any)[0].(map[string]any)["readers"] = []any{map[string]any{"kind": "tcp", "listen": taken.Addr().String()}}
-			status, e = apiJSON(t, dir, http.MethodPatch, base+"/edges/"+cfg.EdgeID, map[string]any{"hardware": hw})
-			require.Equal(t, http.StatusOK, status, "%v", e)
-			poll(t, 60*time.Second, func() bool { return edgeStatus(t, cfg.Listen).Hardware.Error != "" },
-				"the appliance did not say the hardware failed")
-			require.Equal(t, "tcp "+moved, edgeStatus(t, cfg.Listen).Gates[0].Readers[0], "what ran goes on")
-			poll(t, 3*time.Minute, func() bool {
-				_, e := apiJSON(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID, nil)
-				msg, _ := e["hardware_error"].(string)
-				return strings.Contains(msg, "address already in use")
-			}, "the cloud was not told why the hardware failed")
-		})
-	}
+		// A port the appliance cannot take: it goes on with the moved
+		// reader, and tells the cloud why.
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer taken.Close()
+		hw["gates"].([]any)[0].(map[string]any)["readers"] = []any{map[string]any{"kind": "tcp", "listen": taken.Addr().String()}}
+		status, e = apiJSON(t, dir, http.MethodPatch, base+"/edges/"+cfg.EdgeID, map[string]any{"hardware": hw})
+		require.Equal(t, http.StatusOK, status, "%v", e)
+		poll(t, 60*time.Second, func() bool { return edgeStatus(t, cfg.Listen).Hardware.Error != "" },
+			"the appliance did not say the hardware failed")
+		require.Equal(t, "tcp "+moved, edgeStatus(t, cfg.Listen).Gates[0].Readers[0], "what ran goes on")
+		poll(t, 3*time.Minute, func() bool {
+			_, e := apiJSON(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID, nil)
+			msg, _ := e["hardware_error"].(string)
+			return strings.Contains(msg, "address already in use")
+		}, "the cloud was not told why the hardware failed")
+	})
 }
