@@ -267,8 +267,8 @@ func (d *Dir) RequestTrial(ctx context.Context, at time.Time) (Trial, error) {
 		}
 	}
 	t := Trial{Slot: d.slot(in), From: cur.Version, SHA256: m.SHA256, RequestedAt: at.UTC()}
-	if err := writeJSON(filepath.Join(d.path, trialFile), t); err != nil {
-		return Trial{}, fmt.Errorf("update: request trial: %w", err)
+	if err := writeTrial(d.path, t, "request trial"); err != nil {
+		return Trial{}, err
 	}
 	return t, nil
 }
@@ -288,14 +288,7 @@ func unverified(env release.Envelope) (release.Manifest, error) {
 }
 
 // Trial implements Slots.
-func (d *Dir) Trial(context.Context) (Trial, bool, error) {
-	var t Trial
-	ok, err := readJSON(filepath.Join(d.path, trialFile), &t)
-	if err != nil {
-		return Trial{}, false, fmt.Errorf("update: trial: %w", err)
-	}
-	return t, ok, nil
-}
+func (d *Dir) Trial(context.Context) (Trial, bool, error) { return readTrial(d.path) }
 
 // BeginTrial implements Slots.
 func (d *Dir) BeginTrial(ctx context.Context, at time.Time) (Trial, error) {
@@ -306,11 +299,7 @@ func (d *Dir) BeginTrial(ctx context.Context, at time.Time) (Trial, error) {
 	if !ok {
 		return Trial{}, ErrNoTrial
 	}
-	t.Started, t.StartedAt = true, at.UTC()
-	if err := writeJSON(filepath.Join(d.path, trialFile), t); err != nil {
-		return Trial{}, fmt.Errorf("update: begin trial: %w", err)
-	}
-	return t, nil
+	return startTrial(d.path, t, at)
 }
 
 // Commit implements Slots: current is flipped to the trial's slot, then
@@ -344,12 +333,7 @@ func (d *Dir) Rollback(ctx context.Context) error {
 	return d.dropTrial()
 }
 
-func (d *Dir) dropTrial() error {
-	if err := os.Remove(filepath.Join(d.path, trialFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("update: %w", err)
-	}
-	return syncDir(d.path)
-}
+func (d *Dir) dropTrial() error { return removeTrial(d.path) }
 
 // link points current at slot name with one rename.
 func (d *Dir) link(name string) error {

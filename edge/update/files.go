@@ -48,6 +48,42 @@ func (d *Dir) LastResult() (r Result, ok bool, err error) { return lastResult(d.
 // SetResult records an update's outcome.
 func (d *Dir) SetResult(r Result) error { return setResult(d.path, r) }
 
+// readTrial reads the trial recorded in dir (Dir's and Partitions' alike);
+// ok is false when there is none.
+func readTrial(dir string) (t Trial, ok bool, err error) {
+	ok, err = readJSON(filepath.Join(dir, trialFile), &t)
+	if err != nil {
+		return Trial{}, false, fmt.Errorf("update: trial: %w", err)
+	}
+	return t, ok, nil
+}
+
+// writeTrial records t in dir; what says what the write is for, in its
+// error.
+func writeTrial(dir string, t Trial, what string) error {
+	if err := writeJSON(filepath.Join(dir, trialFile), t); err != nil {
+		return fmt.Errorf("update: %s: %w", what, err)
+	}
+	return nil
+}
+
+// startTrial records t as started at at.
+func startTrial(dir string, t Trial, at time.Time) (Trial, error) {
+	t.Started, t.StartedAt = true, at.UTC()
+	if err := writeTrial(dir, t, "begin trial"); err != nil {
+		return Trial{}, err
+	}
+	return t, nil
+}
+
+// removeTrial forgets the trial recorded in dir, if any, durably.
+func removeTrial(dir string) error {
+	if err := os.Remove(filepath.Join(dir, trialFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("update: %w", err)
+	}
+	return syncDir(dir)
+}
+
 // lastResult reads dir's result file; setResult writes it.
 func lastResult(dir string) (r Result, ok bool, err error) {
 	ok, err = readJSON(filepath.Join(dir, resultFile), &r)

@@ -325,8 +325,8 @@ func (p *Partitions) RequestTrial(ctx context.Context, at time.Time) (Trial, err
 		return Trial{}, fmt.Errorf("update: request trial: %w", err)
 	}
 	t := Trial{Slot: in, From: cur.Version, SHA256: m.SHA256, RequestedAt: at.UTC()}
-	if err := writeJSON(filepath.Join(p.State, trialFile), t); err != nil {
-		return Trial{}, fmt.Errorf("update: request trial: %w", err)
+	if err := writeTrial(p.State, t, "request trial"); err != nil {
+		return Trial{}, err
 	}
 	if err := p.setBootState(BootState{Slot: cur.Name, Trial: in.Name, Tries: 1}); err != nil {
 		return Trial{}, err
@@ -335,14 +335,7 @@ func (p *Partitions) RequestTrial(ctx context.Context, at time.Time) (Trial, err
 }
 
 // Trial implements Slots.
-func (p *Partitions) Trial(context.Context) (Trial, bool, error) {
-	var t Trial
-	ok, err := readJSON(filepath.Join(p.State, trialFile), &t)
-	if err != nil {
-		return Trial{}, false, fmt.Errorf("update: trial: %w", err)
-	}
-	return t, ok, nil
-}
+func (p *Partitions) Trial(context.Context) (Trial, bool, error) { return readTrial(p.State) }
 
 // Launch implements Slots: LaunchRunning when the system booted t's slot
 // on trial (svc.trial=1), else LaunchReboot.
@@ -383,11 +376,7 @@ func (p *Partitions) BeginTrial(ctx context.Context, at time.Time) (Trial, error
 			}
 		}
 	}
-	t.Started, t.StartedAt = true, at.UTC()
-	if err := writeJSON(filepath.Join(p.State, trialFile), t); err != nil {
-		return Trial{}, fmt.Errorf("update: begin trial: %w", err)
-	}
-	return t, nil
+	return startTrial(p.State, t, at)
 }
 
 // Commit implements Slots: ab.txt names the trial's slot committed, with
@@ -425,12 +414,7 @@ func (p *Partitions) Rollback(ctx context.Context) error {
 	return p.dropTrial()
 }
 
-func (p *Partitions) dropTrial() error {
-	if err := os.Remove(filepath.Join(p.State, trialFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("update: %w", err)
-	}
-	return syncDir(p.State)
-}
+func (p *Partitions) dropTrial() error { return removeTrial(p.State) }
 
 // LastResult is the last update's outcome; ok is false before the first.
 func (p *Partitions) LastResult() (Result, bool, error) { return lastResult(p.State) }
