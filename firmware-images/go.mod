@@ -7,6 +7,7 @@ require (
 	github.com/gokrazy/gokrazy v0.0.0-20260418085648-c38c3134b8a7
 	github.com/gokrazy/kernel.arm64 v0.0.0-20260705071517-37841c4d6ff1
 	github.com/gokrazy/kernel.rpi v0.0.0-20251127164438-9778ec0261de
+	golang.org/x/sys v0.31.0
 )
 
 require (
@@ -24,5 +25,4 @@ require (
 	github.com/vishvananda/netns v0.0.0-20211101163701-50045581ed74 // indirect
 	golang.org/x/net v0.38.0 // indirect
 	golang.org/x/sync v0.5.0 // indirect
-	golang.org/x/sys v0.31.0 // indirect
 )

@@ -3,14 +3,20 @@
 # gok and without loop devices (mksquashfs, mkfs.vfat + mtools, mkfs.ext4 -d,
 # sfdisk, dd into a file), into build/:
 #   p1 FAT boot: boot.scr (U-Boot A/B script), ab.txt (slot state), svc.txt
-#      (cloud=URL, the installer may edit it), vmlinuz-a/-b;
+#      (cloud=URL, the installer may edit it), vmlinuz-a (gzip'd; an update
+#      copies its root's kernel beside it as vmlinuz-b);
 #      rpi: also the Pi firmware (github.com/gokrazy/firmware), Debian's
 #      u-boot-rpi u-boot.bin as the "kernel", config.txt, dtbs (kernel.rpi)
 #   p2 root A, p3 root B (empty): squashfs with init (gokrazy's Boot) as
-#      /gokrazy/init, gokrazy's DHCP client, /user/svc-edge, kernel modules
+#      /gokrazy/init, gokrazy's DHCP client, /user/svc-edge, kernel modules,
+#      the kernel (/kernel/vmlinuz); build/$TARGET/root.sqfs is also the
+#      release an update installs (svc-cloud releases add --kind rootfs)
 #   p4 ext4 data, mounted at /perm (svc-edge's data in /perm/svc-edge)
 # Environment: CLOUD (the URL written into svc.txt), VERSION (the release's
-# version, default from git), SOURCE_DATE_EPOCH (default: the commit's time).
+# version, default from git), SOURCE_DATE_EPOCH (default: the commit's time),
+# RELEASE_KEYS (the release public keys svc-edge trusts, comma-separated, as
+# svc-cloud releases keygen prints them; none: the image does not update),
+# BUILD (the output directory, default build).
 # Needs: go, squashfs-tools, dosfstools, mtools, e2fsprogs, fdisk, u-boot-tools;
 # rpi also Debian's u-boot-rpi:arm64 .deb in build/ (apt-get download
 # u-boot-rpi:arm64 after dpkg --add-architecture arm64).
@@ -28,27 +34,33 @@ FW=$(go list -m -f '{{.Dir}}' github.com/gokrazy/firmware)
 VERSION=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 1700000000)}
 CLOUD=${CLOUD:-}
-B=build/$TARGET; rm -rf $B; mkdir -p $B/bin
+BUILD=${BUILD:-build}
+B=$BUILD/$TARGET; rm -rf $B; mkdir -p $B/bin
 go_arm64() { CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -buildvcs=false "$@"; }
 go_arm64 -o $B/bin/init ./init
 go_arm64 -o $B/bin/dhcp github.com/gokrazy/gokrazy/cmd/dhcp
-( cd .. && go_arm64 -ldflags "-s -w -X main.version=$VERSION" -o firmware-images/$B/bin/svc-edge ./edge/cmd/svc-edge )
+LDFLAGS="-s -w -X main.version=$VERSION -X github.com/svc-vms/svc/shared/release.TrustedKeys=${RELEASE_KEYS:-}"
+OUT=$(cd $B/bin && pwd)
+( cd .. && go_arm64 -ldflags "$LDFLAGS" -o $OUT/svc-edge ./edge/cmd/svc-edge )
 
-R=$B/root; mkdir -p $R/gokrazy $R/user $R/etc/ssl $R/dev $R/proc $R/sys $R/tmp $R/run $R/perm $R/lib
+R=$B/root; mkdir -p $R/gokrazy $R/user $R/etc/ssl $R/dev $R/proc $R/sys $R/tmp $R/run $R/perm $R/lib $R/boot $R/kernel
 cp $B/bin/init $B/bin/dhcp $R/gokrazy/; cp $B/bin/svc-edge $R/user/
 ln -s /tmp/resolv.conf $R/etc/resolv.conf; printf '127.0.0.1 localhost\n::1 localhost\n' > $R/etc/hosts
 echo svc-edge > $R/etc/hostname; echo "$VERSION" > $R/etc/version
 cp -r $KDIR/lib/modules $R/lib/
+# The kernel, gzip'd (U-Boot's booti inflates it): a third of its size on
+# the boot partition, which holds two.
+gzip -9 -n -c $KDIR/vmlinuz > $R/kernel/vmlinuz
 find $R -exec touch -h -d @$SOURCE_DATE_EPOCH {} +
 mksquashfs $R $B/root.sqfs -noappend -all-root -reproducible -quiet -no-progress
 
 mkdir -p $B/boot
 mkimage -q -A arm64 -T script -C none -d boot.cmd $B/boot/boot.scr
-cp $KDIR/vmlinuz $B/boot/vmlinuz-a; cp $KDIR/vmlinuz $B/boot/vmlinuz-b
+cp $R/kernel/vmlinuz $B/boot/vmlinuz-a
 printf 'slot=a\ntrial=\ntries=0\n' > $B/boot/ab.txt
 SIMULATE=0; [ "$TARGET" = qemu ] && SIMULATE=1 # qemu's virt machine has no GPIO
 printf 'cloud=%s\nsimulate=%s\n' "$CLOUD" $SIMULATE > $B/boot/svc.txt
-BOOTMB=160
+BOOTMB=64 # two kernels of 19 MB, and the Pi's firmware and device trees
 if [ "$TARGET" = rpi ]; then
   cp $FW/bootcode.bin $FW/start.elf $FW/fixup.dat $FW/start4.elf $FW/fixup4.dat $B/boot/
   cp $KDIR/*.dtb $B/boot/; cp -r $KDIR/overlays $B/boot/
@@ -64,7 +76,7 @@ mkfs.vfat -C -F 16 -f 1 -n BOOT --invariant $B/boot.img $((BOOTMB*1024)) >/dev/n
 mkdir -p $B/perm
 E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L perm -U 6d1e1a7e-0000-4000-8000-000000000004 \
   -E root_owner=0:0,hash_seed=6d1e1a7e-0000-4000-8000-000000000005 -d $B/perm $B/perm.img ${PERMMB}M
-IMG=build/svc-$TARGET.img; rm -f $IMG; truncate -s $((1+BOOTMB+2*ROOTMB+PERMMB))M $IMG
+IMG=$BUILD/svc-$TARGET.img; rm -f $IMG; truncate -s $((1+BOOTMB+2*ROOTMB+PERMMB))M $IMG
 sfdisk -q $IMG <<EOT
 label: dos
 label-id: 0x2e9a5c10

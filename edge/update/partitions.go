@@ -40,11 +40,29 @@ type Partitions struct {
 	State string
 	// Cmdline is the kernel command line; nil reads /proc/cmdline.
 	Cmdline func() (string, error)
-	// InstallKernel, when set, copies the kernel out of slot's staged root
-	// (its /boot/vmlinuz) to the boot partition as vmlinuz-<slot>, before
-	// the trial is requested; nil leaves the boot partition's kernels.
+	// Kernel is where a root image holds its kernel ("kernel/vmlinuz"):
+	// before a trial is requested it is copied out of the staged root to
+	// the boot partition as vmlinuz-<slot> (InstallKernel). Empty: the
+	// boot partition's kernels stay.
+	Kernel string
+	// InstallKernel copies the kernel out of slot's staged root to the
+	// boot partition; nil with Kernel set: the root is mounted read-only
+	// as squashfs and Kernel copied (Linux only). Tests set it.
 	InstallKernel func(ctx context.Context, slot Slot, boot string) error
 }
+
+// partitionsConfig is partitions.json.
+type partitionsConfig struct {
+	Boot   string `json:"boot"`
+	A      string `json:"a"`
+	B      string `json:"b"`
+	Kernel string `json:"kernel,omitempty"`
+}
+
+// partitionsFile, in the state directory, is the Partitions the
+// supervisor opened, so that the daemon it starts (told the state
+// directory, EnvSlots) opens the same ones (Open).
+const partitionsFile = "partitions.json"
 
 var _ Supervised = (*Partitions)(nil)
 
@@ -71,7 +89,59 @@ func OpenPartitions(p *Partitions) (*Partitions, error) {
 	if _, err := os.Stat(p.Boot); err != nil {
 		return nil, fmt.Errorf("update: partitions: boot partition: %w", err)
 	}
+	if p.InstallKernel == nil && p.Kernel != "" {
+		p.InstallKernel = kernelFromRoot(p.Kernel)
+	}
+	cfg := partitionsConfig{Boot: p.Boot, A: p.A, B: p.B, Kernel: p.Kernel}
+	var was partitionsConfig
+	if ok, err := readJSON(filepath.Join(p.State, partitionsFile), &was); err != nil || !ok || was != cfg {
+		if err := writeJSON(filepath.Join(p.State, partitionsFile), cfg); err != nil {
+			return nil, fmt.Errorf("update: partitions: %w", err)
+		}
+	}
 	return p, nil
+}
+
+// Open opens the slots a supervisor made at path, and names the kind of
+// release they install: Partitions (release.KindRootfs) when path is a
+// state directory OpenPartitions wrote, else a Dir (release.KindBinary).
+func Open(path string) (Supervised, string, error) {
+	var cfg partitionsConfig
+	ok, err := readJSON(filepath.Join(path, partitionsFile), &cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("update: %w", err)
+	}
+	if ok {
+		s, err := OpenPartitions(&Partitions{Boot: cfg.Boot, A: cfg.A, B: cfg.B, Kernel: cfg.Kernel, State: path})
+		if err != nil {
+			return nil, "", err
+		}
+		return s, release.KindRootfs, nil
+	}
+	d, err := OpenDir(path)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, release.KindBinary, nil
+}
+
+// RecordRunning notes the version of the slot the system booted when the
+// state directory does not know it (the slot the installer flashed), so
+// that the fleet sees what an update replaces. A trial's boot is left to
+// RequestTrial's record.
+func (p *Partitions) RecordRunning(version string) error {
+	slot, trial, err := p.running()
+	if err != nil || slot == "" || trial || version == "" {
+		return err
+	}
+	path := filepath.Join(p.State, slot+".version")
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := writeBytes(path, []byte(version)); err != nil {
+		return fmt.Errorf("update: partitions: %w", err)
+	}
+	return nil
 }
 
 // Path is the state directory.

@@ -350,3 +350,53 @@ func TestPartitions_InterruptedCommitCompletes(t *testing.T) {
 	_, ok, _ := d.p.Trial(ctx)
 	require.False(t, ok)
 }
+
+// TestOpen_PartitionsAsTheSupervisorOpenedThem: the daemon, told only the
+// state directory, opens the supervisor's Partitions (installing rootfs
+// releases), and a Dir as before.
+func TestOpen_PartitionsAsTheSupervisorOpenedThem(t *testing.T) {
+	d := newABDisk(t)
+	s, kind, err := Open(d.p.State)
+	require.NoError(t, err)
+	require.Equal(t, release.KindRootfs, kind)
+	p, ok := s.(*Partitions)
+	require.True(t, ok, "%T", s)
+	require.Equal(t, []string{d.p.Boot, d.p.A, d.p.B, d.p.State}, []string{p.Boot, p.A, p.B, p.State})
+
+	dir := filepath.Join(t.TempDir(), "slots")
+	exe := filepath.Join(t.TempDir(), Executable)
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	_, _, err = Install(dir, exe, "1")
+	require.NoError(t, err)
+	s, kind, err = Open(dir)
+	require.NoError(t, err)
+	require.Equal(t, release.KindBinary, kind)
+	require.IsType(t, &Dir{}, s)
+
+	_, _, err = Open(t.TempDir())
+	require.Error(t, err, "neither")
+}
+
+// TestPartitions_RecordRunning: the flashed slot's version is recorded
+// once, from the running binary, and never over a recorded one or on a
+// trial's boot.
+func TestPartitions_RecordRunning(t *testing.T) {
+	d := newABDisk(t)
+	version := func(slot string) string {
+		b, err := os.ReadFile(filepath.Join(d.p.State, slot+".version"))
+		if os.IsNotExist(err) {
+			return ""
+		}
+		require.NoError(t, err)
+		return string(b)
+	}
+	require.NoError(t, os.Remove(filepath.Join(d.p.State, "a.version")))
+	require.NoError(t, d.p.RecordRunning("1.0.0"))
+	require.Equal(t, "1.0.0", version("a"))
+	require.NoError(t, d.p.RecordRunning("9.9.9"))
+	require.Equal(t, "1.0.0", version("a"), "a recorded version stays")
+
+	d.cmdline = BootState{Slot: "a"}.Cmdline("b", true)
+	require.NoError(t, d.p.RecordRunning("2.0.0"))
+	require.Equal(t, "", version("b"), "a trial's version is RequestTrial's to record")
+}

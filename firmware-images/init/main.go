@@ -9,6 +9,10 @@
 // svc.simulate=1 on a machine without GPIO), which boot.scr takes from
 // svc.txt on the boot partition: the installer can edit it on any
 // computer before the first boot.
+//
+// svc-edge runs under its own supervisor (svc-edge supervise) on the A/B
+// root partitions: an update is written into the other root, and tried
+// by one reboot into it (docs/decisions.md, "A/B partition slots").
 package main
 
 import (
@@ -26,8 +30,13 @@ import (
 )
 
 const (
-	edgeBin  = "/user/svc-edge"
-	dataDir  = "/perm/svc-edge"
+	edgeBin = "/user/svc-edge"
+	dataDir = "/perm/svc-edge"
+	// slotsDir is the A/B slots' state on the data partition.
+	slotsDir = "/perm/svc-edge/slots"
+	// bootDir is where the boot partition (ab.txt, the kernels) is
+	// mounted read-write for updates.
+	bootDir  = "/boot"
 	logDir   = "/perm/log"
 	logLimit = 1 << 20 // bytes per log file; one older file is kept
 	// kioskListen is where the appliance's status page (the kiosk's
@@ -54,14 +63,49 @@ func main() {
 	} else {
 		out = io.MultiWriter(con, &rotating{path: filepath.Join(logDir, "svc-edge.log"), limit: logLimit})
 	}
-	superviseEdge(edgeArgs(cmdline("svc.cloud"), cmdline("svc.simulate") == "1"), out)
+	cloud := cmdline("svc.cloud")
+	if _, err := os.Stat(filepath.Join(dataDir, "edge.json")); cloud == "" && err != nil {
+		log.Printf("this appliance is not enrolled and has no cloud to enrol with: on another computer, write cloud=https://your-cloud into svc.txt on the SD card's boot partition, then start it again (firmware-images/README.md)")
+	}
+	run := edgeArgs(cloud, cmdline("svc.simulate") == "1", cmdline("svc.update_every"))
+	args, err := superviseArgs(run)
+	if err != nil {
+		log.Printf("updates are off, svc-edge runs without its supervisor: %v", err)
+		args = run
+	}
+	superviseEdge(args, out)
+}
+
+// superviseArgs is svc-edge's command line under its supervisor on the
+// A/B partitions: the boot partition mounted read-write at bootDir (the
+// supervisor and the updater write ab.txt and the kernels there), and
+// root partitions 2 and 3 of the disk the system booted from.
+func superviseArgs(run []string) ([]string, error) {
+	boot, err := partitionDevice(1)
+	if err != nil {
+		return nil, err
+	}
+	a, err := partitionDevice(2)
+	if err != nil {
+		return nil, err
+	}
+	b, err := partitionDevice(3)
+	if err != nil {
+		return nil, err
+	}
+	if err := mountBoot(boot, bootDir); err != nil {
+		return nil, err
+	}
+	args := []string{"supervise", "--slots", slotsDir, "--boot", bootDir, "--root-a", a, "--root-b", b, "--"}
+	return append(args, run...), nil
 }
 
 // edgeArgs is svc-edge's command line: it enrols first when the data
 // partition holds no configuration, showing its code on stdout and on
 // the kiosk's page. simulate is for a machine without GPIO (qemu): the
-// gates' relays are simulated pins.
-func edgeArgs(cloud string, simulate bool) []string {
+// gates' relays are simulated pins. updateEvery, when set, is how often
+// it asks the cloud for a release (svc.txt's update_every).
+func edgeArgs(cloud string, simulate bool, updateEvery string) []string {
 	args := []string{"run", "--data", dataDir, "--config", filepath.Join(dataDir, "edge.json"),
 		"--kiosk-listen", kioskListen}
 	if cloud != "" {
@@ -69,6 +113,9 @@ func edgeArgs(cloud string, simulate bool) []string {
 	}
 	if simulate {
 		args = append(args, "--simulate")
+	}
+	if updateEvery != "" {
+		args = append(args, "--update-every", updateEvery)
 	}
 	return args
 }

@@ -20,9 +20,13 @@ var version = "dev"
 const exitTrial = 75
 
 const superviseUsage = `usage: svc-edge supervise --slots DIR [--trial-timeout D] [--stop-grace D] -- run [--config FILE] [--simulate]
+       svc-edge supervise --slots STATE --boot DIR --root-a DEV --root-b DEV [--kernel PATH] ... -- run ...
 Runs the daemon (the arguments after --) from the current slot of DIR, starts a release the daemon
 downloaded on trial, and commits it once its health check passes or rolls back on its own.
-On its first start it installs this binary as slot a. systemd runs it (docs/decisions.md).`
+On its first start it installs this binary as slot a. systemd runs it (docs/decisions.md).
+With --boot, the slots are the appliance image's A/B root partitions (DEV), the boot partition mounted
+at DIR holds ab.txt, and STATE is a directory on the data partition: a trial is a reboot into the other
+root, which the image's init runs this command again in.`
 
 // supervise is `svc-edge supervise`.
 func supervise(ctx context.Context, args []string, stderr io.Writer) error {
@@ -30,6 +34,10 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 	dir := fs.String("slots", env("SVC_EDGE_SLOTS", "/var/lib/svc-edge/slots"), "the slots directory (env SVC_EDGE_SLOTS)")
 	trial := fs.Duration("trial-timeout", update.DefaultTrialTimeout, "how long a release on trial has to pass its health check")
 	grace := fs.Duration("stop-grace", update.DefaultStopGrace, "how long the daemon has to stop after SIGTERM")
+	boot := fs.String("boot", "", "the image's boot partition, mounted: the slots are A/B root partitions")
+	rootA := fs.String("root-a", "", "root partition A's device (with --boot)")
+	rootB := fs.String("root-b", "", "root partition B's device (with --boot)")
+	kernel := fs.String("kernel", "kernel/vmlinuz", "where a root image holds its kernel (with --boot)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -45,6 +53,21 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("supervise: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	s := &update.Supervisor{Args: rest, Stderr: stderr, TrialTimeout: *trial, StopGrace: *grace, Logger: log, Now: time.Now}
+	if *boot != "" {
+		if *rootA == "" || *rootB == "" {
+			return usageError{"supervise: --boot needs --root-a and --root-b"}
+		}
+		p, err := update.OpenPartitions(&update.Partitions{Boot: *boot, A: *rootA, B: *rootB, State: *dir, Kernel: *kernel})
+		if err != nil {
+			return err
+		}
+		if err := p.RecordRunning(version); err != nil {
+			return err
+		}
+		s.Slots, s.Exe, s.Reboot = p, exe, rebootSystem
+		return s.Run(ctx)
+	}
 	d, installed, err := update.Install(*dir, exe, version)
 	if err != nil {
 		return err
@@ -52,6 +75,6 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 	if installed {
 		log.Info("installed this binary as slot a", "slots", *dir, "version", version)
 	}
-	s := &update.Supervisor{Slots: d, Args: rest, Stderr: stderr, TrialTimeout: *trial, StopGrace: *grace, Logger: log, Now: time.Now}
+	s.Slots = d
 	return s.Run(ctx)
 }

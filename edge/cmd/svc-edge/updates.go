@@ -26,7 +26,7 @@ type updateFlags struct {
 // appliance can update, and what GET /status shows either way.
 type updates struct {
 	u        *update.Updater
-	dir      *update.Dir
+	slots    update.Supervised
 	slot     string
 	disabled string
 }
@@ -52,8 +52,9 @@ func newUpdates(f updateFlags, log *slog.Logger) (*updates, error) {
 	case f.identity == "":
 		out.disabled = "no identity key (--identity)"
 	}
+	kind := release.KindBinary
 	if slots != "" {
-		if out.dir, err = update.OpenDir(slots); err != nil {
+		if out.slots, kind, err = update.Open(slots); err != nil {
 			return nil, err
 		}
 	}
@@ -67,9 +68,9 @@ func newUpdates(f updateFlags, log *slog.Logger) (*updates, error) {
 		return nil, fmt.Errorf("identity key: %w", err)
 	}
 	out.u = &update.Updater{
-		Slots: out.dir, Results: out.dir, Trusted: trusted,
+		Slots: out.slots, Results: out.slots, Trusted: trusted,
 		Source:  &update.HTTP{Base: f.cloud, Key: key, Client: &http.Client{Timeout: 10 * time.Minute}},
-		Version: version, Arch: runtime.GOARCH, ARM: goarm(), Slot: out.slot, Kind: release.KindBinary,
+		Version: version, Arch: runtime.GOARCH, ARM: goarm(), Slot: out.slot, Kind: kind,
 		Every: f.every, Logger: log,
 	}
 	return out, nil
@@ -97,8 +98,8 @@ func (u *updates) status() edge.UpdateStatus {
 		p := u.u.Progress()
 		st.State, st.Target, st.Bytes, st.Size, st.Error = p.State, p.Version, p.Bytes, p.Size, p.Error
 	}
-	if u.dir != nil {
-		if r, ok, err := u.dir.LastResult(); err == nil && ok {
+	if u.slots != nil {
+		if r, ok, err := u.slots.LastResult(); err == nil && ok {
 			st.Last = &edge.UpdateResult{Version: r.Version, From: r.From, Outcome: r.Outcome, Reason: r.Reason, At: r.At}
 		}
 	}
