@@ -1,6 +1,6 @@
 #!/bin/sh
 # mkimage.sh [qemu|rpi]: builds the appliance's disk image (issue 18) without
-# gok and without loop devices (mksquashfs, mkfs.vfat + mtools, mkfs.ext4 -d,
+# gok and without loop devices (mksquashfs, mkfs.vfat + mtools, mkfs.ext4,
 # sfdisk, dd into a file), into build/:
 #   p1 FAT boot: boot.scr (U-Boot A/B script), ab.txt (slot state), svc.txt
 #      (cloud=URL, the installer may edit it), vmlinuz-a (gzip'd; an update
@@ -11,7 +11,10 @@
 #      /gokrazy/init, gokrazy's DHCP client, /user/svc-edge, kernel modules,
 #      the kernel (/kernel/vmlinuz); build/$TARGET/root.sqfs is also the
 #      release an update installs (svc-cloud releases add --kind rootfs)
-#   p4 ext4 data, mounted at /perm (svc-edge's data in /perm/svc-edge)
+#   p4 ext4 data at /perm (svc-edge's data in /perm/svc-edge) is not in the
+#      image: init makes it at the first boot in the card's free space from
+#      the root's /lib/svc/perm.ext4, an empty ext4 made here, and grows it
+#      to the card's end (init/perm.go)
 # Environment: CLOUD (the URL written into svc.txt), VERSION (the release's
 # version, default from git), SOURCE_DATE_EPOCH (default: the commit's time),
 # RELEASE_KEYS (the release public keys svc-edge trusts, comma-separated, as
@@ -44,6 +47,17 @@ OUT=$(cd $B/bin && pwd)
 ( cd .. && go_arm64 -ldflags "$LDFLAGS" -o $OUT/svc-edge ./edge/cmd/svc-edge )
 
 R=$B/root; mkdir -p $R/gokrazy $R/user $R/etc/ssl $R/dev $R/proc $R/sys $R/tmp $R/run $R/perm $R/lib $R/boot $R/kernel
+# The data partition's template (init/perm.go writes it into p4 and grows it
+# online to the card). 32 MiB: room for the journal (4 MiB), 2 MiB of inodes
+# and the reserved descriptor blocks, with ~25 MiB of data even if growing
+# failed; written in ~2 s at the first boot, and squashfs keeps its zero
+# blocks sparse. 4 KiB blocks, 8192 inodes a 128 MiB group (-i 4096 on one
+# group: ext4's usual one per 16 KiB once grown), and resize=2 TiB in blocks
+# so that online growth to the MBR's limit needs no meta_bg.
+PERMMB=32
+E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L perm -U 6d1e1a7e-0000-4000-8000-000000000004 -b 4096 -i 4096 -I 256 -J size=4 \
+  -E root_owner=0:0,hash_seed=6d1e1a7e-0000-4000-8000-000000000005,resize=$((2<<40>>12)) $B/perm.ext4 ${PERMMB}M
+mkdir -p $R/lib/svc && cp $B/perm.ext4 $R/lib/svc/perm.ext4
 cp $B/bin/init $B/bin/dhcp $R/gokrazy/; cp $B/bin/svc-edge $R/user/
 ln -s /tmp/resolv.conf $R/etc/resolv.conf; printf '127.0.0.1 localhost\n::1 localhost\n' > $R/etc/hosts
 echo svc-edge > $R/etc/hostname; echo "$VERSION" > $R/etc/version
@@ -70,24 +84,19 @@ if [ "$TARGET" = rpi ]; then
   printf 'arm_64bit=1\nenable_uart=1\nkernel=u-boot.bin\ndtparam=watchdog=on\n' > $B/boot/config.txt
 fi
 find $B/boot -exec touch -h -d @$SOURCE_DATE_EPOCH {} +
-ROOTMB=64; PERMMB=64
+ROOTMB=64
 mkfs.vfat -C -F 16 -f 1 -n BOOT --invariant $B/boot.img $((BOOTMB*1024)) >/dev/null
 ( cd $B/boot && mcopy -s -m -i ../boot.img ./* ::/ )
-mkdir -p $B/perm
-E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L perm -U 6d1e1a7e-0000-4000-8000-000000000004 \
-  -E root_owner=0:0,hash_seed=6d1e1a7e-0000-4000-8000-000000000005 -d $B/perm $B/perm.img ${PERMMB}M
-IMG=$BUILD/svc-$TARGET.img; rm -f $IMG; truncate -s $((1+BOOTMB+2*ROOTMB+PERMMB))M $IMG
+IMG=$BUILD/svc-$TARGET.img; rm -f $IMG; truncate -s $((1+BOOTMB+2*ROOTMB))M $IMG
 sfdisk -q $IMG <<EOT
 label: dos
 label-id: 0x2e9a5c10
 start=1MiB, size=${BOOTMB}MiB, type=c, bootable
 size=${ROOTMB}MiB, type=83
 size=${ROOTMB}MiB, type=83
-size=${PERMMB}MiB, type=83
 EOT
 dd if=$B/boot.img of=$IMG bs=1M seek=1 conv=notrunc status=none
 dd if=$B/root.sqfs of=$IMG bs=1M seek=$((1+BOOTMB)) conv=notrunc status=none
-dd if=$B/perm.img of=$IMG bs=1M seek=$((1+BOOTMB+2*ROOTMB)) conv=notrunc status=none
 echo "$IMG: version $VERSION, cloud ${CLOUD:-(none: set cloud= in svc.txt)}"
 ls -l $B/root.sqfs $IMG
 sha256sum $B/root.sqfs

@@ -2,7 +2,8 @@
 // qemu) under qemu-system-aarch64 with Debian's U-Boot, against a
 // svc-cloud started on the host, and checks what an installer sees: the
 // enrolment code on the serial console and on the status page, the claim
-// through the API, and the edge online.
+// through the API, and the edge online; and that the first boot made the
+// data partition in the free space of a disk bigger than the image.
 //
 // It needs Debian's qemu-system-arm, u-boot-qemu, squashfs-tools,
 // dosfstools, mtools, e2fsprogs, fdisk and u-boot-tools; without them the
@@ -23,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,9 +43,24 @@ const (
 
 var codeLine = regexp.MustCompile(`enrolment code: ([0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4})`)
 
-// TestImage_EnrolsByCode boots the image, reads its enrolment code from the
-// serial console and from its status page, claims it through the cloud's
-// API, and waits for the edge to be online in GET /v1/edges.
+// init's lines about the data partition (init/perm.go).
+var (
+	permCreated = regexp.MustCompile(`data partition: created (/dev/vda4): (\d+) MiB at (\d+) MiB`)
+	permMounted = regexp.MustCompile(`data partition: mounted /dev/vda4 at /perm`)
+	permGrown   = regexp.MustCompile(`data partition: grew the file system on /dev/vda4 from (\d+) MiB to (\d+) MiB`)
+	// What init says when /perm is not there to write to.
+	permMissing = regexp.MustCompile(`data partition: .*(without /perm|damaged)|no log on the data partition`)
+)
+
+// cardGrowth is how much bigger than the image the test's disk is, as an
+// SD card is: the first boot makes the data partition in that space.
+const cardGrowth = 256 << 20
+
+// TestImage_EnrolsByCode boots the image on a disk 256 MiB bigger than it,
+// reads its enrolment code from the serial console and from its status
+// page, claims it through the cloud's API, and waits for the edge to be
+// online in GET /v1/edges; init's console lines say that it made the data
+// partition in the disk's free space and grew its file system to it.
 func TestImage_EnrolsByCode(t *testing.T) {
 	need(t, "qemu-system-aarch64", "mcopy")
 	if _, err := os.Stat(uboot); err != nil {
@@ -56,6 +73,16 @@ func TestImage_EnrolsByCode(t *testing.T) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "disk.img")
 	copyFile(t, image(t), img)
+	st, err := os.Stat(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, st.Size()+cardGrowth); err != nil {
+		t.Fatal(err)
+	}
+	// The image ends with p3; p4 starts at the next MiB.
+	const mib = 1 << 20
+	wantPermMiB := (st.Size() + cardGrowth - (st.Size()+mib-1)/mib*mib) / mib
 
 	cloudBin := filepath.Join(dir, "svc-cloud")
 	run(t, root, "go", "build", "-o", cloudBin, "./cloud/cmd/svc-cloud")
@@ -123,6 +150,32 @@ func TestImage_EnrolsByCode(t *testing.T) {
 		return false
 	})
 	t.Logf("online %.1f s after qemu started", time.Since(start).Seconds())
+
+	// The data partition: made in the disk's free space at this first
+	// boot, mounted, its file system grown from the template's size to
+	// the partition's (the kernel may leave out a last block group too
+	// small for its metadata: within 4 MiB).
+	m = con.wait(t, permCreated, time.Second)
+	if size := atoi(t, m[2]); size != wantPermMiB {
+		t.Errorf("the data partition is %d MiB, want %d (the disk's free space): %s", size, wantPermMiB, m[0])
+	}
+	con.wait(t, permMounted, time.Second)
+	m = con.wait(t, permGrown, time.Second)
+	if from, to := atoi(t, m[1]), atoi(t, m[2]); from >= to || to > wantPermMiB || to < wantPermMiB-4 {
+		t.Errorf("the file system grew from %d to %d MiB, want to %d MiB: %s", from, to, wantPermMiB, m[0])
+	}
+	if l := con.find(permMissing); l != "" {
+		t.Errorf("the console says the data partition is missing: %s", l)
+	}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // need skips the test (or fails it in CI) when a program is not on PATH.
@@ -322,6 +375,18 @@ func (c *console) wait(t *testing.T, re *regexp.Regexp, within time.Duration) []
 			t.Fatalf("the console did not show %q within %s", re, within)
 		}
 	}
+}
+
+// find returns the first console line so far that matches re, or "".
+func (c *console) find(re *regexp.Regexp) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lines {
+		if re.MatchString(l) {
+			return l
+		}
+	}
+	return ""
 }
 
 // poll calls ok every half second until it holds, failing the test at the

@@ -52,6 +52,7 @@ func main() {
 	if err := gokrazy.Boot(version); err != nil {
 		log.Printf("boot: %v", err)
 	}
+	preparePerm() // the data partition at /perm: made at the first boot, grown to the card
 	log.Printf("svc appliance %s, slot %s", version, cmdline("svc.slot"))
 	dhcp := gokrazy.NewService(exec.Command("/gokrazy/dhcp"))
 	if err := gokrazy.SuperviseServices([]*gokrazy.Service{dhcp}); err != nil {
