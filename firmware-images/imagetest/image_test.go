@@ -1,19 +1,23 @@
 // Package imagetest boots the appliance's arm64 disk image (mkimage.sh
 // qemu) under qemu-system-aarch64 with Debian's U-Boot, against a
-// svc-cloud started on the host, and checks what an installer sees: the
-// enrolment code on the serial console and on the status page, the claim
-// through the API, and the edge online; and that the first boot made the
-// data partition in the free space of a disk bigger than the image.
+// svc-cloud started on the host, and checks what an installer and the
+// fleet see: the enrolment code on the serial console and on the status
+// page, the claim through the API, the edge online with its data
+// partition made in the free space of a disk bigger than the image, a
+// visit's pass
+// admitted at a gate whose reader the cloud configured, an update to a
+// second image that commits, and one to a broken image that rolls back
+// by itself.
 //
 // It needs Debian's qemu-system-arm, u-boot-qemu, squashfs-tools,
 // dosfstools, mtools, e2fsprogs, fdisk and u-boot-tools; without them the
-// test is skipped, or fails when SVC_TEST_REQUIRE_SERVICES=1 (CI).
-// SVC_TEST_IMAGE names an image already built (make image-test builds it);
-// otherwise the test runs mkimage.sh.
+// test is skipped, or fails when SVC_TEST_REQUIRE_SERVICES=1 (CI). It
+// builds its images itself: they must trust the release key it makes.
 package imagetest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,11 +38,21 @@ import (
 // uboot is Debian's U-Boot for qemu's virt machine (u-boot-qemu).
 const uboot = "/usr/lib/u-boot/qemu_arm64/u-boot.bin"
 
-// Deadlines for a software-emulated arm64 on a busy 2-core machine: the
-// spike measured 6–11 s to the code; these leave a wide margin.
+// Deadlines for a software-emulated arm64 on a busy 2-core machine: a
+// boot to the enrolment code takes 6–11 s, a download of a 35 MB root
+// image under a minute; these leave a wide margin.
 const (
 	bootDeadline   = 4 * time.Minute
 	onlineDeadline = 2 * time.Minute
+	updateDeadline = 6 * time.Minute
+)
+
+// readerListen is where the gate's TCP reader listens in the guest, as
+// the test configures it through the API; qemu forwards a host port to it.
+// (Not 9100: the simulated label printer has Brother's raw port.)
+const (
+	readerPort   = 9200
+	readerListen = "0.0.0.0:9200"
 )
 
 var codeLine = regexp.MustCompile(`enrolment code: ([0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4})`)
@@ -56,13 +70,17 @@ var (
 // SD card is: the first boot makes the data partition in that space.
 const cardGrowth = 256 << 20
 
-// TestImage_EnrolsByCode boots the image on a disk 256 MiB bigger than it,
-// reads its enrolment code from the serial console and from its status
-// page, claims it through the cloud's API, and waits for the edge to be
-// online in GET /v1/edges; init's console lines say that it made the data
-// partition in the disk's free space and grew its file system to it.
-func TestImage_EnrolsByCode(t *testing.T) {
-	need(t, "qemu-system-aarch64", "mcopy")
+// TestImage_EnrolsAdmitsUpdatesAndRollsBack is the appliance's life under
+// qemu: it boots image 1.0.0, shows its code on the serial console and
+// its status page, is claimed through the cloud's API, comes online,
+// takes its gate's reader from the cloud, and admits a visit's pass read
+// on it; then a rollout of 2.0.0 (a rootfs release) reboots it into slot
+// b on trial, which commits; then a rollout of a broken image (its init
+// does not run: the kernel panics) reboots it into slot a on trial, the
+// boot loader falls back to b, and the appliance rolls back by itself,
+// reports it, and admits passes on 2.0.0.
+func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
+	need(t, "qemu-system-aarch64", "mcopy", "mksquashfs", "mkfs.vfat", "mkfs.ext4", "sfdisk", "mkimage")
 	if _, err := os.Stat(uboot); err != nil {
 		missing(t, uboot+" (apt-get install u-boot-qemu)")
 	}
@@ -71,8 +89,22 @@ func TestImage_EnrolsByCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	cloudBin := filepath.Join(dir, "svc-cloud")
+	run(t, root, "go", "build", "-o", cloudBin, "./cloud/cmd/svc-cloud")
+	edgeBin := filepath.Join(dir, "svc-edge") // the host's, for svc-edge qr decode
+	run(t, root, "go", "build", "-o", edgeBin, "./edge/cmd/svc-edge")
+
+	// The release key, which the images trust (RELEASE_KEYS).
+	keyFile := filepath.Join(dir, "release.key")
+	m := regexp.MustCompile(`public key: (\S+)`).FindStringSubmatch(run(t, dir, cloudBin, "releases", "keygen", "--out", keyFile))
+	if m == nil {
+		t.Fatal("releases keygen printed no public key")
+	}
+	v1 := buildImage(t, filepath.Join(dir, "v1"), "1.0.0", m[1])
+	v2 := buildImage(t, filepath.Join(dir, "v2"), "2.0.0", m[1])
+	broken := brokenRoot(t, v2, filepath.Join(dir, "broken.sqfs"))
 	img := filepath.Join(dir, "disk.img")
-	copyFile(t, image(t), img)
+	copyFile(t, v1.image, img)
 	st, err := os.Stat(img)
 	if err != nil {
 		t.Fatal(err)
@@ -84,33 +116,32 @@ func TestImage_EnrolsByCode(t *testing.T) {
 	const mib = 1 << 20
 	wantPermMiB := (st.Size() + cardGrowth - (st.Size()+mib-1)/mib*mib) / mib
 
-	cloudBin := filepath.Join(dir, "svc-cloud")
-	run(t, root, "go", "build", "-o", cloudBin, "./cloud/cmd/svc-cloud")
 	// The guest reaches the host's loopback at 10.0.2.2 (qemu's user
 	// networking), but the broker's URL is given to the edge as the cloud
 	// sees it: the broker listens on the host's own address, which both
 	// reach.
 	hostIP := hostAddress(t)
 	data := filepath.Join(dir, "cloud")
-	api := serve(t, cloudBin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
+	base := serve(t, cloudBin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
 		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--demo")
-	u, err := url.Parse(api)
+	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := &cloudAPI{t: t, base: base, key: demoKey(t, data)}
 
-	// The installer's edit: the cloud's URL in svc.txt on the boot FAT.
+	// The installer's edit: the cloud's URL in svc.txt on the boot FAT
+	// (and, for the test, releases asked for every 5 s).
 	svcTxt := filepath.Join(dir, "svc.txt")
-	if err := os.WriteFile(svcTxt, fmt.Appendf(nil, "cloud=http://10.0.2.2:%s\nsimulate=1\n", u.Port()), 0o644); err != nil {
+	if err := os.WriteFile(svcTxt, fmt.Appendf(nil, "cloud=http://10.0.2.2:%s\nsimulate=1\nupdate_every=5s\n", u.Port()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	run(t, dir, "mcopy", "-o", "-i", img+"@@1M", svcTxt, "::/svc.txt")
 
-	page := freePort(t)
+	page, reader := freePort(t), freePort(t)
 	start := time.Now()
-	con := boot(t, img, page)
-	m := con.wait(t, codeLine, bootDeadline)
-	code := m[1]
+	con := boot(t, img, page, reader)
+	code := con.wait(t, 0, codeLine, bootDeadline)[1]
 	t.Logf("enrolment code %s on the console %.1f s after qemu started", code, time.Since(start).Seconds())
 
 	// The status page (the kiosk's enrolment page on 0.0.0.0:8088),
@@ -120,30 +151,21 @@ func TestImage_EnrolsByCode(t *testing.T) {
 		return err == nil && strings.Contains(string(b), code)
 	})
 
-	out := run(t, dir, cloudBin, "edges", "claim", code, "--api", strings.TrimSuffix(api, "/v1"), "--data", data,
+	out := run(t, dir, cloudBin, "edges", "claim", code, "--api", strings.TrimSuffix(base, "/v1"), "--data", data,
 		"--name", "Image test")
 	if !strings.Contains(out, "claimed "+code) {
 		t.Fatalf("edges claim: %s", out)
 	}
-	con.wait(t, regexp.MustCompile(`enrolled as `), onlineDeadline)
-
-	key := demoKey(t, data)
+	con.wait(t, 0, regexp.MustCompile(`enrolled as `), onlineDeadline)
+	var e edgeJSON
 	poll(t, onlineDeadline, "the edge is online in GET /v1/edges", func() bool {
-		status, b, err := get(api+"/edges", key)
-		if err != nil || status != http.StatusOK {
+		var page struct{ Data []edgeJSON }
+		if c.call(http.MethodGet, "/edges", nil, &page) != http.StatusOK {
 			return false
 		}
-		var page struct {
-			Data []struct {
-				Name  string `json:"name"`
-				State string `json:"state"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(b, &page) != nil {
-			return false
-		}
-		for _, e := range page.Data {
-			if e.Name == "Image test" && e.State == "online" {
+		for _, x := range page.Data {
+			if x.Name == "Image test" && x.State == "online" {
+				e = x
 				return true
 			}
 		}
@@ -155,18 +177,73 @@ func TestImage_EnrolsByCode(t *testing.T) {
 	// boot, mounted, its file system grown from the template's size to
 	// the partition's (the kernel may leave out a last block group too
 	// small for its metadata: within 4 MiB).
-	m = con.wait(t, permCreated, time.Second)
+	m = con.wait(t, 0, permCreated, time.Second)
 	if size := atoi(t, m[2]); size != wantPermMiB {
 		t.Errorf("the data partition is %d MiB, want %d (the disk's free space): %s", size, wantPermMiB, m[0])
 	}
-	con.wait(t, permMounted, time.Second)
-	m = con.wait(t, permGrown, time.Second)
+	con.wait(t, 0, permMounted, time.Second)
+	m = con.wait(t, 0, permGrown, time.Second)
 	if from, to := atoi(t, m[1]), atoi(t, m[2]); from >= to || to > wantPermMiB || to < wantPermMiB-4 {
 		t.Errorf("the file system grew from %d to %d MiB, want to %d MiB: %s", from, to, wantPermMiB, m[0])
 	}
-	if l := con.find(permMissing); l != "" {
-		t.Errorf("the console says the data partition is missing: %s", l)
+	if l, err := con.find(0, permMissing, 0); err == nil {
+		t.Errorf("the console says the data partition is missing: %s", l[0])
 	}
+
+	// The gate's reader, from the cloud: a TCP reader on the guest's
+	// forwarded port, and the relay a simulated pin.
+	var gates struct {
+		Data []struct {
+			ID        string `json:"id"`
+			Direction string `json:"direction"`
+		}
+	}
+	if st := c.call(http.MethodGet, "/gates?site_id="+e.SiteID, nil, &gates); st != http.StatusOK {
+		t.Fatalf("GET /v1/gates: %d", st)
+	}
+	gate := ""
+	for _, g := range gates.Data {
+		if g.Direction == "entry" || g.Direction == "both" {
+			gate = g.ID // a way in: a visitor not yet in is let in
+			break
+		}
+	}
+	if gate == "" {
+		t.Fatalf("the site has no entrance: %+v", gates.Data)
+	}
+	mark := con.mark()
+	hw := map[string]any{"hardware": map[string]any{"gates": []any{map[string]any{
+		"gate_id": gate,
+		"readers": []any{map[string]any{"kind": "tcp", "listen": readerListen}},
+		"relay":   map[string]any{"pin": "GPIO17"},
+	}}}}
+	if st := c.call(http.MethodPatch, "/edges/"+e.ID, hw, nil); st != http.StatusOK {
+		t.Fatalf("PATCH /v1/edges/%s: %d", e.ID, st)
+	}
+	con.wait(t, mark, regexp.MustCompile(`"hardware applied" source=cloud gates=1`), onlineDeadline)
+	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera One")
+
+	// 2.0.0: downloaded into slot b, tried by a reboot, committed.
+	mark = con.mark()
+	c.release(t, cloudBin, data, keyFile, v2.root, "2.0.0", e.ID)
+	con.wait(t, mark, regexp.MustCompile(`A/B: committed a, trial \[b\], booting b \(trial 1\)`), updateDeadline)
+	con.wait(t, mark, regexp.MustCompile(`update committed.* version=2\.0\.0`), updateDeadline)
+	c.waitUpdate(t, e.ID, "committed", "2.0.0", "svc-edge 2.0.0")
+	t.Logf("2.0.0 committed %.1f s after qemu started", time.Since(start).Seconds())
+	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera Two")
+
+	// The broken image: written into slot a, tried by a reboot whose
+	// kernel finds no init and panics; U-Boot, the try spent, boots b,
+	// whose supervisor rolls the trial back and reports it.
+	mark = con.mark()
+	c.release(t, cloudBin, data, keyFile, broken, "2.0.1-broken", e.ID)
+	con.wait(t, mark, regexp.MustCompile(`A/B: committed b, trial \[a\], booting a \(trial 1\)`), updateDeadline)
+	con.wait(t, mark, regexp.MustCompile(`Kernel panic`), updateDeadline)
+	con.wait(t, mark, regexp.MustCompile(`A/B: committed b, trial \[a\], booting b \(trial 0\)`), updateDeadline)
+	con.wait(t, mark, regexp.MustCompile(`update rolled back.* version=2\.0\.1-broken`), updateDeadline)
+	c.waitUpdate(t, e.ID, "rolled_back", "2.0.1-broken", "svc-edge 2.0.0")
+	t.Logf("2.0.1-broken rolled back %.1f s after qemu started", time.Since(start).Seconds())
+	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera Three")
 }
 
 func atoi(t *testing.T, s string) int64 {
@@ -176,6 +253,223 @@ func atoi(t *testing.T, s string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// built is one mkimage.sh qemu build.
+type built struct {
+	image string // the disk image
+	root  string // its root file system image, the rootfs release
+	tree  string // the directory the root was made of
+}
+
+// buildImage runs mkimage.sh qemu into out, for version, trusting the
+// release key pub.
+func buildImage(t *testing.T, out, version, pub string) built {
+	t.Helper()
+	start := time.Now()
+	cmd := exec.CommandContext(t.Context(), "./mkimage.sh", "qemu")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "BUILD="+out, "VERSION="+version, "RELEASE_KEYS="+pub)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mkimage.sh qemu %s: %v\n%s", version, err, b)
+	}
+	t.Logf("mkimage.sh qemu %s: %.1f s", version, time.Since(start).Seconds())
+	b := filepath.Join(out, "qemu")
+	return built{image: filepath.Join(out, "svc-qemu.img"), root: filepath.Join(b, "root.sqfs"), tree: filepath.Join(b, "root")}
+}
+
+// brokenRoot is b's root with an init that is not a program: the kernel
+// it carries boots, finds no init to run, and panics.
+func brokenRoot(t *testing.T, b built, out string) string {
+	t.Helper()
+	tree := out + ".d"
+	run(t, ".", "cp", "-a", b.tree, tree)
+	if err := os.WriteFile(filepath.Join(tree, "gokrazy", "init"), []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ".", "mksquashfs", tree, out, "-noappend", "-all-root", "-quiet", "-no-progress")
+	return out
+}
+
+// edgeJSON is what the test reads of an Edge.
+type edgeJSON struct {
+	ID              string  `json:"id"`
+	Name            string  `json:"name"`
+	SiteID          string  `json:"site_id"`
+	State           string  `json:"state"`
+	SoftwareVersion *string `json:"software_version"`
+	Update          *struct {
+		LastResult *struct {
+			Outcome string `json:"outcome"`
+			Version string `json:"version"`
+		} `json:"last_result"`
+	} `json:"update"`
+}
+
+// cloudAPI calls the cloud's API with the demo's test-mode secret key.
+type cloudAPI struct {
+	t    *testing.T
+	base string
+	key  string
+	n    int
+}
+
+// call sends body (nil for none) as JSON and decodes the answer into out
+// (nil to drop it); it returns the status, 0 when the request failed.
+func (c *cloudAPI) call(method, path string, body, out any) int {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if method == http.MethodPost {
+		c.n++
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("8d0c6b8e-3c1a-4f4e-9d55-%012d", c.n))
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		c.t.Logf("%s %s: %v", method, path, err)
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	if resp.StatusCode >= 300 {
+		c.t.Logf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	} else if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// admit makes a visit at site expected now, reads its QR pass with
+// svc-edge qr decode, writes the token to the gate's reader (the guest's
+// forwarded port) and waits for the visit to be checked in at the cloud:
+// the appliance decided, pulsed the relay, and its record of the
+// admission reached the cloud.
+func (c *cloudAPI) admit(t *testing.T, con *console, edgeBin, site string, reader int, name string) {
+	t.Helper()
+	var people struct{ Data []struct{ ID string } }
+	if st := c.call(http.MethodGet, "/people?limit=1", nil, &people); st != http.StatusOK || len(people.Data) == 0 {
+		t.Fatalf("GET /v1/people: %d", st)
+	}
+	var types struct {
+		Data []struct {
+			Key           string `json:"key"`
+			Enabled       bool   `json:"enabled"`
+			NeedsApproval bool   `json:"needs_approval"`
+		}
+	}
+	if st := c.call(http.MethodGet, "/visit-types", nil, &types); st != http.StatusOK {
+		t.Fatalf("GET /v1/visit-types: %d", st)
+	}
+	typ := ""
+	for _, vt := range types.Data {
+		if vt.Enabled && !vt.NeedsApproval {
+			typ = vt.Key
+			break
+		}
+	}
+	if typ == "" {
+		t.Fatalf("no visit type without approval: %+v", types)
+	}
+	var v struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	email := strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.org"
+	body := map[string]any{"site_id": site, "host_id": people.Data[0].ID, "type": typ,
+		"visitor":     map[string]any{"name": name, "email": email},
+		"expected_at": time.Now().UTC().Format(time.RFC3339)}
+	if st := c.call(http.MethodPost, "/visits", body, &v); st != http.StatusCreated {
+		t.Fatalf("POST /v1/visits: %d", st)
+	}
+	png := filepath.Join(t.TempDir(), "pass.png")
+	req, err := http.NewRequest(http.MethodGet, c.base+"/visits/"+v.ID+"/pass.png", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET pass.png: %d %v", resp.StatusCode, err)
+	}
+	if err := os.WriteFile(png, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(run(t, ".", edgeBin, "qr", "decode", png))
+
+	// The visit reaches the appliance through the feed; a scan before it
+	// has is refused, so the pass is read again (as a visitor holds it up
+	// again) until the relay pulses.
+	pulse := regexp.MustCompile(`pin=GPIO17 level=High`)
+	deadline := time.Now().Add(onlineDeadline)
+	for {
+		mark := con.mark()
+		if conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", reader), 5*time.Second); err == nil {
+			fmt.Fprintf(conn, "%s\r\n", token)
+			conn.Close()
+		}
+		if _, err := con.find(mark, pulse, 10*time.Second); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s's pass did not open the gate within %s: %v", name, onlineDeadline, err)
+		}
+	}
+	poll(t, onlineDeadline, name+"'s admission reaches the cloud as a check-in", func() bool {
+		var got struct {
+			Status string `json:"status"`
+		}
+		return c.call(http.MethodGet, "/visits/"+v.ID, nil, &got) == http.StatusOK && got.Status == "checked_in"
+	})
+}
+
+// release adds the root image at path as a signed rootfs release of
+// version, rolls it out to the edge, and returns once the rollout is made.
+func (c *cloudAPI) release(t *testing.T, cloudBin, data, keyFile, path, version, edgeID string) {
+	t.Helper()
+	run(t, ".", cloudBin, "releases", "add", path, "--data", data, "--version", version, "--arch", "arm64",
+		"--kind", "rootfs", "--sign-with", keyFile)
+	body := map[string]any{"version": version, "edge_ids": []string{edgeID},
+		"window": map[string]any{"start": "00:00", "minutes": 1440}}
+	if st := c.call(http.MethodPost, "/rollouts", body, nil); st != http.StatusCreated {
+		t.Fatalf("POST /v1/rollouts %s: %d", version, st)
+	}
+}
+
+// waitUpdate waits for the fleet API to show the edge's last update
+// result and the software it runs.
+func (c *cloudAPI) waitUpdate(t *testing.T, edgeID, outcome, version, software string) {
+	t.Helper()
+	poll(t, updateDeadline, fmt.Sprintf("GET /v1/edges shows %s %s, running %s", outcome, version, software), func() bool {
+		var e edgeJSON
+		if c.call(http.MethodGet, "/edges/"+edgeID, nil, &e) != http.StatusOK || e.Update == nil || e.Update.LastResult == nil {
+			return false
+		}
+		r := e.Update.LastResult
+		return r.Outcome == outcome && r.Version == version && e.SoftwareVersion != nil && *e.SoftwareVersion == software
+	})
 }
 
 // need skips the test (or fails it in CI) when a program is not on PATH.
@@ -194,23 +488,6 @@ func missing(t *testing.T, what string) {
 		t.Fatalf("not found: %s", what)
 	}
 	t.Skipf("not found: %s", what)
-}
-
-// image is SVC_TEST_IMAGE, or the image mkimage.sh builds.
-func image(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("SVC_TEST_IMAGE"); p != "" {
-		return p
-	}
-	need(t, "mksquashfs", "mkfs.vfat", "mkfs.ext4", "sfdisk", "mkimage")
-	start := time.Now()
-	run(t, "..", "./mkimage.sh", "qemu")
-	t.Logf("mkimage.sh qemu: %.1f s", time.Since(start).Seconds())
-	p, err := filepath.Abs("../build/svc-qemu.img")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func run(t *testing.T, dir, name string, args ...string) string {
@@ -302,15 +579,17 @@ type console struct {
 	done  bool
 }
 
-// boot starts qemu on img with the guest's port 8088 forwarded to the
-// host's 127.0.0.1:page; qemu is stopped when the test ends, and the
-// console is logged if the test failed.
-func boot(t *testing.T, img string, page int) *console {
+// boot starts qemu on img with the guest's port 8088 (the status page)
+// forwarded to the host's 127.0.0.1:page and the gate reader's to
+// 127.0.0.1:reader; qemu is stopped when the test ends, and the console
+// is logged if the test failed (and written, as it comes, to the file
+// SVC_TEST_CONSOLE names, when set).
+func boot(t *testing.T, img string, page, reader int) *console {
 	t.Helper()
 	cmd := exec.Command("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
 		"-nographic", "-bios", uboot, "-drive", "file="+img+",format=raw,if=virtio",
 		"-device", "i6300esb", "-watchdog-action", "reset",
-		"-netdev", fmt.Sprintf("user,id=n0,hostfwd=tcp:127.0.0.1:%d-:8088", page),
+		"-netdev", fmt.Sprintf("user,id=n0,hostfwd=tcp:127.0.0.1:%d-:8088,hostfwd=tcp:127.0.0.1:%d-:%d", page, reader, readerPort),
 		"-device", "virtio-net-pci,netdev=n0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -321,9 +600,19 @@ func boot(t *testing.T, img string, page int) *console {
 		t.Fatal(err)
 	}
 	c := &console{more: make(chan struct{})}
+	var tee io.Writer = io.Discard
+	if p := os.Getenv("SVC_TEST_CONSOLE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		tee = f
+	}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			fmt.Fprintln(tee, sc.Text())
 			c.add(sc.Text(), false)
 		}
 		c.add("", true)
@@ -351,42 +640,47 @@ func (c *console) add(line string, done bool) {
 	c.more = make(chan struct{})
 }
 
-// wait returns the submatches of the first console line that matches re,
-// or fails the test at the deadline or when qemu exits.
-func (c *console) wait(t *testing.T, re *regexp.Regexp, within time.Duration) []string {
+// mark is where the console is: wait(mark, ...) looks at what comes after.
+func (c *console) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.lines)
+}
+
+// wait returns the submatches of the first console line from line from
+// on that matches re, or fails the test at the deadline or when qemu
+// exits.
+func (c *console) wait(t *testing.T, from int, re *regexp.Regexp, within time.Duration) []string {
 	t.Helper()
+	m, err := c.find(from, re, within)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// find is wait's search: an error at the deadline or when qemu exits.
+func (c *console) find(from int, re *regexp.Regexp, within time.Duration) ([]string, error) {
 	timeout := time.After(within)
-	for i := 0; ; {
+	for i := from; ; {
 		c.mu.Lock()
 		for ; i < len(c.lines); i++ {
 			if m := re.FindStringSubmatch(c.lines[i]); m != nil {
 				c.mu.Unlock()
-				return m
+				return m, nil
 			}
 		}
 		more, done := c.more, c.done
 		c.mu.Unlock()
 		if done {
-			t.Fatalf("qemu exited before the console showed %q", re)
+			return nil, fmt.Errorf("qemu exited before the console showed %q", re)
 		}
 		select {
 		case <-more:
 		case <-timeout:
-			t.Fatalf("the console did not show %q within %s", re, within)
+			return nil, fmt.Errorf("the console did not show %q within %s", re, within)
 		}
 	}
-}
-
-// find returns the first console line so far that matches re, or "".
-func (c *console) find(re *regexp.Regexp) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, l := range c.lines {
-		if re.MatchString(l) {
-			return l
-		}
-	}
-	return ""
 }
 
 // poll calls ok every half second until it holds, failing the test at the

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gokrazy/gokrazy"
@@ -82,18 +83,17 @@ func main() {
 // supervisor and the updater write ab.txt and the kernels there), and
 // root partitions 2 and 3 of the disk the system booted from.
 func superviseArgs(run []string) ([]string, error) {
-	boot, err := partitionDevice(1)
+	d, err := rootDisk("/sys", "/")
 	if err != nil {
 		return nil, err
 	}
-	a, err := partitionDevice(2)
-	if err != nil {
-		return nil, err
+	var dev [3]string // boot, root A, root B
+	for i := range dev {
+		if dev[i], err = partitionDev(d, i+1); err != nil {
+			return nil, err
+		}
 	}
-	b, err := partitionDevice(3)
-	if err != nil {
-		return nil, err
-	}
+	boot, a, b := dev[0], dev[1], dev[2]
 	if err := mountBoot(boot, bootDir); err != nil {
 		return nil, err
 	}
@@ -233,4 +233,14 @@ func readFile(path string) string {
 		fmt.Fprintf(os.Stderr, "init: %v\n", err)
 	}
 	return string(b)
+}
+
+// mountBoot mounts the FAT boot partition read-write at dir; nothing on
+// it runs from Linux (noexec, nodev, nosuid).
+func mountBoot(dev, dir string) error {
+	const flags = syscall.MS_NOEXEC | syscall.MS_NODEV | syscall.MS_NOSUID
+	if err := syscall.Mount(dev, dir, "vfat", flags, ""); err != nil {
+		return fmt.Errorf("mount the boot partition %s at %s: %w", dev, dir, err)
+	}
+	return nil
 }

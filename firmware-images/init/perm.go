@@ -78,11 +78,7 @@ func preparePerm() {
 }
 
 func preparePermOn(sysfs, root string) error {
-	var st syscall.Stat_t
-	if err := syscall.Stat(root, &st); err != nil {
-		return err
-	}
-	d, err := bootDisk(sysfs, unix.Major(st.Dev), unix.Minor(st.Dev))
+	d, err := rootDisk(sysfs, root)
 	if err != nil {
 		return err
 	}
@@ -431,6 +427,15 @@ func copySuperblockLast(dst writerAtSyncer, off int64, src io.ReaderAt, size int
 type diskDirs struct {
 	dir string // e.g. /sys/devices/.../block/mmcblk0
 	dev string // e.g. /dev/mmcblk0
+}
+
+// rootDisk is the disk of the file system mounted at root.
+func rootDisk(sysfs, root string) (diskDirs, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(root, &st); err != nil {
+		return diskDirs{}, err
+	}
+	return bootDisk(sysfs, unix.Major(st.Dev), unix.Minor(st.Dev))
 }
 
 // bootDisk finds the disk that holds the partition major:minor (the root
