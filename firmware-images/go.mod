@@ -11,6 +11,7 @@ require (
 )
 
 require (
+	github.com/beevik/ntp v0.3.0 // indirect
 	github.com/gokrazy/internal v0.0.0-20240629150625-a0f1dee26ef5 // indirect
 	github.com/google/gopacket v1.1.19 // indirect
 	github.com/google/renameio/v2 v2.0.0 // indirect

@@ -21,8 +21,8 @@
 # svc-cloud releases keygen prints them; none: the image does not update),
 # BUILD (the output directory, default build).
 # Needs: go, squashfs-tools, dosfstools, mtools, e2fsprogs, fdisk, u-boot-tools;
-# rpi also Debian's u-boot-rpi:arm64 .deb in build/ (apt-get download
-# u-boot-rpi:arm64 after dpkg --add-architecture arm64).
+# rpi also apt-get, which downloads Debian's u-boot-rpi:arm64 into
+# $BUILD/apt-arm64 (kept there for the next build).
 set -eu
 TARGET=${1:-qemu}
 case $TARGET in qemu|rpi) ;; *) echo "usage: mkimage.sh [qemu|rpi]" >&2; exit 2;; esac
@@ -42,6 +42,7 @@ B=$BUILD/$TARGET; rm -rf $B; mkdir -p $B/bin
 go_arm64() { CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -trimpath -buildvcs=false "$@"; }
 go_arm64 -o $B/bin/init ./init
 go_arm64 -o $B/bin/dhcp github.com/gokrazy/gokrazy/cmd/dhcp
+go_arm64 -o $B/bin/ntp github.com/gokrazy/gokrazy/cmd/ntp
 LDFLAGS="-s -w -X main.version=$VERSION -X github.com/svc-vms/svc/shared/release.TrustedKeys=${RELEASE_KEYS:-}"
 OUT=$(cd $B/bin && pwd)
 ( cd .. && go_arm64 -ldflags "$LDFLAGS" -o $OUT/svc-edge ./edge/cmd/svc-edge )
@@ -58,7 +59,7 @@ PERMMB=32
 E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L perm -U 6d1e1a7e-0000-4000-8000-000000000004 -b 4096 -i 4096 -I 256 -J size=4 \
   -E root_owner=0:0,hash_seed=6d1e1a7e-0000-4000-8000-000000000005,resize=$((2<<40>>12)) $B/perm.ext4 ${PERMMB}M
 mkdir -p $R/lib/svc && cp $B/perm.ext4 $R/lib/svc/perm.ext4
-cp $B/bin/init $B/bin/dhcp $R/gokrazy/; cp $B/bin/svc-edge $R/user/
+cp $B/bin/init $B/bin/dhcp $B/bin/ntp $R/gokrazy/; cp $B/bin/svc-edge $R/user/
 ln -s /tmp/resolv.conf $R/etc/resolv.conf; printf '127.0.0.1 localhost\n::1 localhost\n' > $R/etc/hosts
 echo svc-edge > $R/etc/hostname; echo "$VERSION" > $R/etc/version
 cp -r $KDIR/lib/modules $R/lib/
@@ -78,8 +79,19 @@ BOOTMB=64 # two kernels of 19 MB, and the Pi's firmware and device trees
 if [ "$TARGET" = rpi ]; then
   cp $FW/bootcode.bin $FW/start.elf $FW/fixup.dat $FW/start4.elf $FW/fixup4.dat $B/boot/
   cp $KDIR/*.dtb $B/boot/; cp -r $KDIR/overlays $B/boot/
-  DEB=$(ls build/u-boot-rpi_*_arm64.deb 2>/dev/null | tail -1)
-  [ -n "$DEB" ] || { echo "mkimage.sh rpi: put Debian's u-boot-rpi arm64 .deb in build/ (apt-get download u-boot-rpi:arm64)" >&2; exit 1; }
+  # Debian's U-Boot for the Pi (arm64), fetched with apt into a state of
+  # its own (no dpkg --add-architecture, nothing installed on this machine).
+  DEB=$(ls $BUILD/apt-arm64/u-boot-rpi_*_arm64.deb 2>/dev/null | tail -1)
+  if [ -z "$DEB" ]; then
+    A=$(mkdir -p $BUILD/apt-arm64 && cd $BUILD/apt-arm64 && pwd)
+    mkdir -p $A/lists/partial $A/cache/archives/partial
+    APTARM="-q -o Dir::State::Lists=$A/lists -o Dir::Cache=$A/cache -o APT::Architecture=arm64 -o APT::Architectures=arm64"
+    # shellcheck disable=SC2086
+    apt-get $APTARM update >/dev/null && ( cd $A && apt-get $APTARM download u-boot-rpi:arm64 >/dev/null 2>&1 ) ||
+      { echo "mkimage.sh rpi: apt-get could not download Debian's u-boot-rpi:arm64" >&2; exit 1; }
+    DEB=$(ls $A/u-boot-rpi_*_arm64.deb | tail -1)
+  fi
+  echo "U-Boot for the Pi: $(basename $DEB)"
   dpkg-deb --fsys-tarfile $DEB | tar -xO ./usr/lib/u-boot/rpi_arm64/u-boot.bin > $B/boot/u-boot.bin
   printf 'arm_64bit=1\nenable_uart=1\nkernel=u-boot.bin\ndtparam=watchdog=on\n' > $B/boot/config.txt
 fi

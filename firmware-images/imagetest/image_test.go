@@ -246,6 +246,47 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera Three")
 }
 
+// TestImage_RaspberryPiBuilds builds the Pi image (no Pi boots here): it
+// is under 256 MB, and its boot partition holds what the Pi's firmware
+// and U-Boot read, with room left for slot b's kernel.
+func TestImage_RaspberryPiBuilds(t *testing.T) {
+	need(t, "mksquashfs", "mkfs.vfat", "mkfs.ext4", "sfdisk", "mkimage", "mdir", "apt-get", "dpkg-deb")
+	out := t.TempDir()
+	cmd := exec.CommandContext(t.Context(), "./mkimage.sh", "rpi")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "BUILD="+out, "VERSION=1.0.0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mkimage.sh rpi: %v\n%s", err, b)
+	}
+	img := filepath.Join(out, "svc-rpi.img")
+	st, err := os.Stat(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= 256e6 {
+		t.Errorf("the Pi image is %d bytes, want under 256 MB", st.Size())
+	}
+	listing := run(t, ".", "mdir", "-b", "-i", img+"@@1M", "::/")
+	for _, f := range []string{"config.txt", "u-boot.bin", "start4.elf", "bootcode.bin", "boot.scr", "ab.txt", "svc.txt",
+		"vmlinuz-a", "bcm2711-rpi-4-b.dtb", "bcm2837-rpi-3-b.dtb"} {
+		if !strings.Contains(listing, "::/"+f+"\n") {
+			t.Errorf("the boot partition has no %s:\n%s", f, listing)
+		}
+	}
+	kernel, err := os.Stat(filepath.Join(out, "rpi", "root", "kernel", "vmlinuz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// mdir groups digits with spaces: "42 567 680 bytes free".
+	m := regexp.MustCompile(`([\d ]+) bytes free`).FindStringSubmatch(run(t, ".", "mdir", "-i", img+"@@1M", "::/"))
+	if m == nil {
+		t.Fatal("mdir printed no free space")
+	}
+	if free := atoi(t, strings.ReplaceAll(strings.TrimSpace(m[1]), " ", "")); free < 2*kernel.Size() {
+		t.Errorf("the boot partition has %d bytes free, want room for slot b's kernel (%d bytes) with a margin", free, kernel.Size())
+	}
+}
+
 func atoi(t *testing.T, s string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(s, 10, 64)

@@ -56,8 +56,9 @@ func main() {
 	preparePerm() // the data partition at /perm: made at the first boot, grown to the card
 	log.Printf("svc appliance %s, slot %s", version, cmdline("svc.slot"))
 	dhcp := gokrazy.NewService(exec.Command("/gokrazy/dhcp"))
-	if err := gokrazy.SuperviseServices([]*gokrazy.Service{dhcp}); err != nil {
-		log.Printf("supervise dhcp: %v", err)
+	ntp := gokrazy.NewService(exec.Command("/gokrazy/ntp", ntpServers(cmdline("svc.ntp"))...))
+	if err := gokrazy.SuperviseServices([]*gokrazy.Service{dhcp, ntp}); err != nil {
+		log.Printf("supervise dhcp and ntp: %v", err)
 	}
 	out := io.Writer(con)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -76,6 +77,28 @@ func main() {
 		args = run
 	}
 	superviseEdge(args, out)
+}
+
+// defaultNTP are the time servers when svc.txt names none: a board
+// without a battery-backed clock (a Pi) starts in 1970 or at the time
+// saved on /perm at the last shutdown, and the broker's TLS certificate,
+// the passes' validity and the cloud's clock check all need the real
+// time. A site that blocks outbound NTP sets ntp= in svc.txt.
+var defaultNTP = []string{"0.pool.ntp.org", "1.pool.ntp.org", "2.pool.ntp.org", "3.pool.ntp.org"}
+
+// ntpServers is gokrazy's ntp's arguments: the servers of svc.txt's
+// ntp=host,host, or defaultNTP.
+func ntpServers(list string) []string {
+	var out []string
+	for _, h := range strings.Split(list, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	if len(out) == 0 {
+		return defaultNTP
+	}
+	return out
 }
 
 // superviseArgs is svc-edge's command line under its supervisor on the
