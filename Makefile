@@ -105,12 +105,12 @@ cross:
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build ./...
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm GOARM=7 $(GO) build ./...
 
-## image: the appliance's disk image (issue 18), arm64 for qemu, into firmware-images/build/svc-qemu.img; CLOUD=https://... writes the cloud's URL into svc.txt on its boot partition (editable later); IMAGE_TARGET=rpi for the Raspberry Pi variant (untested on hardware; needs Debian's u-boot-rpi arm64 .deb in firmware-images/build/). Needs squashfs-tools dosfstools mtools e2fsprogs fdisk u-boot-tools
+## image: the appliance's disk image (issue 18), arm64 for qemu, into firmware-images/build/svc-qemu.img; CLOUD=https://... writes the cloud's URL into svc.txt on its boot partition (editable later); RELEASE_KEYS=KEY[,KEY] the release keys it trusts (none: it does not update); VERSION=1.2.0 (default: git describe); IMAGE_TARGET=rpi for the Raspberry Pi variant (untested on hardware; fetches Debian's u-boot-rpi:arm64 with apt). Needs squashfs-tools dosfstools mtools e2fsprogs fdisk u-boot-tools (firmware-images/README.md)
 IMAGE_TARGET ?= qemu
 image:
-	CLOUD=$(CLOUD) firmware-images/mkimage.sh $(IMAGE_TARGET)
+	CLOUD=$(CLOUD) RELEASE_KEYS=$(RELEASE_KEYS) $(if $(VERSION),VERSION=$(VERSION)) firmware-images/mkimage.sh $(IMAGE_TARGET)
 
-## image-test: boots the qemu image under qemu-system-aarch64 (Debian's qemu-system-arm, u-boot-qemu) against a svc-cloud on the host: enrolment code on the console and status page, claimed, online (skipped without the tools; CI requires them)
+## image-test: boots the qemu image under qemu-system-aarch64 (Debian's qemu-system-arm, u-boot-qemu) against a svc-cloud on the host: enrolment code on the console and status page, claimed, online, a pass admitted at a gate, an update that commits and a broken one that rolls back; and builds the Pi image (skipped without the tools; CI requires them)
 image-test:
 	cd firmware-images && $(GO) test -count=1 -timeout 15m -v ./imagetest
 

@@ -192,7 +192,8 @@ func (s *Supervisor) recover(ctx context.Context) error {
 	if err != nil || !ok || !t.Started {
 		return err
 	}
-	if launch, err := s.Slots.Launch(ctx, t); err != nil || launch == LaunchRunning {
+	launch, err := s.Slots.Launch(ctx, t)
+	if err != nil || launch == LaunchRunning {
 		return err
 	}
 	cur, err := s.Slots.Current(ctx)
@@ -204,6 +205,10 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			return err
 		}
 		return s.result(t, Committed, "")
+	}
+	if launch == LaunchReboot {
+		return s.rollback(ctx, t, fmt.Sprintf("the appliance restarted during the trial: slot %s's boot did not come up "+
+			"(a kernel panic, a hang until the watchdog, a crash or a power cut), and the boot loader started slot %s again", t.Slot.Name, cur.Name))
 	}
 	return s.rollback(ctx, t, "the appliance restarted during the trial (a crash, a power cut or a stop)")
 }
