@@ -76,6 +76,7 @@ func main() {
 		log.Printf("updates are off, svc-edge runs without its supervisor: %v", err)
 		args = run
 	}
+	go statusLED("/sys") // the board's LED and the console say how svc-edge is doing (led.go)
 	superviseEdge(args, out)
 }
 
