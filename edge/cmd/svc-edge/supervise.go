@@ -65,7 +65,7 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 		if err := p.RecordRunning(version); err != nil {
 			return err
 		}
-		s.Slots, s.Exe, s.Reboot = p, exe, rebootSystem
+		s.Slots, s.Exe, s.Reboot = p, exe, func() error { return rebootSystem(*boot) }
 		return s.Run(ctx)
 	}
 	d, installed, err := update.Install(*dir, exe, version)
