@@ -239,7 +239,9 @@ type Edge struct {
 // resync is an outstanding ResyncRequest and the snapshot parts gathered
 // for it.
 type resync struct {
-	id       string
+	id string
+	// after is the request's After: the store's Seq when it was asked.
+	after    uint64
 	sentAt   time.Time
 	progress time.Time // the request, or its last snapshot part
 	parts    map[int]protocol.Snapshot
@@ -521,6 +523,17 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 		if len(rs.parts) < rs.total {
 			return false
 		}
+		if seq := e.cfg.Store.Seq(); rs.seq >= rs.after && rs.seq < seq {
+			// Batches that followed on from the request's Seq were applied
+			// while the snapshot was made and sent (before its first part
+			// arrived): the cache is past it, and replacing the cache would
+			// take the changes since back out until the next resync. (A
+			// snapshot behind the request itself is the cloud's feed gone
+			// back, a restored database: that one replaces the cache.)
+			e.log.Info("snapshot dropped: the cache is past it", "seq", rs.seq, "cache_seq", seq)
+			e.resynced()
+			break
+		}
 		parts := make([]protocol.Snapshot, 0, rs.total)
 		for i := 1; i <= rs.total; i++ {
 			parts = append(parts, rs.parts[i])
@@ -563,7 +576,7 @@ func (e *Edge) requestResync(c paho.Client) {
 	}
 	now := e.cfg.Now()
 	req := protocol.ResyncRequest{RequestID: newRequestID(), After: e.cfg.Store.Seq()}
-	e.rs = &resync{id: req.RequestID, sentAt: now, progress: now}
+	e.rs = &resync{id: req.RequestID, after: req.After, sentAt: now, progress: now}
 	e.nextPoll = now.Add(e.cfg.ResyncEvery)
 	e.count(func(n *EdgeCounters) { n.ResyncRequests++ })
 	b, err := protocol.Encode(&req)

@@ -266,3 +266,39 @@ func TestEdge_RunStopsWithoutBroker(t *testing.T) {
 	stop()
 	require.Error(t, e.Run(t.Context()), "Run twice")
 }
+
+// TestEdge_SnapshotBehindTheCacheIsDropped: batches that follow on are
+// applied while a requested snapshot is on its way; a snapshot older than
+// what they brought would take them back out (a badge key certified a
+// moment ago, gone until the next resync), so it is dropped and the rest
+// asked for. A snapshot behind the request itself (the cloud's feed gone
+// back) still replaces the cache.
+func TestEdge_SnapshotBehindTheCacheIsDropped(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	feed := func(from, to uint64) message {
+		return message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(from, to)})}
+	}
+	snapshot := func(id string, seq uint64) message {
+		r := protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: id,
+			Snapshot: &protocol.Snapshot{Seq: seq, Part: 1, Parts: 1, Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{}}}
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &r)}
+	}
+	e.handle(rec, feed(1, 5))
+	e.handle(rec, feed(9, 10)) // a gap: a resync after 5
+	reqs := resyncs(t, rec.take())
+	require.Len(t, reqs, 1)
+	require.Equal(t, uint64(5), reqs[0].After)
+	e.handle(rec, feed(6, 8)) // follows on: applied while the snapshot is made
+	require.Equal(t, uint64(8), store.Seq())
+
+	e.handle(rec, snapshot(reqs[0].RequestID, 7))
+	assert.Empty(t, store.snapshotParts(), "a snapshot behind the cache is not applied")
+	assert.Equal(t, uint64(8), store.Seq())
+	reqs = resyncs(t, rec.take())
+	require.Len(t, reqs, 1, "the feed went on to 10: the rest is asked for")
+	assert.Equal(t, uint64(8), reqs[0].After)
+
+	e.handle(rec, snapshot(reqs[0].RequestID, 3)) // behind the request: the cloud's feed went back
+	require.Len(t, store.snapshotParts(), 1)
+	assert.Equal(t, uint64(3), store.Seq())
+}
