@@ -93,7 +93,10 @@ if [ "$TARGET" = rpi ]; then
   fi
   echo "U-Boot for the Pi: $(basename $DEB)"
   dpkg-deb --fsys-tarfile $DEB | tar -xO ./usr/lib/u-boot/rpi_arm64/u-boot.bin > $B/boot/u-boot.bin
-  printf 'arm_64bit=1\nenable_uart=1\nkernel=u-boot.bin\ndtparam=watchdog=on\n' > $B/boot/config.txt
+  # disable-bt gives the header's UART (GPIO 14/15) the PL011, ttyAMA0, on
+  # a Pi 3/4 (Bluetooth, which the appliance does not use, had it): the
+  # console= of boot.cmd, and a steady clock for U-Boot's serial.
+  printf 'arm_64bit=1\nenable_uart=1\ndtoverlay=disable-bt\nkernel=u-boot.bin\ndtparam=watchdog=on\n' > $B/boot/config.txt
 fi
 find $B/boot -exec touch -h -d @$SOURCE_DATE_EPOCH {} +
 ROOTMB=64

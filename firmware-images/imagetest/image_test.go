@@ -273,6 +273,15 @@ func TestImage_RaspberryPiBuilds(t *testing.T) {
 			t.Errorf("the boot partition has no %s:\n%s", f, listing)
 		}
 	}
+	// The Pi's firmware starts U-Boot in 64-bit mode, with the header's
+	// UART for the console the kernel command line names.
+	config := run(t, ".", "mtype", "-i", img+"@@1M", "::/config.txt")
+	for _, line := range []string{"arm_64bit=1", "kernel=u-boot.bin", "enable_uart=1", "dtoverlay=disable-bt", "dtparam=watchdog=on"} {
+		if !strings.Contains(config, line+"\n") {
+			t.Errorf("config.txt has no %s:\n%s", line, config)
+		}
+	}
+	run(t, ".", "mdir", "-b", "-i", img+"@@1M", "::/overlays/disable-bt.dtbo")
 	kernel, err := os.Stat(filepath.Join(out, "rpi", "root", "kernel", "vmlinuz"))
 	if err != nil {
 		t.Fatal(err)
