@@ -76,6 +76,7 @@ func main() {
 		log.Printf("updates are off, svc-edge runs without its supervisor: %v", err)
 		args = run
 	}
+	go reportMemory(memoryEvery) // memory.go: a line on the console every minute
 	superviseEdge(args, out)
 }
 
