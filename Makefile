@@ -142,5 +142,10 @@ bench-attendance:
 bench-kiosk:
 	$(GO) run ./cloud/bench/kiosk $(BENCH_FLAGS)
 
+## bench-image: the appliance image (issue 18) under qemu-system-aarch64 (TCG): its size raw and compressed, the root slot's and what is in it, boot to the first gate decision (3 boots of an appliance enrolled at a site of 100,000 visits) and memory after each boot; the tools of image-test, and xz and gzip
+.PHONY: bench-image
+bench-image:
+	cd firmware-images && $(GO) test -count=1 -run '^$$' -bench Image -benchtime 1x -timeout 60m -v ./imagetest
+
 clean:
 	rm -rf bin $(TOOLS)

@@ -80,10 +80,7 @@ const cardGrowth = 256 << 20
 // boot loader falls back to b, and the appliance rolls back by itself,
 // reports it, and admits passes on 2.0.0.
 func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
-	need(t, "qemu-system-aarch64", "mcopy", "mksquashfs", "mkfs.vfat", "mkfs.ext4", "sfdisk", "mkimage")
-	if _, err := os.Stat(uboot); err != nil {
-		missing(t, uboot+" (apt-get install u-boot-qemu)")
-	}
+	needQemu(t)
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -103,46 +100,21 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	v1 := buildImage(t, filepath.Join(dir, "v1"), "1.0.0", m[1])
 	v2 := buildImage(t, filepath.Join(dir, "v2"), "2.0.0", m[1])
 	broken := brokenRoot(t, v2, filepath.Join(dir, "broken.sqfs"))
-	img := filepath.Join(dir, "disk.img")
-	copyFile(t, v1.image, img)
-	st, err := os.Stat(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, st.Size()+cardGrowth); err != nil {
-		t.Fatal(err)
-	}
-	// The image ends with p3; p4 starts at the next MiB.
-	const mib = 1 << 20
-	wantPermMiB := (st.Size() + cardGrowth - (st.Size()+mib-1)/mib*mib) / mib
 
-	// The guest reaches the host's loopback at 10.0.2.2 (qemu's user
-	// networking), but the broker's URL is given to the edge as the cloud
-	// sees it: the broker listens on the host's own address, which both
-	// reach.
 	hostIP := hostAddress(t)
 	data := filepath.Join(dir, "cloud")
-	base := serve(t, cloudBin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
-		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--demo")
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := serve(t, cloudBin, cloudArgs(data, hostIP)...)
 	c := &cloudAPI{t: t, base: base, key: demoKey(t, data)}
 
 	// The installer's edit: the cloud's URL in svc.txt on the boot FAT
 	// (and, for the test, releases asked for every 5 s).
-	svcTxt := filepath.Join(dir, "svc.txt")
-	if err := os.WriteFile(svcTxt, fmt.Appendf(nil, "cloud=http://10.0.2.2:%s\nsimulate=1\nupdate_every=5s\n", u.Port()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run(t, dir, "mcopy", "-o", "-i", img+"@@1M", svcTxt, "::/svc.txt")
+	img := filepath.Join(dir, "disk.img")
+	wantPermMiB := newCard(t, v1.image, img, svcTxt(t, base)+"update_every=5s\n")
 
 	page, reader := freePort(t), freePort(t)
-	start := time.Now()
 	con := boot(t, img, page, reader)
 	code := con.wait(t, 0, codeLine, bootDeadline)[1]
-	t.Logf("enrolment code %s on the console %.1f s after qemu started", code, time.Since(start).Seconds())
+	t.Logf("enrolment code %s on the console %.1f s after qemu started", code, time.Since(con.start).Seconds())
 
 	// The status page (the kiosk's enrolment page on 0.0.0.0:8088),
 	// which answers 503 while the appliance is not enrolled.
@@ -151,27 +123,8 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 		return err == nil && strings.Contains(string(b), code)
 	})
 
-	out := run(t, dir, cloudBin, "edges", "claim", code, "--api", strings.TrimSuffix(base, "/v1"), "--data", data,
-		"--name", "Image test")
-	if !strings.Contains(out, "claimed "+code) {
-		t.Fatalf("edges claim: %s", out)
-	}
-	con.wait(t, 0, regexp.MustCompile(`enrolled as `), onlineDeadline)
-	var e edgeJSON
-	poll(t, onlineDeadline, "the edge is online in GET /v1/edges", func() bool {
-		var page struct{ Data []edgeJSON }
-		if c.call(http.MethodGet, "/edges", nil, &page) != http.StatusOK {
-			return false
-		}
-		for _, x := range page.Data {
-			if x.Name == "Image test" && x.State == "online" {
-				e = x
-				return true
-			}
-		}
-		return false
-	})
-	t.Logf("online %.1f s after qemu started", time.Since(start).Seconds())
+	e := c.claim(t, con, cloudBin, data, code, "Image test", "")
+	t.Logf("online %.1f s after qemu started", time.Since(con.start).Seconds())
 
 	// The data partition: made in the disk's free space at this first
 	// boot, mounted, its file system grown from the template's size to
@@ -190,46 +143,16 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 		t.Errorf("the console says the data partition is missing: %s", l[0])
 	}
 
-	// The gate's reader, from the cloud: a TCP reader on the guest's
-	// forwarded port, and the relay a simulated pin.
-	var gates struct {
-		Data []struct {
-			ID        string `json:"id"`
-			Direction string `json:"direction"`
-		}
-	}
-	if st := c.call(http.MethodGet, "/gates?site_id="+e.SiteID, nil, &gates); st != http.StatusOK {
-		t.Fatalf("GET /v1/gates: %d", st)
-	}
-	gate := ""
-	for _, g := range gates.Data {
-		if g.Direction == "entry" || g.Direction == "both" {
-			gate = g.ID // a way in: a visitor not yet in is let in
-			break
-		}
-	}
-	if gate == "" {
-		t.Fatalf("the site has no entrance: %+v", gates.Data)
-	}
-	mark := con.mark()
-	hw := map[string]any{"hardware": map[string]any{"gates": []any{map[string]any{
-		"gate_id": gate,
-		"readers": []any{map[string]any{"kind": "tcp", "listen": readerListen}},
-		"relay":   map[string]any{"pin": "GPIO17"},
-	}}}}
-	if st := c.call(http.MethodPatch, "/edges/"+e.ID, hw, nil); st != http.StatusOK {
-		t.Fatalf("PATCH /v1/edges/%s: %d", e.ID, st)
-	}
-	con.wait(t, mark, regexp.MustCompile(`"hardware applied" source=cloud gates=1`), onlineDeadline)
+	c.gateReader(t, con, e)
 	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera One")
 
 	// 2.0.0: downloaded into slot b, tried by a reboot, committed.
-	mark = con.mark()
+	mark := con.mark()
 	c.release(t, cloudBin, data, keyFile, v2.root, "2.0.0", e.ID)
 	con.wait(t, mark, regexp.MustCompile(`A/B: committed a, trial \[b\], booting b \(trial 1\)`), updateDeadline)
 	con.wait(t, mark, regexp.MustCompile(`update committed.* version=2\.0\.0`), updateDeadline)
 	c.waitUpdate(t, e.ID, "committed", "2.0.0", "svc-edge 2.0.0")
-	t.Logf("2.0.0 committed %.1f s after qemu started", time.Since(start).Seconds())
+	t.Logf("2.0.0 committed %.1f s after qemu started", time.Since(con.start).Seconds())
 	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera Two")
 
 	// The broken image: written into slot a, tried by a reboot whose
@@ -242,7 +165,7 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	con.wait(t, mark, regexp.MustCompile(`A/B: committed b, trial \[a\], booting b \(trial 0\)`), updateDeadline)
 	con.wait(t, mark, regexp.MustCompile(`update rolled back.* version=2\.0\.1-broken`), updateDeadline)
 	c.waitUpdate(t, e.ID, "rolled_back", "2.0.1-broken", "svc-edge 2.0.0")
-	t.Logf("2.0.1-broken rolled back %.1f s after qemu started", time.Since(start).Seconds())
+	t.Logf("2.0.1-broken rolled back %.1f s after qemu started", time.Since(con.start).Seconds())
 	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera Three")
 }
 
@@ -296,7 +219,7 @@ func TestImage_RaspberryPiBuilds(t *testing.T) {
 	}
 }
 
-func atoi(t *testing.T, s string) int64 {
+func atoi(t testing.TB, s string) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
@@ -314,7 +237,7 @@ type built struct {
 
 // buildImage runs mkimage.sh qemu into out, for version, trusting the
 // release key pub.
-func buildImage(t *testing.T, out, version, pub string) built {
+func buildImage(t testing.TB, out, version, pub string) built {
 	t.Helper()
 	start := time.Now()
 	cmd := exec.CommandContext(t.Context(), "./mkimage.sh", "qemu")
@@ -330,7 +253,7 @@ func buildImage(t *testing.T, out, version, pub string) built {
 
 // brokenRoot is b's root with an init that is not a program: the kernel
 // it carries boots, finds no init to run, and panics.
-func brokenRoot(t *testing.T, b built, out string) string {
+func brokenRoot(t testing.TB, b built, out string) string {
 	t.Helper()
 	tree := out + ".d"
 	run(t, ".", "cp", "-a", b.tree, tree)
@@ -339,6 +262,49 @@ func brokenRoot(t *testing.T, b built, out string) string {
 	}
 	run(t, ".", "mksquashfs", tree, out, "-noappend", "-all-root", "-quiet", "-no-progress")
 	return out
+}
+
+// cloudArgs is svc-cloud's command line for the appliance: the guest
+// reaches the host's loopback at 10.0.2.2 (qemu's user networking), but
+// the broker's URL is given to the edge as the cloud sees it, so the
+// broker's TLS port listens on the host's own address, which both reach.
+func cloudArgs(data, hostIP string) []string {
+	return []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
+		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--demo"}
+}
+
+// svcTxt is the installer's svc.txt for the cloud at base (…/v1), as the
+// guest reaches it, on a machine without GPIO.
+func svcTxt(t testing.TB, base string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("cloud=http://10.0.2.2:%s\nsimulate=1\n", u.Port())
+}
+
+// newCard writes the image at from to the disk file to, made cardGrowth
+// bigger as an SD card is, with svc (svc.txt's content) on its boot
+// partition. It returns the size in MiB the data partition should get at
+// the first boot: the image ends with p3, p4 starts at the next MiB.
+func newCard(t testing.TB, from, to, svc string) int64 {
+	t.Helper()
+	copyFile(t, from, to)
+	st, err := os.Stat(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(to, st.Size()+cardGrowth); err != nil {
+		t.Fatal(err)
+	}
+	txt := to + ".svc.txt"
+	if err := os.WriteFile(txt, []byte(svc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, ".", "mcopy", "-o", "-i", to+"@@1M", txt, "::/svc.txt")
+	const mib = 1 << 20
+	return (st.Size() + cardGrowth - (st.Size()+mib-1)/mib*mib) / mib
 }
 
 // edgeJSON is what the test reads of an Edge.
@@ -358,7 +324,7 @@ type edgeJSON struct {
 
 // cloudAPI calls the cloud's API with the demo's test-mode secret key.
 type cloudAPI struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	key  string
 	n    int
@@ -408,12 +374,104 @@ func (c *cloudAPI) call(method, path string, body, out any) int {
 	return resp.StatusCode
 }
 
+// claim claims the appliance showing code as name, at site (the
+// organisation's oldest when empty), and waits for it to say it is
+// enrolled and for the fleet API to show it online.
+func (c *cloudAPI) claim(t testing.TB, con *console, cloudBin, data, code, name, site string) edgeJSON {
+	t.Helper()
+	args := []string{"edges", "claim", code, "--api", strings.TrimSuffix(c.base, "/v1"), "--data", data, "--name", name}
+	if site != "" {
+		args = append(args, "--site", site)
+	}
+	if out := run(t, ".", cloudBin, args...); !strings.Contains(out, "claimed "+code) {
+		t.Fatalf("edges claim: %s", out)
+	}
+	con.wait(t, 0, regexp.MustCompile(`enrolled as `), onlineDeadline)
+	var e edgeJSON
+	poll(t, onlineDeadline, "the edge is online in GET /v1/edges", func() bool {
+		var page struct{ Data []edgeJSON }
+		if c.call(http.MethodGet, "/edges", nil, &page) != http.StatusOK {
+			return false
+		}
+		for _, x := range page.Data {
+			if x.Name == name && x.State == "online" {
+				e = x
+				return true
+			}
+		}
+		return false
+	})
+	return e
+}
+
+// gateReader gives the edge's site's first way in a TCP reader on the
+// guest's forwarded port, and a simulated pin as its relay, through the
+// cloud, and waits for the appliance to apply it. It returns the gate.
+func (c *cloudAPI) gateReader(t testing.TB, con *console, e edgeJSON) string {
+	t.Helper()
+	var gates struct {
+		Data []struct {
+			ID        string `json:"id"`
+			Direction string `json:"direction"`
+		}
+	}
+	if st := c.call(http.MethodGet, "/gates?site_id="+e.SiteID, nil, &gates); st != http.StatusOK {
+		t.Fatalf("GET /v1/gates: %d", st)
+	}
+	gate := ""
+	for _, g := range gates.Data {
+		if g.Direction == "entry" || g.Direction == "both" {
+			gate = g.ID // a way in: a visitor not yet in is let in
+			break
+		}
+	}
+	if gate == "" {
+		t.Fatalf("the site has no entrance: %+v", gates.Data)
+	}
+	mark := con.mark()
+	hw := map[string]any{"hardware": map[string]any{"gates": []any{map[string]any{
+		"gate_id": gate,
+		"readers": []any{map[string]any{"kind": "tcp", "listen": readerListen}},
+		"relay":   map[string]any{"pin": "GPIO17"},
+	}}}}
+	if st := c.call(http.MethodPatch, "/edges/"+e.ID, hw, nil); st != http.StatusOK {
+		t.Fatalf("PATCH /v1/edges/%s: %d", e.ID, st)
+	}
+	con.wait(t, mark, regexp.MustCompile(`"hardware applied" source=cloud gates=1`), onlineDeadline)
+	return gate
+}
+
+// passToken is the visit's pass as a reader reads it: its QR code from
+// GET /v1/visits/{id}/pass.png, decoded with svc-edge qr decode.
+func (c *cloudAPI) passToken(t testing.TB, edgeBin, visitID string) string {
+	t.Helper()
+	png := filepath.Join(t.TempDir(), "pass.png")
+	req, err := http.NewRequest(http.MethodGet, c.base+"/visits/"+visitID+"/pass.png", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET pass.png: %d %v", resp.StatusCode, err)
+	}
+	if err := os.WriteFile(png, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(run(t, ".", edgeBin, "qr", "decode", png))
+}
+
 // admit makes a visit at site expected now, reads its QR pass with
 // svc-edge qr decode, writes the token to the gate's reader (the guest's
 // forwarded port) and waits for the visit to be checked in at the cloud:
 // the appliance decided, pulsed the relay, and its record of the
 // admission reached the cloud.
-func (c *cloudAPI) admit(t *testing.T, con *console, edgeBin, site string, reader int, name string) {
+func (c *cloudAPI) admit(t testing.TB, con *console, edgeBin, site string, reader int, name string) {
 	t.Helper()
 	var people struct{ Data []struct{ ID string } }
 	if st := c.call(http.MethodGet, "/people?limit=1", nil, &people); st != http.StatusOK || len(people.Data) == 0 {
@@ -450,25 +508,7 @@ func (c *cloudAPI) admit(t *testing.T, con *console, edgeBin, site string, reade
 	if st := c.call(http.MethodPost, "/visits", body, &v); st != http.StatusCreated {
 		t.Fatalf("POST /v1/visits: %d", st)
 	}
-	png := filepath.Join(t.TempDir(), "pass.png")
-	req, err := http.NewRequest(http.MethodGet, c.base+"/visits/"+v.ID+"/pass.png", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET pass.png: %d %v", resp.StatusCode, err)
-	}
-	if err := os.WriteFile(png, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(run(t, ".", edgeBin, "qr", "decode", png))
+	token := c.passToken(t, edgeBin, v.ID)
 
 	// The visit reaches the appliance through the feed; a scan before it
 	// has is refused, so the pass is read again (as a visitor holds it up
@@ -497,7 +537,7 @@ func (c *cloudAPI) admit(t *testing.T, con *console, edgeBin, site string, reade
 
 // release adds the root image at path as a signed rootfs release of
 // version, rolls it out to the edge, and returns once the rollout is made.
-func (c *cloudAPI) release(t *testing.T, cloudBin, data, keyFile, path, version, edgeID string) {
+func (c *cloudAPI) release(t testing.TB, cloudBin, data, keyFile, path, version, edgeID string) {
 	t.Helper()
 	run(t, ".", cloudBin, "releases", "add", path, "--data", data, "--version", version, "--arch", "arm64",
 		"--kind", "rootfs", "--sign-with", keyFile)
@@ -510,7 +550,7 @@ func (c *cloudAPI) release(t *testing.T, cloudBin, data, keyFile, path, version,
 
 // waitUpdate waits for the fleet API to show the edge's last update
 // result and the software it runs.
-func (c *cloudAPI) waitUpdate(t *testing.T, edgeID, outcome, version, software string) {
+func (c *cloudAPI) waitUpdate(t testing.TB, edgeID, outcome, version, software string) {
 	t.Helper()
 	poll(t, updateDeadline, fmt.Sprintf("GET /v1/edges shows %s %s, running %s", outcome, version, software), func() bool {
 		var e edgeJSON
@@ -523,7 +563,7 @@ func (c *cloudAPI) waitUpdate(t *testing.T, edgeID, outcome, version, software s
 }
 
 // need skips the test (or fails it in CI) when a program is not on PATH.
-func need(t *testing.T, names ...string) {
+func need(t testing.TB, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if _, err := exec.LookPath(n); err != nil {
@@ -532,7 +572,17 @@ func need(t *testing.T, names ...string) {
 	}
 }
 
-func missing(t *testing.T, what string) {
+// needQemu skips (or fails in CI) without what building and booting the
+// qemu image takes.
+func needQemu(t testing.TB) {
+	t.Helper()
+	need(t, "qemu-system-aarch64", "mcopy", "mksquashfs", "mkfs.vfat", "mkfs.ext4", "sfdisk", "mkimage")
+	if _, err := os.Stat(uboot); err != nil {
+		missing(t, uboot+" (apt-get install u-boot-qemu)")
+	}
+}
+
+func missing(t testing.TB, what string) {
 	t.Helper()
 	if os.Getenv("SVC_TEST_REQUIRE_SERVICES") == "1" {
 		t.Fatalf("not found: %s", what)
@@ -540,7 +590,7 @@ func missing(t *testing.T, what string) {
 	t.Skipf("not found: %s", what)
 }
 
-func run(t *testing.T, dir, name string, args ...string) string {
+func run(t testing.TB, dir, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), name, args...)
 	cmd.Dir = dir
@@ -551,7 +601,7 @@ func run(t *testing.T, dir, name string, args ...string) string {
 	return string(out)
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -563,7 +613,7 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 // hostAddress is the host's first non-loopback IPv4 address.
-func hostAddress(t *testing.T) string {
+func hostAddress(t testing.TB) string {
 	t.Helper()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -578,7 +628,7 @@ func hostAddress(t *testing.T) string {
 	return ""
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -590,7 +640,7 @@ func freePort(t *testing.T) int {
 
 // serve starts svc-cloud serve and returns its API's URL (…/v1); it is
 // stopped when the test ends.
-func serve(t *testing.T, bin string, args ...string) string {
+func serve(t testing.TB, bin string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = io.Discard
@@ -621,20 +671,33 @@ func stop(cmd *exec.Cmd) {
 	_ = cmd.Wait()
 }
 
-// console is the guest's serial console, line by line.
+// console is the guest's serial console, line by line, with the time
+// each line reached the host.
 type console struct {
+	start time.Time // when qemu was started
+	cmd   *exec.Cmd // qemu
+
 	mu    sync.Mutex
 	lines []string
+	times []time.Time
 	more  chan struct{} // closed and replaced when a line comes
 	done  bool
 }
+
+// consoleFiles are the SVC_TEST_CONSOLE files this process has written:
+// a later boot appends to the file rather than replacing the earlier
+// boots' consoles.
+var consoleFiles = struct {
+	sync.Mutex
+	opened map[string]bool
+}{opened: map[string]bool{}}
 
 // boot starts qemu on img with the guest's port 8088 (the status page)
 // forwarded to the host's 127.0.0.1:page and the gate reader's to
 // 127.0.0.1:reader; qemu is stopped when the test ends, and the console
 // is logged if the test failed (and written, as it comes, to the file
 // SVC_TEST_CONSOLE names, when set).
-func boot(t *testing.T, img string, page, reader int) *console {
+func boot(t testing.TB, img string, page, reader int) *console {
 	t.Helper()
 	cmd := exec.Command("qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
 		"-nographic", "-bios", uboot, "-drive", "file="+img+",format=raw,if=virtio",
@@ -646,13 +709,20 @@ func boot(t *testing.T, img string, page, reader int) *console {
 		t.Fatal(err)
 	}
 	cmd.Stderr = cmd.Stdout
+	c := &console{cmd: cmd, start: time.Now(), more: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &console{more: make(chan struct{})}
 	var tee io.Writer = io.Discard
 	if p := os.Getenv("SVC_TEST_CONSOLE"); p != "" {
-		f, err := os.Create(p)
+		consoleFiles.Lock()
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if consoleFiles.opened[p] {
+			flags = os.O_WRONLY | os.O_APPEND
+		}
+		consoleFiles.opened[p] = true
+		consoleFiles.Unlock()
+		f, err := os.OpenFile(p, flags, 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -685,6 +755,7 @@ func (c *console) add(line string, done bool) {
 		c.done = true
 	} else {
 		c.lines = append(c.lines, strings.TrimRight(line, "\r"))
+		c.times = append(c.times, time.Now())
 	}
 	close(c.more)
 	c.more = make(chan struct{})
@@ -700,7 +771,7 @@ func (c *console) mark() int {
 // wait returns the submatches of the first console line from line from
 // on that matches re, or fails the test at the deadline or when qemu
 // exits.
-func (c *console) wait(t *testing.T, from int, re *regexp.Regexp, within time.Duration) []string {
+func (c *console) wait(t testing.TB, from int, re *regexp.Regexp, within time.Duration) []string {
 	t.Helper()
 	m, err := c.find(from, re, within)
 	if err != nil {
@@ -711,31 +782,66 @@ func (c *console) wait(t *testing.T, from int, re *regexp.Regexp, within time.Du
 
 // find is wait's search: an error at the deadline or when qemu exits.
 func (c *console) find(from int, re *regexp.Regexp, within time.Duration) ([]string, error) {
+	_, m, err := c.findLine(from, re, within)
+	return m, err
+}
+
+// findLine is find that also returns the line's number, for at.
+func (c *console) findLine(from int, re *regexp.Regexp, within time.Duration) (int, []string, error) {
 	timeout := time.After(within)
 	for i := from; ; {
 		c.mu.Lock()
 		for ; i < len(c.lines); i++ {
 			if m := re.FindStringSubmatch(c.lines[i]); m != nil {
 				c.mu.Unlock()
-				return m, nil
+				return i, m, nil
 			}
 		}
 		more, done := c.more, c.done
 		c.mu.Unlock()
 		if done {
-			return nil, fmt.Errorf("qemu exited before the console showed %q", re)
+			return 0, nil, fmt.Errorf("qemu exited before the console showed %q", re)
 		}
 		select {
 		case <-more:
 		case <-timeout:
-			return nil, fmt.Errorf("the console did not show %q within %s", re, within)
+			return 0, nil, fmt.Errorf("the console did not show %q within %s", re, within)
 		}
 	}
 }
 
+// at is how long after qemu's start line i reached the host.
+func (c *console) at(i int) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.times[i].Sub(c.start)
+}
+
+// lineAt is console line i.
+func (c *console) lineAt(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lines[i]
+}
+
+// poweroff pulls the guest's plug: qemu is killed, as an appliance loses
+// its power, and poweroff returns once its console has ended.
+func (c *console) poweroff() {
+	_ = c.cmd.Process.Kill()
+	c.mu.Lock()
+	for !c.done {
+		more := c.more
+		c.mu.Unlock()
+		<-more
+		c.mu.Lock()
+	}
+	c.mu.Unlock()
+	_ = c.cmd.Wait()
+}
+
 // poll calls ok every half second until it holds, failing the test at the
 // deadline.
-func poll(t *testing.T, within time.Duration, what string, ok func() bool) {
+func poll(t testing.TB, within time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -770,7 +876,7 @@ func get(u, key string) (int, []byte, error) {
 
 // demoKey is the demo organisation's test-mode secret key, which serve
 // --demo writes to demo.json in its data directory.
-func demoKey(t *testing.T, data string) string {
+func demoKey(t testing.TB, data string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(data, "demo.json"))
 	if err != nil {

@@ -76,7 +76,8 @@ func main() {
 		log.Printf("updates are off, svc-edge runs without its supervisor: %v", err)
 		args = run
 	}
-	go statusLED("/sys") // the board's LED and the console say how svc-edge is doing (led.go)
+	go statusLED("/sys")         // the board's LED and the console say how svc-edge is doing (led.go)
+	go reportMemory(memoryEvery) // memory.go: a line on the console every minute
 	superviseEdge(args, out)
 }
 

@@ -20,6 +20,13 @@
 //     it -runs times: the time from exec to the first admitted POST
 //     /gates/{id}/scan answer, and VmRSS and VmHWM (with RssAnon and
 //     RssFile) once it is up and again after 1,000 more scans.
+//   - visits: N visits at a site of a running svc-cloud serve's own
+//     SQLite store (-data, its data directory; -site, -host), made as the
+//     other scenarios make theirs, for an appliance enrolled there to take
+//     by its normal sync (firmware-images/imagetest's benchmark). The
+//     organisation is the one of -key, by default the demo's test-mode
+//     key in DATA/demo.json. SQLite lets two processes write the one file
+//     (WAL, busy timeout): svc-cloud keeps serving meanwhile.
 //
 // Stores: -store sqlite (a file in the work directory) or a PostgreSQL URL
 // (a fresh schema, dropped at the end). Brokers: -broker embedded
@@ -77,6 +84,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/bench/benchutil"
 	cloudsync "github.com/svc-vms/svc/cloud/edgesync"
+	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
@@ -108,11 +116,15 @@ type options struct {
 	halves     int
 	notify     bool
 	preload    int
+	data       string
+	key        string
+	siteID     string
+	hostID     string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.scenario, "scenario", "drain", "drain, propagation or memory")
+	flag.StringVar(&o.scenario, "scenario", "drain", "drain, propagation, memory or visits")
 	flag.StringVar(&o.store, "store", "sqlite", "sqlite, or a PostgreSQL URL (a fresh schema is made in it and dropped)")
 	flag.StringVar(&o.broker, "broker", "embedded", "embedded, or the URL of an anonymous broker such as tcp://127.0.0.1:1883")
 	flag.IntVar(&o.n, "n", 100000, "visits (and, for drain, facts)")
@@ -130,6 +142,10 @@ func main() {
 	flag.BoolVar(&o.traceSQL, "trace-sql", false, "PostgreSQL, drain: count and time each statement the store runs while the outbox drains")
 	flag.IntVar(&o.halves, "cloud-halves", 1, "cloud halves (cloud processes) sharing the facts; svc-cloud runs one a process")
 	flag.BoolVar(&o.notify, "notify", true, "wake the cloud halves' publishers on every committed change, as svc-cloud does; false leaves them to their 100 ms poll")
+	flag.StringVar(&o.data, "data", "", "visits: svc-cloud serve's data directory (its SQLite store cloud.db, sealed with the key in kek)")
+	flag.StringVar(&o.key, "key", "", "visits: a secret key of the organisation (default: the test-mode key in DATA/demo.json, as serve --demo writes it)")
+	flag.StringVar(&o.siteID, "site", "", "visits: the site's ID")
+	flag.StringVar(&o.hostID, "host", "", "visits: the ID of an active person of the organisation, the visits' host")
 	flag.BoolVar(&o.verbose, "v", false, "log the components' info messages")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
@@ -182,8 +198,10 @@ func run(ctx context.Context, o options) (err error) {
 		return b.propagation(ctx)
 	case "memory":
 		return b.memory(ctx)
+	case "visits":
+		return b.visits(ctx)
 	}
-	return fmt.Errorf("-scenario %q: want drain, propagation or memory", o.scenario)
+	return fmt.Errorf("-scenario %q: want drain, propagation, memory or visits", o.scenario)
 }
 
 // progress writes a line of progress on stderr.
@@ -255,7 +273,16 @@ func (b *bench) openStore(ctx context.Context, wrap func(cloud.Store) cloud.Stor
 	var s cloud.Store
 	if b.o.store == "sqlite" {
 		b.sqlPath = filepath.Join(b.dir, "cloud.db")
-		st, err := sqlite.Open(ctx, b.sqlPath, kektest.Ring())
+		keys := kektest.Ring()
+		if b.o.data != "" {
+			// svc-cloud's default layout (cmd/svc-cloud: sqlitePath, kekPath).
+			b.sqlPath = filepath.Join(b.o.data, "cloud.db")
+			var err error
+			if keys, err = kek.LoadFile(filepath.Join(b.o.data, "kek")); err != nil {
+				return err
+			}
+		}
+		st, err := sqlite.Open(ctx, b.sqlPath, keys)
 		if err != nil {
 			return err
 		}
@@ -1353,6 +1380,48 @@ func (b *bench) memory(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// visits makes -n visits at -site of the store in -data, hosted by -host:
+// one through the Service, expected from an hour ago for thirteen hours,
+// and copies of it through the Store (makeVisits), each with its change
+// on the site's feed.
+func (b *bench) visits(ctx context.Context) error {
+	if b.o.data == "" || b.o.siteID == "" || b.o.hostID == "" || b.o.store != "sqlite" {
+		return errors.New("-scenario visits needs -data, -site and -host, and the store is the data directory's SQLite")
+	}
+	key := b.o.key
+	if key == "" {
+		raw, err := os.ReadFile(filepath.Join(b.o.data, "demo.json"))
+		if err != nil {
+			return fmt.Errorf("no -key, and the demo's keys: %w", err)
+		}
+		var keys cloud.SeedKeys
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			return fmt.Errorf("demo.json: %w", err)
+		}
+		key = keys.SecretTest
+	}
+	if err := b.openStore(ctx, nil); err != nil {
+		return err
+	}
+	p, err := b.svc.Authenticate(ctx, key)
+	if err != nil {
+		return fmt.Errorf("-key: %w", err)
+	}
+	b.actor, b.t = cloud.ActorOf(p), p.Tenant()
+	b.site = cloud.EdgeSite(b.t, b.o.siteID)
+	b.hostID = b.o.hostID
+	start := time.Now()
+	tmpl, err := b.template(ctx, "Template Visitor")
+	if err != nil {
+		return err
+	}
+	if _, err := b.makeVisits(ctx, tmpl, b.o.n); err != nil {
+		return err
+	}
+	b.result("visits", "visits", b.o.n+1, "seconds", time.Since(start))
 	return nil
 }
 
