@@ -12,8 +12,12 @@ SPECTRAL_VERSION := 6.16.3
 PLAYWRIGHT := $(TOOLS)/node_modules/playwright-core
 PLAYWRIGHT_VERSION := 1.65.1
 AXE_VERSION := 4.14.1
+# The AsyncAPI CLI validates the MQTT protocol's document (issue 19).
+ASYNCAPI_VERSION := 6.2.0
+ASYNCAPI_DIR := $(TOOLS)/asyncapi
+ASYNCAPI := $(ASYNCAPI_DIR)/node_modules/.bin/asyncapi
 
-.PHONY: run run-cloud run-edge test vet unit lint-openapi build cross bench clean image image-test
+.PHONY: run run-cloud run-edge test vet unit lint-openapi lint-asyncapi build cross bench clean image image-test
 
 BIN       := $(TOOLS)/bin
 
@@ -50,8 +54,8 @@ run-edge: $(BIN)/svc-cloud $(BIN)/svc-edge
 $(BIN)/svc-cloud $(BIN)/svc-edge:
 	$(GO) build -o $(BIN)/ ./$(if $(findstring cloud,$@),cloud,edge)/cmd/$(notdir $@)
 
-## test: vet, every test (PostgreSQL and Mosquitto suites when SVC_TEST_* are set), OpenAPI lint, cross-builds, the image booted under qemu (skipped without qemu and Debian's image tools)
-test: vet browser-tools unit lint-openapi cross image-test
+## test: vet, every test (PostgreSQL and Mosquitto suites when SVC_TEST_* are set), OpenAPI and AsyncAPI lint, cross-builds, the image booted under qemu (skipped without qemu and Debian's image tools)
+test: vet browser-tools unit lint-openapi lint-asyncapi cross image-test
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
@@ -83,6 +87,37 @@ $(SPECTRAL):
 	  exit 0; \
 	fi; \
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @stoplight/spectral-cli@$(SPECTRAL_VERSION)
+
+## lint-asyncapi: validate the MQTT protocol's AsyncAPI 3 document (sync/protocol/asyncapi.yaml) with the AsyncAPI CLI, installed from npm into ./.tools/asyncapi
+# The document stays at AsyncAPI 3.0.0, which more generators read than
+# 3.1.0, so the CLI's note that 3.1.0 exists is suppressed. At run time the
+# CLI reaches no network: its analytics are off through the config file it
+# reads (ASYNCAPI_METRICS_CONFIG_PATH; CI=true turns them off too), its
+# update check off (ASYNCAPI_SKIP_NEW_VERSION_CHECK), and node-config's
+# warnings about the CLI's own NODE_ENV silenced.
+ASYNCAPI_ENV := ASYNCAPI_METRICS_CONFIG_PATH=$(ASYNCAPI_DIR)/analytics.json ASYNCAPI_SKIP_NEW_VERSION_CHECK=true \
+	NODE_CONFIG_DIR=$(ASYNCAPI_DIR)/config SUPPRESS_NO_CONFIG_WARNING=1 SUPPRESS_STRICTNESS_CHECK=1
+lint-asyncapi: $(ASYNCAPI)
+	@if [ -x $(ASYNCAPI) ]; then \
+	  printf '%s\n' '{"analyticsEnabled":"false","infoMessageShown":"true","userID":"none"}' >$(ASYNCAPI_DIR)/analytics.json; \
+	  echo "asyncapi validate sync/protocol/asyncapi.yaml"; \
+	  $(ASYNCAPI_ENV) $(ASYNCAPI) validate sync/protocol/asyncapi.yaml --fail-severity warn --suppressWarnings asyncapi-latest-version; \
+	fi
+
+# Skipped with a warning without npm, required by CI, like Spectral. The
+# CLI is large (about 440 MB in 1,270 packages, a minute to install), so it
+# has a folder of its own: installing the other tools does not re-resolve
+# its tree. Its install scripts are not run: one adds shell completion to
+# the user's profile, another reports the install. It declares Node 24 but
+# validates on Debian's Node 20.
+$(ASYNCAPI):
+	@if ! command -v npm >/dev/null; then \
+	  if [ "$$SVC_TEST_REQUIRE_SERVICES" = 1 ]; then echo "npm is needed to fetch the AsyncAPI CLI"; exit 1; fi; \
+	  echo "warning: npm not found, AsyncAPI validation skipped (apt-get install npm to run it)"; \
+	  exit 0; \
+	fi; \
+	mkdir -p $(ASYNCAPI_DIR) && \
+	npm install --silent --no-audit --no-fund --ignore-scripts --prefix $(ASYNCAPI_DIR) @asyncapi/cli@$(ASYNCAPI_VERSION)
 
 ## browser-tools: playwright-core and axe-core from npm into ./.tools, for the kiosk's browser tests (skipped with a warning without npm; CI requires them)
 .PHONY: browser-tools

@@ -30,7 +30,18 @@
 // Messages are JSON objects with "v": 1. Decoding is strict: a message
 // larger than MaxMessage, of another version, with unknown fields, or
 // failing validation is an error, and the receiver logs and drops it.
-// Times are RFC 3339 in UTC with microseconds at most.
+// Times are RFC 3339 in UTC with microseconds at most, except Key.RetireAt
+// and Person.PassIssuedAt, which are whole Unix seconds like the pass
+// tokens they are compared with (docs/decisions.md, "The MQTT protocol as
+// AsyncAPI (issue 19)").
+//
+// # The AsyncAPI document
+//
+// asyncapi.yaml (AsyncAPI), beside this file, describes the protocol for
+// integrators: every topic, message and field with its type, unit and
+// bounds, QoS and retain, the last will and the brokers. asyncapi_test.go
+// keeps it equal to this package's code, and sync/mqttsync's tests check
+// the traffic of the two halves against it.
 //
 // # Guarantees
 //

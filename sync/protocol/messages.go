@@ -945,7 +945,7 @@ type Reply struct {
 func (r *Reply) validate() error {
 	switch r.Kind {
 	case ReplyAck:
-		if len(r.Acks) == 0 || len(r.Acks) > MaxAcks || r.Changes != nil || r.Snapshot != nil {
+		if len(r.Acks) == 0 || len(r.Acks) > MaxAcks || r.RequestID != "" || r.Changes != nil || r.More || r.Snapshot != nil {
 			return invalid("an ack holds 1 to %d fact IDs and nothing else", MaxAcks)
 		}
 		for i, id := range r.Acks {
@@ -960,7 +960,7 @@ func (r *Reply) validate() error {
 		}
 		return validateChanges(r.Changes, "changes")
 	case ReplySnapshot:
-		if r.RequestID == "" || r.Snapshot == nil || r.Acks != nil || r.Changes != nil {
+		if r.RequestID == "" || r.Snapshot == nil || r.Acks != nil || r.Changes != nil || r.More {
 			return invalid("a snapshot reply names its request and holds only a snapshot part")
 		}
 		return r.Snapshot.validate()
