@@ -90,6 +90,12 @@ type Deps struct {
 	// Update reports the state of software updates for GET /status and
 	// /metrics; nil leaves it out.
 	Update func() UpdateStatus
+	// Sync reports the sync half's connection and counters for GET
+	// /metrics; nil leaves them out.
+	Sync func() SyncMetrics
+	// Version is the release this program is ("1.4.2"), for GET /metrics'
+	// build-info series; "" for none.
+	Version string
 	// Now is the clock of scans, freshness and pruning; nil means time.Now.
 	Now func() time.Time
 	// Debounce is the window of DefaultDebounce; negative turns it off.

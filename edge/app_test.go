@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -180,6 +181,47 @@ func TestApp_Metrics(t *testing.T) {
 	require.Equal(t, 90.0, samples["svc_edge_outbox_oldest_age_seconds"])
 	require.Equal(t, 90.0, samples["svc_edge_sync_age_seconds"])
 	require.Equal(t, 3.0, samples["svc_edge_cache_visits"], "a check-in changes a visit and adds none")
+}
+
+// TestApp_Metrics_ProcessRuntimeBuildAndSync: beside the gates' figures,
+// /metrics has the sync half's connection and counters, the build, and
+// the Go runtime's and the process's figures under the names the
+// Prometheus client uses.
+func TestApp_Metrics_ProcessRuntimeBuildAndSync(t *testing.T) {
+	s := newSite(t)
+	s.withDeps = func(d *edge.Deps) {
+		d.Version = "1.4.2"
+		d.Sync = func() edge.SyncMetrics {
+			return edge.SyncMetrics{Connected: true, Connects: 2, ConnectErrors: 5, FactsPublished: 9, FactsAcked: 7, InFlight: 2}
+		}
+	}
+	s.start()
+	samples, types := s.metrics()
+	require.Equal(t, 1.0, samples["svc_edge_broker_connected"])
+	require.Equal(t, "counter", types["svc_edge_broker_connects_total"])
+	require.Equal(t, 2.0, samples["svc_edge_broker_connects_total"])
+	require.Equal(t, 5.0, samples["svc_edge_broker_connect_errors_total"])
+	require.Equal(t, 9.0, samples["svc_edge_facts_published_total"])
+	require.Equal(t, 7.0, samples["svc_edge_facts_acked_total"])
+	require.Equal(t, 2.0, samples["svc_edge_facts_in_flight"])
+	require.Equal(t, 1.0, samples[fmt.Sprintf(`svc_edge_build_info{version="1.4.2",goversion=%q}`, runtime.Version())])
+	require.Positive(t, samples["go_goroutines"])
+	require.Positive(t, samples["go_memstats_heap_alloc_bytes"])
+	require.Equal(t, "summary", types["go_gc_duration_seconds"])
+	if runtime.GOOS == "linux" {
+		require.Positive(t, samples["process_resident_memory_bytes"])
+		require.Less(t, samples["process_resident_memory_bytes"], samples["process_virtual_memory_bytes"])
+		require.Positive(t, samples["process_open_fds"])
+		start := samples["process_start_time_seconds"]
+		require.InDelta(t, float64(time.Now().Unix()), start, 600, "the process started minutes ago at most")
+		require.Equal(t, "counter", types["process_cpu_seconds_total"])
+	}
+
+	// Without a sync half wired, its series are left out, not zero.
+	bare := newSite(t).start()
+	samples, _ = bare.metrics()
+	_, ok := samples["svc_edge_broker_connected"]
+	require.False(t, ok)
 }
 
 func TestApp_DoorSensor(t *testing.T) {

@@ -69,23 +69,25 @@ func (s *syncer) Notify() {
 
 // site is an App under test with what it was made of.
 type site struct {
-	t      *testing.T
-	cfg    *config.Config
-	app    *edge.App
-	clock  *clock
-	key    passtoken.Key
-	sync   *syncer
-	pins   map[string]*relay.Simulated
-	pinMu  sync.Mutex
-	entry  string // tcp reader, camera, door sensor; fail secure
-	exit   string // tcp reader; fail open
-	visits []protocol.Visit
-	people []protocol.Person // the first active, the second deactivated
-	done   chan error
-	cancel context.CancelFunc
-	srv    *httptest.Server
-	noFill bool // leave the cache empty: never synced
-	logs   *logBuffer
+	t *testing.T
+	// withDeps, when set, changes the App's dependencies before start.
+	withDeps func(*edge.Deps)
+	cfg      *config.Config
+	app      *edge.App
+	clock    *clock
+	key      passtoken.Key
+	sync     *syncer
+	pins     map[string]*relay.Simulated
+	pinMu    sync.Mutex
+	entry    string // tcp reader, camera, door sensor; fail secure
+	exit     string // tcp reader; fail open
+	visits   []protocol.Visit
+	people   []protocol.Person // the first active, the second deactivated
+	done     chan error
+	cancel   context.CancelFunc
+	srv      *httptest.Server
+	noFill   bool // leave the cache empty: never synced
+	logs     *logBuffer
 	// cache is the App's, as the sync half got it.
 	cache atomic.Pointer[cache.Cache]
 	// wrapPin, when set, wraps each pin the App opens.
@@ -212,7 +214,7 @@ func (s *site) pulses(name string) int {
 
 // deps are the App's dependencies.
 func (s *site) deps() edge.Deps {
-	return edge.Deps{
+	d := edge.Deps{
 		Logger:  s.logs.logger(),
 		OpenPin: s.openPin,
 		NewSyncer: func(c *cache.Cache, _ ed25519.PublicKey) (edge.Syncer, error) {
@@ -228,6 +230,10 @@ func (s *site) deps() edge.Deps {
 		Now:         s.clock.now,
 		Debounce:    -1,
 	}
+	if s.withDeps != nil {
+		s.withDeps(&d)
+	}
+	return d
 }
 
 // start runs the App until the test ends.

@@ -79,6 +79,11 @@ func (a *App) metrics(w http.ResponseWriter, s *site) {
 		u := a.d.Update()
 		g.update = &u
 	}
+	if a.d.Sync != nil {
+		sm := a.d.Sync()
+		g.sync = &sm
+	}
+	g.version = a.d.Version
 	_ = a.m.write(w, g)
 }
 

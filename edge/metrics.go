@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,6 +119,26 @@ type gauges struct {
 	failing error
 	// update is the state of updates; nil when main wires none.
 	update *UpdateStatus
+	// sync is the sync half's connection and counters; nil when main
+	// wires none.
+	sync *SyncMetrics
+	// version is the release running, for svc_edge_build_info.
+	version string
+}
+
+// SyncMetrics are the sync half's figures for GET /metrics: whether it is
+// connected to the broker, and its counters since the process started.
+type SyncMetrics struct {
+	Connected      bool
+	Connects       uint64 // connections made
+	ConnectErrors  uint64 // failed connection attempts
+	ChangesApplied uint64 // feed changes applied to the cache
+	ResyncRequests uint64
+	Snapshots      uint64 // snapshots applied
+	FactsPublished uint64 // including republications
+	FactsAcked     uint64
+	Dropped        uint64 // malformed or foreign messages, or an inbox full
+	InFlight       int    // facts published and not yet acknowledged
 }
 
 // write writes every metric in the Prometheus text format, version 0.0.4.
@@ -186,10 +207,57 @@ func (m *metrics) write(w io.Writer, g gauges) error {
 		}
 		p.gauge("svc_edge_update_last_failed", "1 when the last update was rolled back or rejected (svc-edge status says why).", failed)
 	}
+	if sm := g.sync; sm != nil {
+		p.gauge("svc_edge_broker_connected", "1 while the sync half is connected to the broker and subscribed.", boolFloat(sm.Connected))
+		p.gauge("svc_edge_facts_in_flight", "Facts published and not yet acknowledged.", float64(sm.InFlight))
+		for _, c := range []struct {
+			name, help string
+			v          uint64
+		}{
+			{"svc_edge_broker_connects_total", "Connections to the broker made.", sm.Connects},
+			{"svc_edge_broker_connect_errors_total", "Failed connection attempts to the broker.", sm.ConnectErrors},
+			{"svc_edge_changes_applied_total", "Changes of the cloud's feed applied to the cache.", sm.ChangesApplied},
+			{"svc_edge_resync_requests_total", "Resync requests sent (on a gap, at every connection and every 30 s).", sm.ResyncRequests},
+			{"svc_edge_snapshots_applied_total", "Snapshots that replaced the cache.", sm.Snapshots},
+			{"svc_edge_facts_published_total", "Facts published to the cloud, republications included.", sm.FactsPublished},
+			{"svc_edge_facts_acked_total", "Facts the cloud acknowledged (removed from the outbox).", sm.FactsAcked},
+			{"svc_edge_messages_dropped_total", "MQTT messages dropped: malformed, foreign, or no room in the inbox.", sm.Dropped},
+		} {
+			p.family(c.name, "counter", c.help)
+			p.sample(c.name, float64(c.v))
+		}
+	}
+	p.family("svc_edge_build_info", "gauge", "1, labelled with the release running and the Go version that built it.")
+	p.sample("svc_edge_build_info", 1, "version", g.version, "goversion", runtime.Version())
+	writeRuntime(p)
+	writeProcess(p)
 	if p.err != nil {
 		return p.err
 	}
 	return bw.Flush()
+}
+
+// writeRuntime writes the Go runtime's figures under the names the
+// Prometheus Go client uses (go_goroutines, go_memstats_*,
+// go_gc_duration_seconds), so that the usual dashboards read them.
+// ReadMemStats stops the world for microseconds on a heap this size:
+// once a scrape.
+func writeRuntime(p *promWriter) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p.gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine()))
+	p.family("go_info", "gauge", "Information about the Go environment.")
+	p.sample("go_info", 1, "version", runtime.Version())
+	p.gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and still in use.", float64(ms.HeapAlloc))
+	p.gauge("go_memstats_heap_inuse_bytes", "Number of heap bytes that are in use.", float64(ms.HeapInuse))
+	p.gauge("go_memstats_heap_objects", "Number of allocated objects.", float64(ms.HeapObjects))
+	p.gauge("go_memstats_sys_bytes", "Number of bytes obtained from system.", float64(ms.Sys))
+	p.gauge("go_memstats_next_gc_bytes", "Number of heap bytes when next garbage collection will take place.", float64(ms.NextGC))
+	p.family("go_memstats_alloc_bytes_total", "counter", "Total number of bytes allocated, even if freed.")
+	p.sample("go_memstats_alloc_bytes_total", float64(ms.TotalAlloc))
+	p.family("go_gc_duration_seconds", "summary", "A summary of the pause duration of garbage collection cycles.")
+	p.sample("go_gc_duration_seconds_sum", float64(ms.PauseTotalNs)/1e9)
+	p.sample("go_gc_duration_seconds_count", float64(ms.NumGC))
 }
 
 // promWriter writes the text format, keeping the first error.

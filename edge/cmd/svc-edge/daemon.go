@@ -101,6 +101,18 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		e := half.Load()
 		return e != nil && e.State().Connected
 	}
+	deps.Sync = func() edge.SyncMetrics {
+		e := half.Load()
+		if e == nil {
+			return edge.SyncMetrics{}
+		}
+		st := e.State()
+		c := st.Counters
+		return edge.SyncMetrics{Connected: st.Connected, Connects: c.Connects, ConnectErrors: c.ConnectErrors,
+			ChangesApplied: c.ChangesApplied, ResyncRequests: c.ResyncRequests, Snapshots: c.Snapshots,
+			FactsPublished: c.FactsPublished, FactsAcked: c.FactsAcked, Dropped: c.Dropped, InFlight: st.InFlight}
+	}
+	deps.Version = version
 	// Updates come from the cloud the appliance enrolled with, signed by
 	// the identity key enrolment made (unless --identity names another).
 	uf.cloud = ef.cloud
