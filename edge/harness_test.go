@@ -26,6 +26,7 @@ import (
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/gate/relay"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
@@ -366,22 +367,7 @@ func (s *site) metrics() (samples map[string]float64, types map[string]string) {
 }
 
 // logBuffer is a logger whose output a test can read, safely.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ lockedbuf.Buffer }
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 

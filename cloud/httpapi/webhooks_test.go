@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/webhook"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 )
 
 // receiver is a webhook receiver on this machine: it verifies every
@@ -149,6 +152,8 @@ func TestWebhooks_FailingThenSucceedingReceiverGetsEachEventOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
 		h := newHarness(t, open)
 		d := withHooks(t, h)
+		var logs lockedbuf.Buffer
+		d.Log = slog.New(slog.NewTextHandler(&logs, nil))
 		r := newReceiver(t, 3)
 		ep := subscribe(t, h, r)
 		epID := ep["id"].(string)
@@ -171,6 +176,9 @@ func TestWebhooks_FailingThenSucceedingReceiverGetsEachEventOnce(t *testing.T) {
 
 		requests, ok, invalid := r.snapshot()
 		require.Empty(t, invalid, "every request verifies with the Standard Webhooks library")
+		// Each failed attempt is logged once, with its reason.
+		require.Equal(t, 9, strings.Count(logs.String(), `msg="webhook attempt failed"`), logs.String())
+		require.Equal(t, 9, strings.Count(logs.String(), "status=500"), logs.String())
 		for _, e := range evs {
 			id := e["id"].(string)
 			require.Equal(t, 4, requests[id], "%s: three failures and a success", id)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/ratelog"
 )
 
 // Sign returns the webhook-signature header value for a message signed
@@ -162,6 +163,9 @@ func (d *Dispatcher) init() {
 		if d.Log == nil {
 			d.Log = slog.New(slog.DiscardHandler)
 		}
+		// A receiver that is down fails every attempt: its warnings are
+		// rate-limited, so that a flood cannot fill a disk.
+		d.Log = slog.New(ratelog.New(d.Log.Handler(), 0, 0, nil))
 		if d.Batch <= 0 {
 			d.Batch = 32
 		}
@@ -220,6 +224,10 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			r := d.Send(ctx, j)
+			if !r.OK() {
+				d.Log.Warn("webhook attempt failed", "endpoint_id", j.Endpoint.ID, "event_id", j.Event.ID,
+					"event_type", j.Event.Type, "status", r.StatusCode, "error", r.Error, "duration", r.Duration)
+			}
 			// The attempt is recorded even when ctx ends meanwhile: it
 			// was made.
 			if err := d.Service.CompleteWebhook(context.WithoutCancel(ctx), j, r); err != nil {

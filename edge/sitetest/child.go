@@ -19,6 +19,7 @@ import (
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
@@ -110,7 +111,7 @@ type Child struct {
 
 	e      *Edge
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *lockedbuf.Buffer
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 }
@@ -129,7 +130,7 @@ func (e *Edge) StartChild(t testing.TB) *Child {
 	must(t, err)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"="+string(spec))
-	logs := &syncBuffer{}
+	logs := &lockedbuf.Buffer{}
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	must(t, err)
@@ -215,22 +216,4 @@ func (c *Child) ScanAll(t testing.TB, gateID string, tokens []string) []edge.Sca
 func (c *Child) Status(t testing.TB) edge.StatusResponse {
 	t.Helper()
 	return status(t, c.HTTP)
-}
-
-// syncBuffer is a log both the child's output copier and the test read.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package reader_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/gate/reader"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 )
 
 const gateID = "gate_01m7ym407qfqpbgybweqvx4fga"
@@ -62,22 +62,7 @@ func (s *scanned) until(t *testing.T, marker string) []string {
 }
 
 // logBuffer is a logger whose output a test can read, safely.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ lockedbuf.Buffer }
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 

@@ -1,10 +1,8 @@
 package relay_test
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,27 +10,10 @@ import (
 	"periph.io/x/conn/v3/gpio"
 
 	"github.com/svc-vms/svc/gate/relay"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 )
 
-// syncBuffer is a bytes.Buffer a logger may write to from any goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func newLogger(buf *syncBuffer) *slog.Logger {
+func newLogger(buf *lockedbuf.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
@@ -45,7 +26,7 @@ func newLogger(buf *syncBuffer) *slog.Logger {
 
 func TestSimulated_LogsPulses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf syncBuffer
+		var buf lockedbuf.Buffer
 		pin := relay.NewSimulated("GPIO17", newLogger(&buf))
 		start := time.Now()
 		r := newRelay(t, relay.PinOutput(pin), relay.Config{Pin: "GPIO17", ActiveLow: true})
@@ -80,7 +61,7 @@ func TestSimulated_LogsPulses(t *testing.T) {
 // edge the sensor wakes on at once, without polling.
 func TestSimulated_DrivesDoorSensor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf syncBuffer
+		var buf lockedbuf.Buffer
 		pin := relay.NewSimulated("GPIO27", newLogger(&buf))
 		s := newDoor(t, pin, relay.DoorConfig{Pin: "GPIO27", ActiveLow: true, Pull: "up", Poll: time.Second})
 		if open, _ := s.Open(); open {

@@ -13,6 +13,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/svc-vms/svc/shared/ratelog"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -210,7 +211,11 @@ type Cloud struct {
 
 	connected                                                     atomic.Bool
 	applied, rejected, failed, batches, acks, answered, snapshots atomic.Uint64
-	statuses, sent, dropped                                       atomic.Uint64
+	// rejectedSeen are the facts whose rejection was logged: the edge
+	// publishes an unacknowledged fact again every 30 s, and its reason is
+	// logged once.
+	rejectedSeen            *seen
+	statuses, sent, dropped atomic.Uint64
 }
 
 // NewCloud checks cfg and returns a cloud half; Run starts it.
@@ -220,12 +225,15 @@ func NewCloud(cfg CloudConfig) (*Cloud, error) {
 	}
 	cfg.setDefaults()
 	return &Cloud{
-		cfg:    cfg,
-		log:    cfg.Logger.With("component", "mqttsync-cloud", "client_id", cfg.ClientID),
-		facts:  newInbox(inboxLimit, inboxBytes),
-		resync: newInbox(inboxLimit, inboxBytes),
-		status: newInbox(inboxLimit, inboxBytes),
-		notify: make(chan struct{}, 1),
+		cfg: cfg,
+		// Warnings are rate-limited per message: a flood of foreign or
+		// malformed messages on a shared broker must not fill a disk.
+		log:          slog.New(ratelog.New(cfg.Logger.Handler(), 0, 0, nil)).With("component", "mqttsync-cloud", "client_id", cfg.ClientID),
+		rejectedSeen: newSeen(rejectedSeenMax),
+		facts:        newInbox(inboxLimit, inboxBytes),
+		resync:       newInbox(inboxLimit, inboxBytes),
+		status:       newInbox(inboxLimit, inboxBytes),
+		notify:       make(chan struct{}, 1),
 	}, nil
 }
 
@@ -514,7 +522,9 @@ func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fac
 		ack(ackKey{site, f.EdgeID}, f.ID)
 	case errors.Is(err, ErrRejected):
 		c.rejected.Add(1)
-		c.log.Warn("fact rejected; not acknowledged", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", err)
+		if c.rejectedSeen.add(f.ID) {
+			c.log.Warn("fact rejected; not acknowledged", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", err)
+		}
 	default:
 		c.failed.Add(1)
 		if ctx.Err() == nil {
@@ -797,3 +807,33 @@ func (t failedToken) Done() <-chan struct{}          { return closedChan }
 func (t failedToken) Error() error                   { return t.err }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// rejectedSeenMax bounds the rejected facts remembered as logged.
+const rejectedSeenMax = 4096
+
+// seen is a bounded set of strings: past its size the oldest are
+// forgotten (and would be logged again).
+type seen struct {
+	mu    sync.Mutex
+	set   map[string]struct{}
+	order []string
+	next  int
+}
+
+func newSeen(n int) *seen { return &seen{set: make(map[string]struct{}, n), order: make([]string, n)} }
+
+// add reports whether s is new, and remembers it.
+func (s *seen) add(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.set[k]; ok {
+		return false
+	}
+	if old := s.order[s.next]; old != "" {
+		delete(s.set, old)
+	}
+	s.order[s.next] = k
+	s.next = (s.next + 1) % len(s.order)
+	s.set[k] = struct{}{}
+	return true
+}

@@ -2,16 +2,21 @@ package mqttsync
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/svc-vms/svc/shared/ratelog"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -531,4 +536,34 @@ func TestPacer(t *testing.T) {
 			require.Equal(t, tt.waits, got)
 		})
 	}
+}
+
+// TestCloud_LogsARejectedFactOnceAndAFloodRateLimited: a rejected fact the
+// edge publishes again is logged with its reason once; a flood of foreign
+// messages writes a bounded number of warnings, not one each.
+func TestCloud_LogsARejectedFactOnceAndAFloodRateLimited(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	facts := edgeFacts(store, site, 1)
+	stranger := facts[0]
+	stranger.EdgeID = ids.New(ids.Edge) // not an edge the store knows: rejected
+	var buf lockedbuf.Buffer
+	c, err := NewCloud(CloudConfig{BrokerURL: "tcp://127.0.0.1:1", ClientID: "svc-cloud-test", Store: store,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil)), SnapshotAfter: 1000})
+	require.NoError(t, err)
+	c.setClient(&recorder{})
+	var got acked
+	for range 3 { // published again every 30 s while not acknowledged
+		c.applyFacts(context.Background(), factMsgs(t, site, stranger), got.ack)
+	}
+	assert.Equal(t, uint64(3), c.State().FactsRejected)
+	assert.Equal(t, 1, strings.Count(buf.String(), `msg="fact rejected`), "logged once with its reason:\n%s", buf.String())
+
+	flood := make([]message, 10_000)
+	for i := range flood {
+		flood[i] = message{site.Facts(ids.New(ids.Edge)), []byte(`{"v":1}`)}
+	}
+	c.applyFacts(context.Background(), flood, got.ack)
+	assert.Equal(t, uint64(10_000), c.State().Dropped)
+	assert.LessOrEqual(t, strings.Count(buf.String(), `msg="message dropped"`), ratelog.DefaultBurst)
 }

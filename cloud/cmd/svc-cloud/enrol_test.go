@@ -27,6 +27,7 @@ import (
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/edge/sitetest"
 	"github.com/svc-vms/svc/kiosk"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/sync/broker/dynsec"
 	"github.com/svc-vms/svc/sync/broker/dynsec/dynsectest"
 )
@@ -60,7 +61,7 @@ func freePort(t *testing.T) int {
 type edgeChild struct {
 	cmd    *exec.Cmd
 	lines  chan string // its stdout, line by line
-	stderr *lockedBuffer
+	stderr *lockedbuf.Buffer
 	done   chan error
 }
 
@@ -68,7 +69,7 @@ func startEdge(t *testing.T, args ...string) *edgeChild {
 	t.Helper()
 	bin, err := svcEdge()
 	require.NoError(t, err)
-	c := &edgeChild{cmd: exec.Command(bin, args...), lines: make(chan string, 100), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	c := &edgeChild{cmd: exec.Command(bin, args...), lines: make(chan string, 100), stderr: &lockedbuf.Buffer{}, done: make(chan error, 1)}
 	c.cmd.Stderr = c.stderr
 	out, err := c.cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,45 +26,28 @@ import (
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/edge/sitetest"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
-// lockedBuffer collects a child's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startServe runs `svc-cloud serve --demo` on dir as a child process on
 // free ports, waits until it serves, and stops it (SIGTERM, exit 0) when
 // the test ends. It returns the child's stderr.
-func startServe(t *testing.T, dir string, args ...string) *lockedBuffer {
+func startServe(t *testing.T, dir string, args ...string) *lockedbuf.Buffer {
 	t.Helper()
 	_, stderr := startServeURL(t, dir, args...)
 	return stderr
 }
 
 // startServeURL is startServe, returning the API's base URL (.../v1) too.
-func startServeURL(t *testing.T, dir string, args ...string) (string, *lockedBuffer) {
+func startServeURL(t *testing.T, dir string, args ...string) (string, *lockedbuf.Buffer) {
 	t.Helper()
 	args = append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
 		"--mqtt-tls-listen", "127.0.0.1:0", "--demo"}, args...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
-	stderr := &lockedBuffer{}
+	stderr := &lockedbuf.Buffer{}
 	cmd.Stderr = io.MultiWriter(stderr, os.Stderr)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -35,24 +35,6 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// syncBuffer is stderr for a daemon running in a goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // daemon is `svc-edge run --simulate` on a config and a cache the cloud
 // has filled, with a broker that is not there.
 type daemon struct {
@@ -60,7 +42,7 @@ type daemon struct {
 	key              passtoken.Key
 	siteID           string
 	visits           []protocol.Visit
-	stderr           *syncBuffer
+	stderr           *lockedbuf.Buffer
 	stop             func() error
 }
 
@@ -69,7 +51,7 @@ func startDaemon(t *testing.T) *daemon {
 	dir := t.TempDir()
 	key, err := passtoken.NewKey(nil)
 	require.NoError(t, err)
-	d := &daemon{addr: freePort(t), gate: ids.New(ids.Gate), exit: ids.New(ids.Gate), key: key, siteID: ids.New(ids.Site), stderr: &syncBuffer{}}
+	d := &daemon{addr: freePort(t), gate: ids.New(ids.Gate), exit: ids.New(ids.Gate), key: key, siteID: ids.New(ids.Site), stderr: &lockedbuf.Buffer{}}
 	edgeID := ids.New(ids.Edge)
 	cfg := fmt.Sprintf(`{
   "site": {"mode": "test", "org_id": %q, "site_id": %q},

@@ -33,6 +33,7 @@ import (
 	"github.com/svc-vms/svc/edge/update"
 	"github.com/svc-vms/svc/shared/edgeauth"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/shared/release"
 	"github.com/svc-vms/svc/sync/broker"
@@ -168,7 +169,7 @@ type appliance struct {
 	token                                   string
 	cloud                                   *cloudStub
 	cmd                                     *exec.Cmd
-	out                                     *syncBuffer
+	out                                     *lockedbuf.Buffer
 	exited                                  chan struct{}
 }
 
@@ -200,7 +201,7 @@ func startApplianceOn(t *testing.T, b *builds, url string, identity ed25519.Priv
 	keyFile := filepath.Join(dir, "identity.key")
 	writeIdentity(t, keyFile, identity)
 	a := &appliance{addr: freePort(t), gate: ids.New(ids.Gate), cachePath: filepath.Join(dir, "data", "cache.db"),
-		slots: filepath.Join(dir, "slots"), faultWait: filepath.Join(dir, "fail-now"), out: &syncBuffer{}, exited: make(chan struct{})}
+		slots: filepath.Join(dir, "slots"), faultWait: filepath.Join(dir, "fail-now"), out: &lockedbuf.Buffer{}, exited: make(chan struct{})}
 
 	siteID, edgeID := ids.New(ids.Site), ids.New(ids.Edge)
 	cfg := fmt.Sprintf(`{

@@ -10,7 +10,6 @@
 package dynsectest
 
 import (
-	"bytes"
 	"crypto/pbkdf2"
 	"crypto/rand"
 	"crypto/sha512"
@@ -25,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -42,7 +42,7 @@ type Broker struct {
 	t    testing.TB
 	bin  string
 	conf string
-	log  *lockedBuffer
+	log  *lockedbuf.Buffer
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -102,7 +102,7 @@ log_type information
 `, port, plugin, state, protocol.MaxMessage+4<<10), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{URL: "tcp://" + addr, Addr: addr, AdminPassword: pw, t: t, bin: bin, conf: conf, log: &lockedBuffer{}}
+	b := &Broker{URL: "tcp://" + addr, Addr: addr, AdminPassword: pw, t: t, bin: bin, conf: conf, log: &lockedbuf.Buffer{}}
 	t.Cleanup(func() {
 		b.Stop()
 		if t.Failed() {
@@ -236,22 +236,3 @@ func (b *Broker) Stop() {
 
 // Log returns what the broker has logged so far.
 func (b *Broker) Log() string { return b.log.String() }
-
-// lockedBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
