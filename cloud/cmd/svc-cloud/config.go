@@ -16,6 +16,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/shared/logging"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -35,8 +36,9 @@ type Config struct {
 	// with neither, DataDir/kek, made on first use.
 	KEK, KEKFile string
 	DocsURL      string
-	LogLevel     string
-	RateLimits   string // "free=120,pro=3000"
+	// Log is --log-format and --log-level.
+	Log        logging.Config
+	RateLimits string // "free=120,pro=3000"
 	// PassRateLimits are the key-free pass link's requests per minute,
 	// "link=20,address=120".
 	PassRateLimits string
@@ -130,7 +132,7 @@ func (c *Config) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DatabaseURL, "database-url", env("SVC_DATABASE_URL", ""), "PostgreSQL URL; SQLite under --data when empty (env SVC_DATABASE_URL)")
 	fs.StringVar(&c.KEKFile, "kek-file", env("SVC_KEK_FILE", ""), "file of the key-encryption key that seals the secrets in the database; DIR/kek under --data (made on first start) when neither it nor SVC_KEK is set (env SVC_KEK_FILE)")
 	c.KEK = env("SVC_KEK", "")
-	fs.StringVar(&c.LogLevel, "log-level", env("SVC_LOG_LEVEL", "info"), "debug, info, warn or error (env SVC_LOG_LEVEL)")
+	c.Log.Register(fs)
 }
 
 // serveFlags registers the flags of serve.
@@ -197,8 +199,8 @@ func (c *Config) Validate() error {
 	if c.KEK != "" && c.KEKFile != "" {
 		return usageError{"set SVC_KEK or --kek-file (SVC_KEK_FILE), not both"}
 	}
-	if _, err := c.level(); err != nil {
-		return err
+	if err := c.Log.Validate(); err != nil {
+		return usageError{err.Error()}
 	}
 	if _, err := c.limits(); err != nil {
 		return err
@@ -283,14 +285,6 @@ func (c *Config) validateDynsec() error {
 	return nil
 }
 
-func (c *Config) level() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return l, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", c.LogLevel)}
-	}
-	return l, nil
-}
-
 func (c *Config) limits() (map[cloud.Plan]int, error) {
 	out := map[cloud.Plan]int{}
 	if c.RateLimits == "" {
@@ -369,7 +363,4 @@ func (c *Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
 // kekPath is where the embedded default keeps its key-encryption key.
 func (c *Config) kekPath() string { return filepath.Join(c.DataDir, "kek") }
 
-func (c *Config) logger(w *os.File) *slog.Logger {
-	l, _ := c.level()
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
-}
+func (c *Config) logger(w *os.File) *slog.Logger { return c.Log.New(w) }

@@ -181,6 +181,8 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--read-timeout", "0s"},
 		{"serve", "--data", dir, "--max-conns-per-address", "-1"},
 		{"serve", "--data", dir, "--log-level", "loud"},
+		{"serve", "--data", dir, "--log-format", "xml"},
+		{"seed", "--data", dir, "--log-format", "logfmt"},
 		{"serve", "--database-url", "mysql://x"},
 		{"serve", "--data", dir, "--mqtt-listen", "0.0.0.0:1884"},
 		{"serve", "--data", dir, "--mqtt-listen", ":1884"},
