@@ -123,7 +123,7 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	hostIP := hostAddress(t)
 	data := filepath.Join(dir, "cloud")
 	base := serve(t, cloudBin, "serve", "--data", data, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
-		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--demo")
+		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--metrics-listen", "127.0.0.1:0", "--demo")
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)

@@ -28,9 +28,12 @@ func (e usageError) Error() string { return e.msg }
 // Config is svc-cloud's configuration: flags first, then SVC_* variables,
 // then the defaults.
 type Config struct {
-	Addr        string
-	DataDir     string
-	DatabaseURL string
+	Addr string
+	// MetricsListen is the admin listener's address: /metrics, /healthz
+	// and /readyz; empty for none.
+	MetricsListen string
+	DataDir       string
+	DatabaseURL   string
 	// KEK is the key-encryption key ring (SVC_KEK, base64 keys separated
 	// by commas, the current one first) and KEKFile a file holding one;
 	// with neither, DataDir/kek, made on first use.
@@ -140,6 +143,8 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	c.storeFlags(fs)
 	c.serving = true
 	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", DefaultAddr), "address to listen on (env SVC_ADDR)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", env("SVC_METRICS_LISTEN", DefaultMetricsListen),
+		"address of the admin listener: Prometheus /metrics, /healthz and /readyz, for the operator's network only (the API's listener answers /healthz and /readyz too); empty for none (env SVC_METRICS_LISTEN)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
 	fs.StringVar(&c.PassRateLimits, "pass-rate-limits", env("SVC_PASS_RATE_LIMITS", ""), fmt.Sprintf("requests per minute to the key-free pass link, per link and per client address (default link=%d,address=%d) (env SVC_PASS_RATE_LIMITS)", httpapi.DefaultPassLinkLimit, httpapi.DefaultPassAddressLimit))
@@ -183,6 +188,12 @@ const DefaultMQTTListen = "127.0.0.1:1884"
 // DefaultAddr is where serve listens for the API unless told otherwise.
 const DefaultAddr = "127.0.0.1:8080"
 
+// DefaultMetricsListen is the admin listener's address: loopback, since
+// the metrics tell every organisation's activity and carry no
+// authentication; a Prometheus on another machine needs it opened
+// (docs/decisions.md, "Metrics (issue 19)").
+const DefaultMetricsListen = "127.0.0.1:8090"
+
 // DefaultMQTTTLSListen is where the embedded broker serves MQTT over TLS:
 // 8884, beside an external broker's 8883. Loopback by default, like the
 // API; edges on the LAN need it opened (0.0.0.0:8884).
@@ -220,6 +231,11 @@ func (c *Config) Validate() error {
 	}{{"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
 		if c.serving && d.v <= 0 {
 			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
+		}
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return usageError{fmt.Sprintf("--metrics-listen %q: want host:port, or empty for none", c.MetricsListen)}
 		}
 	}
 	if c.MaxConnsPerAddress < 0 {
