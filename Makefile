@@ -64,9 +64,12 @@ vet:
 
 # The QR tests read passes back with zbarimg (Debian's zbar-tools), an
 # independent decoder, found on PATH unless SVC_TEST_ZBARIMG names it.
+# The metrics tests lint scrapes with promtool: the one .ci/run extracts
+# into .tools/prometheus, else promtool on PATH.
 unit:
 	SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" \
 	SVC_TEST_CHROMIUM="$${SVC_TEST_CHROMIUM:-$$(command -v chromium || true)}" \
+	SVC_TEST_PROMTOOL="$${SVC_TEST_PROMTOOL:-$(wildcard $(TOOLS)/prometheus/usr/bin/promtool)}" \
 	SVC_TEST_NODE_MODULES="$${SVC_TEST_NODE_MODULES:-$(if $(wildcard $(PLAYWRIGHT)),$(TOOLS)/node_modules)}" \
 	SVC_TESTDATA="$${SVC_TESTDATA:-$(firstword $(wildcard $(CURDIR)/../shared/testdata /work/shared/testdata))}" \
 	$(GO) test -count=1 -timeout 15m ./...

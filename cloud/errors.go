@@ -40,6 +40,11 @@ var (
 	// (issue 15)").
 	ErrUnavailable = errors.New("database unavailable")
 
+	// ErrSchemaBehind is returned by Store.Ready when the database lacks
+	// migrations this program carries: one restored from an older backup
+	// under a running process, or one this process did not migrate.
+	ErrSchemaBehind = errors.New("database schema is behind this program's migrations")
+
 	// ErrEdgeRejected is returned (wrapped, with the reason) for a message
 	// from an edge the cloud will not record: malformed, or not from an
 	// edge of the site it names. Nothing is stored, and the edge must not

@@ -506,8 +506,60 @@ type Store interface {
 	// edge, not revoked, has it; ErrNotFound for no such edge.
 	SetEdgeIdentityKey(ctx context.Context, edgeID string, key ed25519.PublicKey) error
 
+	// Ready returns nil when the database answers within ctx and holds
+	// every migration this program carries; an error wrapping
+	// ErrUnavailable when it does not answer in time, ErrSchemaBehind
+	// when migrations are missing, and another error when it answers with
+	// one (the store closed, for instance). It is what a readiness probe
+	// asks, so it reads one small row.
+	Ready(ctx context.Context) error
+	// Stats tells how the store's connections are used and how many
+	// statements failed since it opened, for metrics. It never waits for
+	// the database.
+	Stats() StoreStats
+
 	// Close releases the store's connections.
 	Close() error
+}
+
+// StoreStats is what a store tells of its connections and of the
+// statements the database failed, for metrics: gauges as they are now,
+// counters since the store opened.
+type StoreStats struct {
+	Pools []PoolStats
+	// Errors counts the statements the database failed, by kind; nil
+	// when the store has no one place every statement's error passes
+	// (SQLite: docs/decisions.md, "Metrics (issue 19)").
+	Errors *StatementErrors
+}
+
+// PoolStats is one connection pool of a store.
+type PoolStats struct {
+	// Name tells the pool apart: "postgres", or SQLite's "sqlite_write"
+	// (its one writer) and "sqlite_read".
+	Name string
+	// MaxOpen is how many connections the pool may open; InUse and Idle
+	// are those open now, busy and waiting for work.
+	MaxOpen, InUse, Idle int
+	// Waits counts the times a caller found no free connection and
+	// waited for one, and WaitTime is how long those waits took in all.
+	Waits    int64
+	WaitTime time.Duration
+}
+
+// StatementErrors counts failed statements by kind.
+type StatementErrors struct {
+	// Unavailable are those that found the database unreachable or did
+	// not finish in time (ErrUnavailable).
+	Unavailable int64
+	// Canceled are those whose caller went away (a client that closed
+	// its connection).
+	Canceled int64
+	// Constraint are those a constraint refused (a unique key taken, a
+	// reference missing): the stores use some as answers (ErrConflict).
+	Constraint int64
+	// Other are all else: the ones to look into.
+	Other int64
 }
 
 // PersonDay names one person's day.

@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,12 +16,15 @@ import (
 	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/telemetry"
 )
 
 // benchServer is the full handler stack on a seeded SQLite store with a
 // rate limit that does not bind, and 30 more teams with members so a page
-// of 25 is full.
-func benchServer(b *testing.B) (http.Handler, string) {
+// of 25 is full. Observed, it logs every request (JSON, discarded) and
+// keeps its metrics, as svc-cloud serve does; otherwise its logger
+// discards below every level.
+func benchServer(b *testing.B, observed bool) (http.Handler, string) {
 	b.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "cloud.db"), kektest.Ring())
@@ -39,15 +44,26 @@ func benchServer(b *testing.B) (http.Handler, string) {
 			b.Fatal(err)
 		}
 	}
-	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, RateLimits: map[cloud.Plan]int{cloud.PlanEnterprise: 1 << 30}})
+	cfg := httpapi.Config{Service: svc, RateLimits: map[cloud.Plan]int{cloud.PlanEnterprise: 1 << 30}}
+	if observed {
+		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		cfg.Observer = telemetry.New(telemetry.Config{Store: store})
+	}
+	api, err := httpapi.New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	return api, seed.Keys.SecretTest
 }
 
-func BenchmarkGetTeams(b *testing.B) {
-	api, key := benchServer(b)
+func BenchmarkGetTeams(b *testing.B) { benchGetTeams(b, false) }
+
+// BenchmarkGetTeams_Observed is BenchmarkGetTeams with the access log and
+// the metrics: their cost is the difference.
+func BenchmarkGetTeams_Observed(b *testing.B) { benchGetTeams(b, true) }
+
+func benchGetTeams(b *testing.B, observed bool) {
+	api, key := benchServer(b, observed)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -62,8 +78,14 @@ func BenchmarkGetTeams(b *testing.B) {
 	})
 }
 
-func BenchmarkPostTeams(b *testing.B) {
-	api, key := benchServer(b)
+func BenchmarkPostTeams(b *testing.B) { benchPostTeams(b, false) }
+
+// BenchmarkPostTeams_Observed is BenchmarkPostTeams with the access log
+// and the metrics.
+func BenchmarkPostTeams_Observed(b *testing.B) { benchPostTeams(b, true) }
+
+func benchPostTeams(b *testing.B, observed bool) {
+	api, key := benchServer(b, observed)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -109,6 +110,7 @@ func (s *Server) limited(c echo.Context, kind, id string, limit int) error {
 		return err
 	}
 	if _, spent := limitHeaders(c, b); spent {
+		noted(c).limit = strings.ReplaceAll(kind, "-", "_")
 		return newError(problem.RateLimited, "Too many enrolment requests from here this minute; retry after the seconds in Retry-After.")
 	}
 	return nil

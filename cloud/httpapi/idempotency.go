@@ -188,6 +188,7 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 		rec := cloud.IdempotencyRecord{Tenant: t, Key: key, Fingerprint: fingerprint(principal(c).Key.ID, req, raw),
 			Method: req.Method, Path: req.URL.Path, RequestID: requestID(c), CreatedAt: now}
 		if !s.held.hold(t, key) {
+			noted(c).idempotency = "in_flight"
 			return newError(problem.Conflict, "A request with this Idempotency-Key is still being processed; retry it shortly with the same key.")
 		}
 		defer s.held.release(t, key)
@@ -280,9 +281,11 @@ func (s *Server) replayStored(ctx context.Context, c echo.Context, rec cloud.Ide
 // replay answers a request whose key holds a stored response.
 func (s *Server) replay(c echo.Context, held cloud.IdempotencyRecord, rec cloud.IdempotencyRecord) error {
 	if !bytes.Equal(held.Fingerprint, rec.Fingerprint) {
+		noted(c).idempotency = "key_reused"
 		return newError(problem.IdempotencyKeyReused, "This Idempotency-Key was used in the last 24 hours for %s %s with a different request or API key; use a new key.", held.Method, held.Path)
 	}
 	c.Response().Header().Set(headerReplayed, "true")
+	noted(c).idempotency = "replayed"
 	return writeStored(c, held.Response)
 }
 

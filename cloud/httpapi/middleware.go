@@ -178,6 +178,7 @@ func (s *Server) rateLimit(c echo.Context, p cloud.Principal) error {
 		return err
 	}
 	if _, spent := limitHeaders(c, b); spent {
+		noted(c).limit = "organisation"
 		return newError(problem.RateLimited, "The organisation used its %d requests for this minute in %s mode; retry after %d seconds.", b.limit, p.Key.Tenant.Mode, b.reset)
 	}
 	return nil

@@ -103,6 +103,7 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 	case errors.As(err, &lc):
 		out.code, out.detail = problem.LocationCheckFailed, lc.Detail
 	case errors.As(err, &ae2):
+		noted(c).limit = "claim_attempts"
 		out.code = problem.RateLimited
 		out.detail = fmt.Sprintf("%d wrong enrolment codes were tried in %s: this organisation's claims are refused until %s. Check the code on the appliance's screen.",
 			cloud.ClaimAttempts, cloud.ClaimLockout, ts(ae2.Until))
@@ -181,6 +182,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p, header := s.toProblem(c, err)
+	noted(c).code = p.Code
 	for k, v := range header {
 		c.Response().Header().Set(k, v)
 	}

@@ -49,6 +49,10 @@ type Config struct {
 	// finished by then (its database unreachable or stalled) answers 503
 	// unavailable. Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// Observer is told of every request answered, for metrics; nil for
+	// none. Every request is also logged at info on Logger (the access
+	// log).
+	Observer Observer
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default.
@@ -69,6 +73,10 @@ type Server struct {
 	echo    *echo.Echo
 	ops     []Operation
 	broker  EdgeBroker // what enrolled appliances connect to
+	// templates are the routes' paths as echo writes them (c.Path())
+	// to the same as the OpenAPI document writes them, for observe.
+	templates map[string]string
+	observer  Observer
 }
 
 // Operation is what one operation asks of the key that calls it.
@@ -87,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{svc: cfg.Service, log: cfg.Logger, docsURL: cfg.DocsURL, now: cfg.Now, limits: map[cloud.Plan]int{},
 		passes:  passLimits{link: cmp.Or(cfg.PassLinkLimit, DefaultPassLinkLimit), address: cmp.Or(cfg.PassAddressLimit, DefaultPassAddressLimit)},
-		clients: clientAddrs{trusted: slices.Clone(cfg.TrustedProxies)}, broker: cfg.EdgeBroker}
+		clients: clientAddrs{trusted: slices.Clone(cfg.TrustedProxies)}, broker: cfg.EdgeBroker, observer: cfg.Observer}
 	cfg.Service.SetEventRenderer(RenderEvent) // events carry their objects as this API encodes them
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -148,16 +156,20 @@ func (s *Server) Operations() []Operation {
 	return out
 }
 
-// routeName writes an echo path the way the OpenAPI document does:
+// routeName writes an echo route the way the OpenAPI document does:
+// "METHOD /path" with parameters as {name}.
+func routeName(method, path string) string { return method + " " + pathTemplate(path) }
+
+// pathTemplate writes an echo path the way the OpenAPI document does:
 // parameters as {name}.
-func routeName(method, path string) string {
+func pathTemplate(path string) string {
 	segs := strings.Split(path, "/")
 	for i, seg := range segs {
 		if name, ok := strings.CutPrefix(seg, ":"); ok {
 			segs[i] = "{" + name + "}"
 		}
 	}
-	return method + " " + strings.Join(segs, "/")
+	return strings.Join(segs, "/")
 }
 
 // ServeHTTP implements http.Handler.
@@ -219,7 +231,7 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(withRequestID, s.withDeadline, s.withRecover)
+	e.Use(withRequestID, s.observe, s.withDeadline, s.withRecover)
 
 	v1 := e.Group("/v1")
 	v1.GET("/openapi.json", s.openAPI)
@@ -367,5 +379,11 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodGet, "/events/:event_id", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth}, s.getEvent)
 
 	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
+	s.templates = map[string]string{}
+	for _, r := range e.Routes() {
+		if r.Method != echo.RouteNotFound {
+			s.templates[r.Path] = pathTemplate(r.Path)
+		}
+	}
 	return e
 }

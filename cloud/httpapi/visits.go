@@ -597,6 +597,7 @@ func (s *Server) passByLink(c echo.Context) error {
 		return err
 	}
 	if _, spent := limitHeaders(c, byAddress); spent {
+		noted(c).limit = "pass_address"
 		return newError(problem.RateLimited, "This address made its %d pass requests for this minute; retry after %d seconds.", byAddress.limit, byAddress.reset)
 	}
 	t, visitID, err := s.svc.OpenPassLink(c.Param("link"))
@@ -611,6 +612,10 @@ func (s *Server) passByLink(c echo.Context) error {
 		return err
 	}
 	if b, spent := limitHeaders(c, byAddress, byLink); spent {
+		noted(c).limit = "pass_link"
+		if b == byAddress {
+			noted(c).limit = "pass_address"
+		}
 		return newError(problem.RateLimited, "This pass was opened %d times this minute, the most allowed; retry after %d seconds.", b.limit, b.reset)
 	}
 	tok, err := s.svc.LinkedPass(ctx, t, visitID)

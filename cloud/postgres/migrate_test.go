@@ -169,3 +169,29 @@ func TestMigration24_WaitReminders(t *testing.T) {
 	}
 	require.Equal(t, []string{waiting, legacy}, dueIDs)
 }
+
+// TestReady_SchemaBehind takes the newest migration's row away under an
+// open store (a database restored from before it): Ready says the schema
+// is behind, and is ready again once the row is back.
+func TestReady_SchemaBehind(t *testing.T) {
+	url := postgrestest.URL(t)
+	schema := postgrestest.NewSchema(t, url)
+	ctx := context.Background()
+	s, err := postgrestest.OpenIn(t, url, schema)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Ready(ctx))
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var newest int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT max(version) FROM `+schema+`.schema_migrations`).Scan(&newest))
+	_, err = conn.Exec(ctx, `DELETE FROM `+schema+`.schema_migrations WHERE version = $1`, newest)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Ready(ctx), cloud.ErrSchemaBehind)
+
+	_, err = conn.Exec(ctx, `INSERT INTO `+schema+`.schema_migrations (version) VALUES ($1)`, newest)
+	require.NoError(t, err)
+	require.NoError(t, s.Ready(ctx))
+}

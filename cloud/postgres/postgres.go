@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,9 +36,11 @@ var _ cloud.Store = (*Store)(nil)
 // Store is a cloud.Store on a PostgreSQL database.
 type Store struct {
 	pool db
+	errs *errorCounter // the statements the database failed, by kind
 
 	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
 	resealed int       // values Open sealed or re-sealed
+	schema   int       // the newest migration's version, which Ready wants
 }
 
 // Timeouts the store sets on its connections unless the URL (or the
@@ -82,11 +85,19 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring) (*Stor
 			params[name] = strconv.FormatInt(d.Milliseconds(), 10)
 		}
 	}
+	// Every statement's outcome passes pgx's tracer: the one place that
+	// counts the failed ones, beside a tracer the caller set.
+	errs := &errorCounter{}
+	if cfg.ConnConfig.Tracer == nil {
+		cfg.ConnConfig.Tracer = errs
+	} else {
+		cfg.ConnConfig.Tracer = multitracer.New(cfg.ConnConfig.Tracer, errs)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", classify(err))
 	}
-	s := &Store{pool: db{pool}, kek: keys}
+	s := &Store{pool: db{pool}, errs: errs, kek: keys}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -97,6 +108,29 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring) (*Stor
 // Resealed is how many secrets Open sealed or re-sealed under the current
 // KEK: plain values from before sealing, or values under an older KEK.
 func (s *Store) Resealed() int { return s.resealed }
+
+// Ready implements cloud.Store.
+func (s *Store) Ready(ctx context.Context) error {
+	var version int
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	if version < s.schema {
+		return fmt.Errorf("ready: %w: at migration %d, want %d", cloud.ErrSchemaBehind, version, s.schema)
+	}
+	return nil
+}
+
+// Stats implements cloud.Store.
+func (s *Store) Stats() cloud.StoreStats {
+	st := s.pool.Stat()
+	errs := s.errs.counts()
+	return cloud.StoreStats{
+		Pools: []cloud.PoolStats{{Name: "postgres", MaxOpen: int(st.MaxConns()), InUse: int(st.AcquiredConns()), Idle: int(st.IdleConns()),
+			Waits: st.EmptyAcquireCount(), WaitTime: st.EmptyAcquireWaitTime()}},
+		Errors: &errs,
+	}
+}
 
 // Close closes the pool, waiting for connections in use to be returned.
 func (s *Store) Close() error {
@@ -148,6 +182,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	if len(ms) > 0 {
+		s.schema = ms[len(ms)-1].version
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		// Migrations may wait for another process's and rewrite big

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
@@ -150,3 +151,53 @@ func (b batchc) Query() (pgx.Rows, error) {
 func (b batchc) QueryRow() pgx.Row { return rowc{b.BatchResults.QueryRow()} }
 
 func (b batchc) Close() error { return classify(b.BatchResults.Close()) }
+
+// errorCounter is a pgx tracer that counts the statements the database
+// or the connection failed, by cloud.StatementErrors' kinds. pgx calls it
+// for every statement on every connection of the pool, transactions'
+// BEGIN and COMMIT and batches included; a query's end comes when its
+// rows are closed, with their error. No rows (pgx.ErrNoRows) is an
+// answer, not a failure: Scan makes it, and the tracer never sees it.
+type errorCounter struct {
+	unavailable, canceled, constraint, other atomic.Int64
+}
+
+func (e *errorCounter) count(err error) {
+	var pe *pgconn.PgError
+	switch {
+	case err == nil, errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, context.Canceled):
+		e.canceled.Add(1)
+	case unavailable(err):
+		e.unavailable.Add(1)
+	case errors.As(err, &pe) && strings.HasPrefix(pe.Code, "23"): // integrity constraint violation
+		e.constraint.Add(1)
+	default:
+		e.other.Add(1)
+	}
+}
+
+func (e *errorCounter) counts() cloud.StatementErrors {
+	return cloud.StatementErrors{Unavailable: e.unavailable.Load(), Canceled: e.canceled.Load(),
+		Constraint: e.constraint.Load(), Other: e.other.Load()}
+}
+
+func (e *errorCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (e *errorCounter) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	e.count(d.Err)
+}
+
+func (e *errorCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+// TraceBatchQuery counts each statement of a batch; TraceBatchEnd's
+// error is one of theirs again, not counted twice.
+func (e *errorCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	e.count(d.Err)
+}
+
+func (e *errorCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

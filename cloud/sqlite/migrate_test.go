@@ -180,3 +180,28 @@ func TestMigration24_WaitReminders(t *testing.T) {
 	}
 	require.Equal(t, []string{waiting, legacy}, dueIDs)
 }
+
+// TestReady_SchemaBehind takes the newest migration's row away under an
+// open store (a file restored from before it): Ready says the schema is
+// behind, and is ready again once the row is back.
+func TestReady_SchemaBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cloud.db")
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, kektest.Ring())
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Ready(ctx))
+
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	require.NoError(t, err)
+	defer db.Close()
+	var newest, applied int64
+	require.NoError(t, db.QueryRowContext(ctx, `SELECT version, applied_at FROM schema_migrations ORDER BY version DESC LIMIT 1`).Scan(&newest, &applied))
+	_, err = db.ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, newest)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Ready(ctx), cloud.ErrSchemaBehind)
+
+	_, err = db.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, newest, applied)
+	require.NoError(t, err)
+	require.NoError(t, s.Ready(ctx))
+}

@@ -46,6 +46,7 @@ type Store struct {
 
 	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
 	resealed int       // values Open sealed or re-sealed
+	schema   int       // the newest migration's version, which Ready wants
 }
 
 type countKey struct {
@@ -150,6 +151,30 @@ func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
+// Ready implements cloud.Store: one read of the migrations table, on the
+// read pool, so a write transaction holding the writer does not make it
+// wait.
+func (s *Store) Ready(ctx context.Context) error {
+	var version int
+	if err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+		return fmt.Errorf("ready: %w", classify(err))
+	}
+	if version < s.schema {
+		return fmt.Errorf("ready: %w: at migration %d, want %d", cloud.ErrSchemaBehind, version, s.schema)
+	}
+	return nil
+}
+
+// Stats implements cloud.Store. SQLite's errors pass no one place (reads
+// go to the driver from many), so they are not counted.
+func (s *Store) Stats() cloud.StoreStats {
+	pool := func(name string, st sql.DBStats) cloud.PoolStats {
+		return cloud.PoolStats{Name: name, MaxOpen: st.MaxOpenConnections, InUse: st.InUse, Idle: st.Idle,
+			Waits: st.WaitCount, WaitTime: st.WaitDuration}
+	}
+	return cloud.StoreStats{Pools: []cloud.PoolStats{pool("sqlite_write", s.w.Stats()), pool("sqlite_read", s.r.Stats())}}
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -164,6 +189,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("migrate: %s: name must start with a number", name)
 		}
+		s.schema = max(s.schema, version)
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return fmt.Errorf("migrate: %w", err)

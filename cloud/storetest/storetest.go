@@ -202,6 +202,7 @@ func groups() []group {
 		}},
 		{"Idempotency", idempotencyTests()},
 		{"Outages", outageTests()},
+		{"Ready", readyTests()},
 		{"RequestCounts", []test{
 			{"CountsUp", testCountsUp},
 			{"IndependentWindowsAndTenants", testCountsIndependent},

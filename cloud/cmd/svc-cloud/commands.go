@@ -21,11 +21,12 @@ import (
 	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/telemetry"
 	"github.com/svc-vms/svc/cloud/webhook"
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--metrics-listen 127.0.0.1:8090] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
@@ -186,15 +187,16 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
 	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
-	syncs, eb, err := syncParts(ctx, &cfg, svc, log)
+	syncs, eb, syncState, err := syncParts(ctx, &cfg, svc, log)
 	if err != nil {
 		return err
 	}
+	tel := telemetry.New(telemetry.Config{Store: store, Sync: syncState, Version: version, Logger: log})
 	// Enrolled appliances are told to connect where edges create's
 	// configuration points: the broker's URL and CA.
 	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Logger: log, DocsURL: cfg.DocsURL, RateLimits: limits,
 		PassLinkLimit: passLink, PassAddressLimit: passAddress, TrustedProxies: proxies,
-		EdgeBroker: httpapi.EdgeBroker{URL: eb.URL, CA: eb.CA}})
+		EdgeBroker: httpapi.EdgeBroker{URL: eb.URL, CA: eb.CA}, Observer: tel})
 	if err != nil {
 		return err
 	}
@@ -203,25 +205,46 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	ln := httpapi.Listen(tcp, cfg.serverLimits())
-	srv := httpapi.NewHTTPServer(api, cfg.serverLimits(), slog.NewLogLogger(log.Handler(), slog.LevelWarn))
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	// The API's listener answers the probes too: a load balancer probes
+	// the port it sends traffic to.
+	srv := httpapi.NewHTTPServer(tel.Probes(api), cfg.serverLimits(), errorLog)
+	servers := []*http.Server{srv}
+	listeners := []net.Listener{ln}
+	metricsURL := ""
+	if cfg.MetricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--metrics-listen %s: %w", cfg.MetricsListen, err)
+		}
+		metricsURL = "http://" + mln.Addr().String() + "/metrics"
+		servers = append(servers, &http.Server{Handler: tel.Handler(), ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout,
+			WriteTimeout: httpapi.DefaultWriteTimeout, IdleTimeout: httpapi.DefaultIdleTimeout, ErrorLog: errorLog})
+		listeners = append(listeners, mln)
+	}
 	base := "http://" + ln.Addr().String() + "/v1"
 	if cfg.Demo {
 		if err := demo(ctx, svc, &cfg, base, eb, stdout); err != nil {
-			ln.Close()
+			for _, l := range listeners {
+				l.Close()
+			}
 			return err
 		}
 	}
-	log.Info("serving", "url", base, "store", kind, "broker", eb.URL)
+	log.Info("serving", "url", base, "metrics", metricsURL, "store", kind, "broker", eb.URL, "version", version)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, part := range syncs {
 		g.Go(func() error { return part(gctx) })
 	}
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
+	for i, s := range servers {
+		g.Go(func() error {
+			if err := s.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 	g.Go(func() error { return api.Maintain(gctx, 10*time.Minute) })
 	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log}
 	g.Go(func() error { return hooks.Run(gctx) })
@@ -233,9 +256,12 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		<-gctx.Done()
 		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		defer cancel()
-		err := srv.Shutdown(shutdown)
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Shutdown(shutdown))
+		}
 		log.Info("stopped")
-		return err
+		return errors.Join(errs...)
 	})
 	return g.Wait()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/edgesync"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/shared/logging"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -27,16 +28,20 @@ func (e usageError) Error() string { return e.msg }
 // Config is svc-cloud's configuration: flags first, then SVC_* variables,
 // then the defaults.
 type Config struct {
-	Addr        string
-	DataDir     string
-	DatabaseURL string
+	Addr string
+	// MetricsListen is the admin listener's address: /metrics, /healthz
+	// and /readyz; empty for none.
+	MetricsListen string
+	DataDir       string
+	DatabaseURL   string
 	// KEK is the key-encryption key ring (SVC_KEK, base64 keys separated
 	// by commas, the current one first) and KEKFile a file holding one;
 	// with neither, DataDir/kek, made on first use.
 	KEK, KEKFile string
 	DocsURL      string
-	LogLevel     string
-	RateLimits   string // "free=120,pro=3000"
+	// Log is --log-format and --log-level.
+	Log        logging.Config
+	RateLimits string // "free=120,pro=3000"
 	// PassRateLimits are the key-free pass link's requests per minute,
 	// "link=20,address=120".
 	PassRateLimits string
@@ -130,7 +135,7 @@ func (c *Config) storeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DatabaseURL, "database-url", env("SVC_DATABASE_URL", ""), "PostgreSQL URL; SQLite under --data when empty (env SVC_DATABASE_URL)")
 	fs.StringVar(&c.KEKFile, "kek-file", env("SVC_KEK_FILE", ""), "file of the key-encryption key that seals the secrets in the database; DIR/kek under --data (made on first start) when neither it nor SVC_KEK is set (env SVC_KEK_FILE)")
 	c.KEK = env("SVC_KEK", "")
-	fs.StringVar(&c.LogLevel, "log-level", env("SVC_LOG_LEVEL", "info"), "debug, info, warn or error (env SVC_LOG_LEVEL)")
+	c.Log.Register(fs)
 }
 
 // serveFlags registers the flags of serve.
@@ -138,6 +143,8 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	c.storeFlags(fs)
 	c.serving = true
 	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", DefaultAddr), "address to listen on (env SVC_ADDR)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", env("SVC_METRICS_LISTEN", DefaultMetricsListen),
+		"address of the admin listener: Prometheus /metrics, /healthz and /readyz, for the operator's network only (the API's listener answers /healthz and /readyz too); empty for none (env SVC_METRICS_LISTEN)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
 	fs.StringVar(&c.PassRateLimits, "pass-rate-limits", env("SVC_PASS_RATE_LIMITS", ""), fmt.Sprintf("requests per minute to the key-free pass link, per link and per client address (default link=%d,address=%d) (env SVC_PASS_RATE_LIMITS)", httpapi.DefaultPassLinkLimit, httpapi.DefaultPassAddressLimit))
@@ -181,6 +188,12 @@ const DefaultMQTTListen = "127.0.0.1:1884"
 // DefaultAddr is where serve listens for the API unless told otherwise.
 const DefaultAddr = "127.0.0.1:8080"
 
+// DefaultMetricsListen is the admin listener's address: loopback, since
+// the metrics tell every organisation's activity and carry no
+// authentication; a Prometheus on another machine needs it opened
+// (docs/decisions.md, "Metrics (issue 19)").
+const DefaultMetricsListen = "127.0.0.1:8090"
+
 // DefaultMQTTTLSListen is where the embedded broker serves MQTT over TLS:
 // 8884, beside an external broker's 8883. Loopback by default, like the
 // API; edges on the LAN need it opened (0.0.0.0:8884).
@@ -197,8 +210,8 @@ func (c *Config) Validate() error {
 	if c.KEK != "" && c.KEKFile != "" {
 		return usageError{"set SVC_KEK or --kek-file (SVC_KEK_FILE), not both"}
 	}
-	if _, err := c.level(); err != nil {
-		return err
+	if err := c.Log.Validate(); err != nil {
+		return usageError{err.Error()}
 	}
 	if _, err := c.limits(); err != nil {
 		return err
@@ -218,6 +231,11 @@ func (c *Config) Validate() error {
 	}{{"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
 		if c.serving && d.v <= 0 {
 			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
+		}
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return usageError{fmt.Sprintf("--metrics-listen %q: want host:port, or empty for none", c.MetricsListen)}
 		}
 	}
 	if c.MaxConnsPerAddress < 0 {
@@ -281,14 +299,6 @@ func (c *Config) validateDynsec() error {
 		return usageError{fmt.Sprintf("--mqtt-dynsec-every %s: want a positive duration such as 15s", c.MQTTDynsecEvery)}
 	}
 	return nil
-}
-
-func (c *Config) level() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return l, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", c.LogLevel)}
-	}
-	return l, nil
 }
 
 func (c *Config) limits() (map[cloud.Plan]int, error) {
@@ -369,7 +379,4 @@ func (c *Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
 // kekPath is where the embedded default keeps its key-encryption key.
 func (c *Config) kekPath() string { return filepath.Join(c.DataDir, "kek") }
 
-func (c *Config) logger(w *os.File) *slog.Logger {
-	l, _ := c.level()
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
-}
+func (c *Config) logger(w *os.File) *slog.Logger { return c.Log.New(w) }

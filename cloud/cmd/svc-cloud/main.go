@@ -13,6 +13,11 @@ import (
 	"syscall"
 )
 
+// version is this build's release version, which a release build sets
+// with -ldflags "-X main.version=1.4.0"; "dev" for a build without one.
+// /metrics shows it (svc_cloud_build_info).
+var version = "dev"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

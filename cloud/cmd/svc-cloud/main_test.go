@@ -181,6 +181,9 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--read-timeout", "0s"},
 		{"serve", "--data", dir, "--max-conns-per-address", "-1"},
 		{"serve", "--data", dir, "--log-level", "loud"},
+		{"serve", "--data", dir, "--log-format", "xml"},
+		{"serve", "--data", dir, "--metrics-listen", "8090"},
+		{"seed", "--data", dir, "--log-format", "logfmt"},
 		{"serve", "--database-url", "mysql://x"},
 		{"serve", "--data", dir, "--mqtt-listen", "0.0.0.0:1884"},
 		{"serve", "--data", dir, "--mqtt-listen", ":1884"},
@@ -211,7 +214,8 @@ func TestCLI_UsageErrors(t *testing.T) {
 // process, waits for it to answer, sends SIGTERM and expects exit code 0.
 func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0", "--demo")
+	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0",
+		"--metrics-listen", "127.0.0.1:0", "--demo")
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -29,36 +29,35 @@ type edgeBroker struct {
 
 // syncParts returns the parts that connect svc-cloud to its edges: the
 // embedded broker unless an external one is configured, and the cloud half
-// of the sync. Each is a Run(ctx) error.
-func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.Logger) ([]func(context.Context) error, edgeBroker, error) {
+// of the sync. Each is a Run(ctx) error. state is the cloud half's
+// state (connected, counters); nil with --mqtt-url off.
+func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.Logger) (parts []func(context.Context) error, eb edgeBroker, state func() mqttsync.CloudState, err error) {
 	if cfg.MQTTURL == "off" {
-		return nil, edgeBroker{}, nil
+		return nil, edgeBroker{}, nil, nil
 	}
-	var parts []func(context.Context) error
 	url, user, pass := cfg.MQTTURL, cfg.MQTTUsername, cfg.MQTTPassword
 	var ca []byte
 	if cfg.MQTTCA != "" {
-		var err error
 		if ca, err = readCA(cfg.MQTTCA); err != nil {
-			return nil, edgeBroker{}, fmt.Errorf("--mqtt-ca: %w", err)
+			return nil, edgeBroker{}, nil, fmt.Errorf("--mqtt-ca: %w", err)
 		}
 	}
-	eb := edgeBroker{URL: url, CA: ca}
+	eb = edgeBroker{URL: url, CA: ca}
 	if url == "" {
 		p, err := edgesync.CloudPassword(ctx, svc)
 		if err != nil {
-			return nil, edgeBroker{}, err
+			return nil, edgeBroker{}, nil, err
 		}
 		bc := broker.Config{Listen: cfg.MQTTListen, TLSListen: cfg.MQTTTLSListen, Auth: edgesync.Authenticator(svc, p),
 			Revoked: svc.RevokedEdges, Logger: log.With("part", "broker")}
 		if cfg.MQTTTLSListen != "" {
 			if bc.TLS, ca, err = brokerTLS(cfg, log); err != nil {
-				return nil, edgeBroker{}, err
+				return nil, edgeBroker{}, nil, err
 			}
 		}
 		b, err := broker.New(bc)
 		if err != nil {
-			return nil, edgeBroker{}, fmt.Errorf("embedded broker: %w (set --mqtt-listen and --mqtt-tls-listen, or --mqtt-url for an external broker)", err)
+			return nil, edgeBroker{}, nil, fmt.Errorf("embedded broker: %w (set --mqtt-listen and --mqtt-tls-listen, or --mqtt-url for an external broker)", err)
 		}
 		parts = append(parts, b.Run)
 		user, pass = edgesync.CloudUsername, p
@@ -91,14 +90,14 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 		Store:    edgesync.Store{Service: svc}, Logger: log.With("part", "sync"),
 	})
 	if err != nil {
-		return nil, edgeBroker{}, err
+		return nil, edgeBroker{}, nil, err
 	}
 	svc.OnChange(half.Notify)
 	parts = append(parts, half.Run)
 	if cfg.MQTTDynsecUsername != "" {
 		ctl, err := brokerAccounts(cfg, svc)
 		if err != nil {
-			return nil, edgeBroker{}, err
+			return nil, edgeBroker{}, nil, err
 		}
 		r := &edgesync.Reconciler{Service: svc, Control: ctl, CloudUsername: cfg.MQTTUsername, CloudPassword: cfg.MQTTPassword,
 			Every: cfg.MQTTDynsecEvery, Log: log.With("part", "accounts")}
@@ -107,7 +106,7 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 			return r.Run(ctx)
 		})
 	}
-	return parts, eb, nil
+	return parts, eb, half.State, nil
 }
 
 // brokerAccounts makes svc keep the edges' accounts at the external

@@ -44,7 +44,7 @@ func startServe(t *testing.T, dir string, args ...string) *lockedbuf.Buffer {
 func startServeURL(t *testing.T, dir string, args ...string) (string, *lockedbuf.Buffer) {
 	t.Helper()
 	args = append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
-		"--mqtt-tls-listen", "127.0.0.1:0", "--demo"}, args...)
+		"--mqtt-tls-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--demo"}, args...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stderr := &lockedbuf.Buffer{}

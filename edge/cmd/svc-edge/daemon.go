@@ -23,6 +23,7 @@ import (
 	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/kiosk/badge"
 	"github.com/svc-vms/svc/kiosk/printer"
+	"github.com/svc-vms/svc/shared/logging"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
@@ -48,6 +49,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{fmt.Sprintf("run: SVC_EDGE_UPDATE_EVERY: %v", err)}
 	}
 	fs.DurationVar(&uf.every, "update-every", every, "how often to ask the cloud for a release (env SVC_EDGE_UPDATE_EVERY)")
+	var lc logging.Config
+	lc.Register(fs)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -55,11 +58,15 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("run: unexpected argument %q", fs.Arg(0))}
 	}
+	if err := lc.Validate(); err != nil {
+		return usageError{"run: " + err.Error()}
+	}
+	log := lc.New(stderr)
 	if _, err := os.Stat(*path); errors.Is(err, os.ErrNotExist) {
 		if ef.cloud == "" {
 			return fmt.Errorf("run: %s does not exist: the appliance is not enrolled; run svc-edge enrol --cloud URL (or svc-edge run --cloud URL) first", *path)
 		}
-		if err := enrolAppliance(ctx, ef, *path, stdout, stderr); err != nil {
+		if err := enrolAppliance(ctx, ef, *path, log, stdout); err != nil {
 			return err
 		}
 	}
@@ -68,7 +75,6 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	setGC(os.Getenv)
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	deps := edge.Deps{Logger: log, KeepCacheSchema: update.OnTrial()}
 	if *simulate {
 		deps.OpenPin = edge.SimulatedPins(log)

@@ -46,7 +46,9 @@ type daemon struct {
 	stop             func() error
 }
 
-func startDaemon(t *testing.T) *daemon {
+// startDaemon starts the daemon with run's flags beside --config and
+// --simulate.
+func startDaemon(t *testing.T, flags ...string) *daemon {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := passtoken.NewKey(nil)
@@ -88,7 +90,9 @@ func startDaemon(t *testing.T) *daemon {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runDaemon(ctx, []string{"--config", path, "--simulate"}, io.Discard, d.stderr) }()
+	go func() {
+		done <- runDaemon(ctx, append([]string{"--config", path, "--simulate"}, flags...), io.Discard, d.stderr)
+	}()
 	d.stop = sync.OnceValue(func() error {
 		cancel()
 		select {
@@ -183,6 +187,45 @@ func TestRunScanStatus(t *testing.T) {
 	code, _, errOut = runCLI(t, "scan", "--gate", d.gate, "--addr", d.addr, tok)
 	require.Equal(t, 2, code, "no daemon is an error, not a refusal")
 	require.Contains(t, errOut, "is svc-edge running?")
+}
+
+// With --log-format json every line the daemon logs is one JSON object.
+func TestRun_LogFormatJSON(t *testing.T) {
+	d := startDaemon(t, "--log-format", "json")
+	require.NoError(t, d.stop(), d.stderr.String())
+	var running bool
+	for _, line := range strings.Split(strings.TrimSpace(d.stderr.String()), "\n") {
+		var rec struct {
+			Level, Msg string
+			EdgeID     string `json:"edge_id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "a line that is not JSON: %q", line)
+		running = running || rec.Msg == "edge running" && rec.Level == "INFO" && strings.HasPrefix(rec.EdgeID, "edge_")
+	}
+	require.True(t, running, d.stderr.String())
+}
+
+// SVC_LOG_LEVEL sets the level when the flag is not given: at warn, the
+// daemon's info lines are not written.
+func TestRun_LogLevelFromEnvironment(t *testing.T) {
+	t.Setenv("SVC_LOG_LEVEL", "warn")
+	d := startDaemon(t)
+	require.NoError(t, d.stop(), d.stderr.String())
+	require.NotContains(t, d.stderr.String(), "level=INFO")
+	require.NotContains(t, d.stderr.String(), "edge running")
+}
+
+func TestLogFlags_Usage(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--config", "x.json", "--log-format", "xml"},
+		{"run", "--config", "x.json", "--log-level", "loud"},
+		{"enrol", "--cloud", "https://cloud.example", "--log-format", "xml"},
+		{"supervise", "--slots", t.TempDir(), "--log-level", "loud", "--", "run"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		require.Equal(t, 2, code, "%q: %s", args, errOut)
+		require.Regexp(t, `--log-(format "xml": want text or json|level "loud": want debug, info, warn or error)`, errOut, "%q", args)
+	}
 }
 
 func TestScan_Usage(t *testing.T) {

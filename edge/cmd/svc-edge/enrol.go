@@ -18,6 +18,7 @@ import (
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/edge/enrol"
 	"github.com/svc-vms/svc/kiosk"
+	"github.com/svc-vms/svc/shared/logging"
 )
 
 // enrolFlags are the flags of svc-edge enrol, which svc-edge run takes too
@@ -45,23 +46,28 @@ func enrolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var f enrolFlags
 	f.register(fs)
 	path := fs.String("config", env("SVC_EDGE_CONFIG", defaultConfig), "the configuration file to write (env SVC_EDGE_CONFIG)")
+	var lc logging.Config
+	lc.Register(fs)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("enrol: unexpected argument %q", fs.Arg(0))}
 	}
+	if err := lc.Validate(); err != nil {
+		return usageError{"enrol: " + err.Error()}
+	}
 	if _, err := os.Stat(*path); err == nil {
 		return fmt.Errorf("enrol: %s exists: the appliance is enrolled (to enrol it again, revoke its edge in the cloud and move the file aside)", *path)
 	}
-	return enrolAppliance(ctx, f, *path, stdout, stderr)
+	return enrolAppliance(ctx, f, *path, lc.New(stderr), stdout)
 }
 
 // enrolAppliance enrols the appliance and writes its configuration at
 // path. Meanwhile it serves the status page on the local API's address
 // and the enrolment page on the kiosk's; both are closed when it returns,
 // so that the daemon may listen there.
-func enrolAppliance(ctx context.Context, f enrolFlags, path string, stdout, stderr io.Writer) error {
+func enrolAppliance(ctx context.Context, f enrolFlags, path string, log *slog.Logger, stdout io.Writer) error {
 	u, err := url.Parse(f.cloud)
 	switch {
 	case f.cloud == "":
@@ -85,7 +91,6 @@ func enrolAppliance(ctx context.Context, f enrolFlags, path string, stdout, stde
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if created {
 		log.Info("made the appliance's identity key", "path", f.data+"/"+enrol.KeyFileName)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
 	"github.com/svc-vms/svc/edge/update"
+	"github.com/svc-vms/svc/shared/logging"
 )
 
 // version is the release this binary is, set at build time with
@@ -38,8 +38,13 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 	rootA := fs.String("root-a", "", "root partition A's device (with --boot)")
 	rootB := fs.String("root-b", "", "root partition B's device (with --boot)")
 	kernel := fs.String("kernel", "kernel/vmlinuz", "where a root image holds its kernel (with --boot)")
+	var lc logging.Config
+	lc.Register(fs)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	if err := lc.Validate(); err != nil {
+		return usageError{"supervise: " + err.Error()}
 	}
 	rest := fs.Args()
 	if len(rest) == 0 || rest[0] != "run" {
@@ -52,7 +57,7 @@ func supervise(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("supervise: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := lc.New(stderr)
 	s := &update.Supervisor{Args: rest, Stderr: stderr, TrialTimeout: *trial, StopGrace: *grace, Logger: log, Now: time.Now}
 	if *boot != "" {
 		if *rootA == "" || *rootB == "" {
