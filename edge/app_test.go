@@ -21,6 +21,7 @@ import (
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/shared/promtest"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
@@ -216,6 +217,10 @@ func TestApp_Metrics_ProcessRuntimeBuildAndSync(t *testing.T) {
 		require.InDelta(t, float64(time.Now().Unix()), start, 600, "the process started minutes ago at most")
 		require.Equal(t, "counter", types["process_cpu_seconds_total"])
 	}
+
+	// The whole exposition is what Prometheus's linter accepts.
+	_, body := s.get("/metrics")
+	promtest.CheckMetrics(t, []byte(body))
 
 	// Without a sync half wired, its series are left out, not zero.
 	bare := newSite(t).start()

@@ -25,7 +25,7 @@ import (
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/telemetry"
-	"github.com/svc-vms/svc/cloud/telemetry/telemetrytest"
+	"github.com/svc-vms/svc/shared/promtest"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
@@ -230,7 +230,7 @@ func TestMetrics_AfterRequests(t *testing.T) {
 				require.Contains(t, mfs, name)
 			}
 
-			t.Run("promtool", func(t *testing.T) { telemetrytest.CheckMetrics(t, scrape) })
+			t.Run("promtool", func(t *testing.T) { promtest.CheckMetrics(t, scrape) })
 		})
 	}
 }

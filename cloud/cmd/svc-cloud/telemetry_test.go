@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
-	"github.com/svc-vms/svc/cloud/telemetry/telemetrytest"
+	"github.com/svc-vms/svc/shared/promtest"
 )
 
 // logLines decodes the complete lines of a JSON log; a line that is not
@@ -100,7 +100,7 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	require.Contains(t, scrape, `svc_cloud_db_connections_max{pool="sqlite_write"} 1`)
 	require.Contains(t, scrape, "svc_cloud_mqtt_connected 1")
 	require.Contains(t, scrape, "process_start_time_seconds ")
-	t.Run("promtool", func(t *testing.T) { telemetrytest.CheckMetrics(t, []byte(scrape)) })
+	t.Run("promtool", func(t *testing.T) { promtest.CheckMetrics(t, []byte(scrape)) })
 
 	var access map[string]any
 	for access == nil {

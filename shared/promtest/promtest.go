@@ -1,8 +1,8 @@
-// Package telemetrytest checks a Prometheus exposition the way an
+// Package promtest checks a Prometheus exposition the way an
 // operator's tools read it: with promtool, Prometheus's own linter.
 //
 // It may import the standard library and testing only.
-package telemetrytest
+package promtest
 
 import (
 	"bytes"
