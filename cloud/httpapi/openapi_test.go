@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +81,10 @@ func validateResponse(t testing.TB, req *http.Request, status int, header http.H
 	routed.URL = &url.URL{Path: req.URL.Path, RawPath: req.URL.RawPath, RawQuery: req.URL.RawQuery}
 	route, params, err := spec.router.FindRoute(routed)
 	if err != nil {
+		if item := spec.pathItem(routed); item != nil {
+			requireMethodNotAllowed(t, spec, item, routed, status, header, body)
+			return
+		}
 		requireUndocumentedRoute(t, spec, req, status, header, body)
 		return
 	}
@@ -119,6 +124,51 @@ func requireUndocumentedRoute(t testing.TB, spec *openAPISpec, req *http.Request
 		t.Fatalf("%s %s: the 404 body is not a Problem: %v\nbody: %s", req.Method, req.URL.RequestURI(), err, body)
 	}
 	require.Equal(t, string(problem.NotFound), v.(map[string]any)["code"], "body: %s", body)
+}
+
+// pathItem returns the document's path item req's path matches when req's
+// method is not one of its operations, or nil.
+func (s *openAPISpec) pathItem(req *http.Request) *openapi3.PathItem {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete, http.MethodPut, http.MethodHead} {
+		other := req.Clone(req.Context())
+		other.Method = m
+		if route, _, err := s.router.FindRoute(other); err == nil {
+			return route.PathItem
+		}
+	}
+	return nil
+}
+
+// requireMethodNotAllowed checks the answer to a documented path asked
+// with a method it does not have: the document's MethodNotAllowed
+// response, whose Allow header names exactly the path's methods in the
+// document.
+func requireMethodNotAllowed(t testing.TB, spec *openAPISpec, item *openapi3.PathItem, req *http.Request, status int, header http.Header, body []byte) {
+	t.Helper()
+	name := req.Method + " " + req.URL.Path
+	require.Equal(t, http.StatusMethodNotAllowed, status, "%s: a documented path asked with another method: %s", name, body)
+	var methods []string
+	for m := range item.Operations() {
+		methods = append(methods, m)
+	}
+	slices.Sort(methods)
+	require.Equal(t, strings.Join(methods, ", "), header.Get("Allow"), "%s: Allow names the path's methods in the document", name)
+
+	resp := spec.doc.Components.Responses["MethodNotAllowed"]
+	require.NotNil(t, resp, "the document has a MethodNotAllowed response")
+	for h, ref := range resp.Value.Headers {
+		if ref.Value.Required {
+			require.NotEmpty(t, header.Get(h), "%s: header %s", name, h)
+		}
+	}
+	media := resp.Value.Content.Get(problem.ContentType)
+	require.NotNil(t, media, "MethodNotAllowed is a problem")
+	require.Equal(t, problem.ContentType, header.Get("Content-Type"), "%s", name)
+	var v any
+	require.NoError(t, json.Unmarshal(body, &v), "problem body: %s", body)
+	if err := media.Schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+		t.Fatalf("%s: the 405 body does not match MethodNotAllowed: %v\nbody: %s", name, err, body)
+	}
 }
 
 // newOpenAPIServer is an API server on a fresh SQLite store.
@@ -168,6 +218,10 @@ func TestOpenAPI_DocumentIsValid(t *testing.T) {
 		for method, op := range item.Operations() {
 			name := method + " " + path
 			require.NotEmpty(t, op.OperationID, name)
+			// Another method on the path answers 405: every operation
+			// shows it, as the path's other answers.
+			require.NotNil(t, op.Responses.Status(http.StatusMethodNotAllowed), "%s documents 405", name)
+			require.Equal(t, "#/components/responses/MethodNotAllowed", op.Responses.Status(http.StatusMethodNotAllowed).Ref, name)
 			if path == "/openapi.json" || path == "/passes/{link}" || strings.HasPrefix(path, "/enrolments") {
 				require.NotNil(t, op.Security, "%s needs no authentication", name)
 				require.Empty(t, *op.Security, "%s needs no authentication", name)
@@ -214,4 +268,31 @@ func TestOpenAPI_Served(t *testing.T) {
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json"), resp.Header.Get("Content-Type"))
 	require.Equal(t, httpapi.OpenAPI, body, "the served document is the embedded one, byte for byte")
 	validateResponse(t, req, resp.StatusCode, resp.Header, body)
+}
+
+// Every path of the document, asked with a method it does not have,
+// answers the document's 405 with Allow naming the path's methods
+// (validateResponse holds the answer to the document).
+func TestOpenAPI_WrongMethodAnswers405WithThePathsMethods(t *testing.T) {
+	spec := loadOpenAPI(t)
+	srv, _ := newOpenAPIServer(t)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	param := regexp.MustCompile(`\{[a-z_]+\}`)
+	for path, item := range spec.doc.Paths.Map() {
+		for _, method := range []string{http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			if item.GetOperation(method) != nil {
+				continue
+			}
+			req, err := http.NewRequest(method, ts.URL+openAPIBase+param.ReplaceAllString(path, "x1"), nil)
+			require.NoError(t, err)
+			resp, err := ts.Client().Do(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "%s %s: %s", method, path, body)
+			validateResponse(t, req, resp.StatusCode, resp.Header, body)
+		}
+	}
 }
