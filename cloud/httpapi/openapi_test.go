@@ -296,3 +296,52 @@ func TestOpenAPI_WrongMethodAnswers405WithThePathsMethods(t *testing.T) {
 		}
 	}
 }
+
+// Every problem response names a schema: Problem, or one narrowing it to
+// a status and codes with typed properties, so that generated clients get
+// a named type with a typed code and status rather than an untyped value
+// per response (oapi-codegen made interface{} of a narrowing without
+// types).
+func TestOpenAPI_ProblemResponsesAreNamedTypes(t *testing.T) {
+	doc := loadOpenAPI(t).doc
+	codes := doc.Components.Schemas["Problem"].Value.Properties["code"].Value.Enum
+	check := func(name string, resp *openapi3.ResponseRef) {
+		t.Helper()
+		media := resp.Value.Content.Get(problem.ContentType)
+		if media == nil {
+			return
+		}
+		ref := media.Schema.Ref
+		require.Regexp(t, `^#/components/schemas/[A-Za-z]*Problem$`, ref, "%s: a problem response refers to a named schema", name)
+		s := media.Schema.Value
+		if ref == "#/components/schemas/Problem" {
+			return
+		}
+		require.Len(t, s.AllOf, 2, "%s (%s): allOf Problem and its narrowing", name, ref)
+		require.Equal(t, "#/components/schemas/Problem", s.AllOf[0].Ref, "%s (%s)", name, ref)
+		n := s.AllOf[1].Value
+		require.True(t, n.Type.Is(openapi3.TypeObject), "%s (%s): the narrowing is an object", name, ref)
+		require.ElementsMatch(t, []string{"status", "code"}, n.Required, "%s (%s)", name, ref)
+		status, code := n.Properties["status"].Value, n.Properties["code"].Value
+		require.True(t, status.Type.Is(openapi3.TypeInteger), "%s (%s): status is an integer", name, ref)
+		require.NotNil(t, status.Const, "%s (%s): one status", name, ref)
+		require.True(t, code.Type.Is(openapi3.TypeString), "%s (%s): code is a string", name, ref)
+		require.NotEmpty(t, code.Enum, "%s (%s)", name, ref)
+		for _, c := range code.Enum {
+			require.Contains(t, codes, c, "%s (%s): a code of Problem", name, ref)
+			require.EqualValues(t, problem.Code(c.(string)).Status(), status.Const, "%s (%s): %s is sent with its status", name, ref, c)
+		}
+	}
+	for name, resp := range doc.Components.Responses {
+		check("components.responses."+name, resp)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				if resp.Ref == "" {
+					check(method+" "+path+" "+status, resp)
+				}
+			}
+		}
+	}
+}
