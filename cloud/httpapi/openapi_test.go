@@ -345,3 +345,167 @@ func TestOpenAPI_ProblemResponsesAreNamedTypes(t *testing.T) {
 		}
 	}
 }
+
+// eventData is the schema each event type's data is, by type prefix or
+// whole type (docs/decisions.md, "Events"); "" for the reserved types
+// whose objects are not in the API yet.
+var eventData = map[string]string{
+	"visit.": "Visit", "pass.": "Visit", "watchlist.": "Visit", "booking.": "Booking", "person.": "Person",
+	"attendance.punched": "AttendanceEvent", "timesheet.": "Timesheet", "visitor.erased": "ErasedVisitor",
+	"webhook_endpoint.disabled": "WebhookEndpoint", "edge.": "Edge", "delivery.": "", "roll_call.": "",
+}
+
+func eventDataOf(t testing.TB, typ string) string {
+	t.Helper()
+	for k, v := range eventData {
+		if k == typ || strings.HasSuffix(k, ".") && strings.HasPrefix(typ, k) {
+			return v
+		}
+	}
+	t.Fatalf("event type %s: which object does its data hold?", typ)
+	return ""
+}
+
+// Event is a union keyed by type: every type of cloud.EventTypes maps to
+// the one branch whose type enum holds it, and that branch's data is the
+// object the type carries. The webhooks section has one delivery per type,
+// its body that branch, with the Standard Webhooks headers.
+func TestOpenAPI_EventsAreTyped(t *testing.T) {
+	doc := loadOpenAPI(t).doc
+	schemas := doc.Components.Schemas
+	var enum []string
+	for _, v := range schemas["EventType"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	require.Equal(t, cloud.EventTypes, enum, "EventType lists cloud.EventTypes")
+
+	event := schemas["Event"].Value
+	require.NotNil(t, event.Discriminator, "Event has a discriminator")
+	require.Equal(t, "type", event.Discriminator.PropertyName)
+	var mapped []string
+	for typ := range event.Discriminator.Mapping {
+		mapped = append(mapped, typ)
+	}
+	slices.Sort(mapped)
+	require.Equal(t, cloud.EventTypes, mapped, "the discriminator maps every event type")
+	branches := map[string][]string{} // ref → the types mapped to it
+	for typ, m := range event.Discriminator.Mapping {
+		branches[m.Ref] = append(branches[m.Ref], typ)
+	}
+	require.Len(t, event.OneOf, len(branches), "one branch per object")
+	for _, b := range event.OneOf {
+		types, ok := branches[b.Ref]
+		require.True(t, ok, "%s: the discriminator maps to it", b.Ref)
+		slices.Sort(types)
+		var got []string
+		for _, v := range b.Value.Properties["type"].Value.Enum {
+			got = append(got, v.(string))
+		}
+		require.Equal(t, types, got, "%s: type lists exactly the types mapped to it", b.Ref)
+		require.ElementsMatch(t, schemas["Event"].Value.OneOf[0].Value.Required, b.Value.Required, "%s: the envelope's members are required", b.Ref)
+		data := b.Value.Properties["data"]
+		for _, typ := range types {
+			want := eventDataOf(t, typ)
+			if want == "" {
+				require.Empty(t, data.Ref, "%s: %s is reserved", b.Ref, typ)
+				continue
+			}
+			require.Equal(t, "#/components/schemas/"+want, data.Ref, "%s: the data of %s", b.Ref, typ)
+		}
+	}
+
+	var hooks []string
+	for name, item := range doc.Webhooks {
+		hooks = append(hooks, name)
+		op := item.Post
+		require.NotNil(t, op, "webhook %s is a POST", name)
+		require.Len(t, item.Operations(), 1, "webhook %s is a POST only", name)
+		body := op.RequestBody.Value.Content.Get("application/json")
+		require.NotNil(t, body, "webhook %s: a JSON body", name)
+		require.Equal(t, event.Discriminator.Mapping[name].Ref, body.Schema.Ref, "webhook %s: the body is its event's branch", name)
+		for _, h := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+			p := op.Parameters.GetByInAndName(openapi3.ParameterInHeader, h)
+			require.NotNil(t, p, "webhook %s: header %s", name, h)
+			require.True(t, p.Required, "webhook %s: %s is required", name, h)
+		}
+	}
+	slices.Sort(hooks)
+	require.Equal(t, cloud.EventTypes, hooks, "one webhook per event type")
+}
+
+// validateDelivery fails t unless a webhook delivery, its headers and
+// body, is what the document's webhooks section says is sent for its
+// event's type.
+func validateDelivery(t testing.TB, header http.Header, body []byte) {
+	t.Helper()
+	spec := loadOpenAPI(t)
+	var e struct {
+		Type string `json:"type"`
+	}
+	require.NoError(t, json.Unmarshal(body, &e), "delivery body: %s", body)
+	item := spec.doc.Webhooks[e.Type]
+	require.NotNil(t, item, "the document's webhooks has %s", e.Type)
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	req.Header = header.Clone()
+	opts := &openapi3filter.Options{MultiError: true}
+	in := &openapi3filter.RequestValidationInput{Request: req, Options: opts,
+		Route: &routers.Route{Spec: spec.doc, Path: e.Type, PathItem: item, Method: http.MethodPost, Operation: item.Post}}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		t.Fatalf("the %s delivery does not match the document's webhooks:\n%v\nheaders: %v\nbody: %s", e.Type, err, header, body)
+	}
+}
+
+// What the API sends has no defaults: a field it always sends is required,
+// and one it may leave out says when. openapi-typescript makes a property
+// with a default non-optional, right for what the server sends only when
+// the server does send it; request bodies keep their defaults and are
+// generated with --default-non-nullable=false (make ts-client).
+func TestOpenAPI_SentSchemasHaveNoDefaults(t *testing.T) {
+	doc := loadOpenAPI(t).doc
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(where string, s *openapi3.SchemaRef)
+	walk = func(where string, s *openapi3.SchemaRef) {
+		if s == nil || s.Value == nil || seen[s.Value] {
+			return
+		}
+		seen[s.Value] = true
+		if s.Ref != "" {
+			where = s.Ref
+		}
+		v := s.Value
+		for name, p := range v.Properties {
+			require.Nil(t, p.Value.Default, "%s: %s is sent by the API, so it has no default: it is required, or says when it is absent", where, name)
+			walk(where+"."+name, p)
+		}
+		walk(where+"[]", v.Items)
+		if v.AdditionalProperties.Schema != nil {
+			walk(where+"{}", v.AdditionalProperties.Schema)
+		}
+		for _, l := range []openapi3.SchemaRefs{v.AllOf, v.OneOf, v.AnyOf} {
+			for _, s := range l {
+				walk(where, s)
+			}
+		}
+	}
+	sent := func(where string, resp *openapi3.ResponseRef) {
+		for _, media := range resp.Value.Content {
+			walk(where, media.Schema)
+		}
+	}
+	for name, resp := range doc.Components.Responses {
+		sent("components.responses."+name, resp)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				sent(method+" "+path+" "+status, resp)
+			}
+		}
+	}
+	for name, item := range doc.Webhooks {
+		for _, media := range item.Post.RequestBody.Value.Content {
+			walk("webhook "+name, media.Schema)
+		}
+	}
+	require.NotEmpty(t, seen)
+}
