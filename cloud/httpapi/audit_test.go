@@ -4,10 +4,13 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/ids"
+	"github.com/svc-vms/svc/sync/protocol"
 )
 
 // The audit trail records who created and revoked a key (the operator's
@@ -57,5 +60,53 @@ func TestAudit_KeysAndErasure(t *testing.T) {
 		}
 		require.Equal(t, http.StatusNotFound, h.do(req{method: http.MethodDelete, path: "/v1/visitors/" + vid, key: h.seed.Keys.SecretTest}).Status)
 		require.Len(t, data(t, h.get("/v1/audit-events?action=visitor.erased")), 1, "a failed erasure records nothing")
+	})
+}
+
+// A fact from a site's appliance that disagrees with the cloud, and a
+// relay failure that voids an admit, are audited with the detail the
+// OpenAPI document types for edge.fact_conflicted and edge.admit_voided
+// (the harness holds each GET /v1/audit-events to it).
+func TestAudit_EdgeFactsAsDocumented(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open, withBroker())
+		edge := h.demoEdge(t)
+		site := protocol.Site{Mode: "test", OrgID: h.seed.Organisation.ID, SiteID: london(h).ID}
+		counter := uint64(0)
+		fact := func(kind protocol.FactKind, visitID string) protocol.Fact {
+			counter++
+			return protocol.Fact{ID: ids.New(ids.Fact), Kind: kind, EdgeID: edge, Counter: counter,
+				At: h.clock.Now().Add(-time.Minute), GateID: london(h).Gates[0], VisitID: visitID}
+		}
+
+		// A check-out of a visit the cloud has as expected.
+		expected := createVisit(t, h, nil)["id"].(string)
+		out := fact(protocol.FactCheckOut, expected)
+		require.NoError(t, h.svc.ApplyFact(t.Context(), site, out))
+		rows := data(t, h.get("/v1/audit-events?action=edge.fact_conflicted"))
+		require.Len(t, rows, 1)
+		require.Equal(t, "edge", rows[0]["actor_kind"])
+		require.Equal(t, edge, rows[0]["actor_id"])
+		detail := rows[0]["detail"].(map[string]any)
+		require.Equal(t, out.ID, detail["fact_id"])
+		require.Equal(t, "check_out", detail["kind"])
+		require.Equal(t, cloud.ConflictNotCheckedIn, detail["conflict"])
+		require.Equal(t, "expected", detail["status"])
+
+		// A check-in whose relay then failed: the admit is voided.
+		admitted := createVisit(t, h, nil)["id"].(string)
+		in := fact(protocol.FactCheckIn, admitted)
+		void := fact(protocol.FactRefused, admitted)
+		void.Reason, void.Voids, void.At = protocol.ReasonRelayFailed, in.ID, in.At
+		errs, err := h.svc.ApplyFacts(t.Context(), site, []protocol.Fact{in, void})
+		require.NoError(t, err)
+		require.Equal(t, []error{nil, nil}, errs)
+		rows = data(t, h.get("/v1/audit-events?action=edge.admit_voided"))
+		require.Len(t, rows, 1)
+		detail = rows[0]["detail"].(map[string]any)
+		require.Equal(t, void.ID, detail["fact_id"])
+		require.Equal(t, in.ID, detail["voids"])
+		require.NotContains(t, detail, "conflict", "the admit was voided")
+		require.Equal(t, "expected", h.get("/v1/visits/" + admitted).Body["status"])
 	})
 }

@@ -159,11 +159,54 @@ func TestErrors_BadRequests(t *testing.T) {
 		r = h.do(req{method: http.MethodGet, path: "/elsewhere"})
 		requireProblem(t, r, http.StatusNotFound, "not_found")
 		r = h.do(req{method: http.MethodDelete, path: "/v1/teams", key: key})
-		requireProblem(t, r, http.StatusNotFound, "not_found")
+		requireProblem(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
 		big := `{"name":"` + strings.Repeat("a", 1<<20) + `"}`
 		r = h.do(req{method: http.MethodPost, path: "/v1/teams", key: key, raw: []byte(big)})
 		requireProblem(t, r, http.StatusBadRequest, "bad_request")
 	})
+}
+
+// A path asked with a method it does not take answers 405
+// method_not_allowed with Allow naming the methods it takes, before any
+// key is looked at; an unknown path stays 404 without Allow.
+func TestErrors_WrongMethodIs405WithAllow(t *testing.T) {
+	h := newHarness(t, stores[0].open) // decided before any store is read
+	visit := "/v1/visits/" + ids.New(ids.Visit)
+	for _, c := range []struct {
+		method, path, allow string
+	}{
+		{http.MethodDelete, "/v1/teams", "GET, POST"},
+		{http.MethodPut, visit, "GET, PATCH"},
+		{http.MethodGet, visit + "/check-in", "POST"},
+		{http.MethodPost, visit + "/pass.png", "GET"},
+		{http.MethodPost, "/v1/openapi.json", "GET"},
+		{http.MethodPatch, "/v1/visitors/" + ids.New(ids.Visitor), "DELETE, GET"},
+		{http.MethodOptions, "/v1/webhook-endpoints/" + ids.New(ids.WebhookEndpoint), "DELETE, GET, PATCH"},
+	} {
+		for _, key := range []string{"", h.seed.Keys.SecretTest} {
+			r := h.do(req{method: c.method, path: c.path, key: key})
+			requireProblem(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+			require.Equal(t, c.allow, r.Header.Get("Allow"), "%s %s", c.method, c.path)
+			require.Contains(t, r.Body["detail"], c.allow, "%s %s", c.method, c.path)
+			require.Equal(t, strings.SplitN(c.path, "?", 2)[0], r.Body["instance"])
+		}
+	}
+
+	// HEAD is a method like the others: the API has no HEAD operation.
+	// Its answer has no body, so it is read here rather than by h.do.
+	head, err := http.NewRequest(http.MethodHead, h.url+"/v1/teams", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(head)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+
+	for _, path := range []string{"/v1/nowhere", "/v1/teams/" + ids.New(ids.Team) + "/archive", "/v2/teams"} {
+		r := h.do(req{method: http.MethodDelete, path: path, key: h.seed.Keys.SecretTest})
+		requireProblem(t, r, http.StatusNotFound, "not_found")
+		require.Empty(t, r.Header.Get("Allow"), path)
+	}
 }
 
 func TestErrors_PanicIsInternalError(t *testing.T) {

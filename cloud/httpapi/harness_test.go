@@ -235,10 +235,11 @@ func (h *harness) do(r req) response {
 		require.Equal(h.t, float64(resp.StatusCode), out.Body["status"])
 	}
 	validateResponse(h.t, httpReq, resp.StatusCode, resp.Header, raw)
-	// 401 and 403 are decided before the key is looked at, 429, 500 and
-	// 503 are not stored: everything else is replayed.
+	// 401 and 403 are decided before the key is looked at, 405 before
+	// any operation, 429, 500 and 503 are not stored: everything else is
+	// replayed.
 	if autoKey && h.replay && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden &&
-		resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
 		h.requireReplay(r, httpReq.Header.Get("Idempotency-Key"), out)
 	}
 	return out

@@ -128,8 +128,8 @@ func (s *Server) toProblem(c echo.Context, err error) (problem.Details, map[stri
 		switch he.Code {
 		case http.StatusNotFound:
 			out.code, out.detail = problem.NotFound, fmt.Sprintf("No operation %s %s exists.", c.Request().Method, c.Request().URL.Path)
-		case http.StatusMethodNotAllowed:
-			out.code, out.detail = problem.NotFound, fmt.Sprintf("No operation %s %s exists; see the Allow header.", c.Request().Method, c.Request().URL.Path)
+		case http.StatusMethodNotAllowed: // echo's own 405 (noRoute makes the API's), which sets Allow
+			out.code, out.detail = problem.MethodNotAllowed, fmt.Sprintf("%s does not take %s: see the Allow header.", c.Request().URL.Path, c.Request().Method)
 		case http.StatusRequestEntityTooLarge:
 			out.code, out.detail = problem.BadRequest, fmt.Sprintf("The body is larger than %d bytes.", maxBody)
 		default:

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/shared/problem"
 )
 
 // Config is what a Server needs.
@@ -378,7 +379,7 @@ func (s *Server) routes() *echo.Echo {
 	op(http.MethodGet, "/events", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth, list: true}, s.listEvents)
 	op(http.MethodGet, "/events/:event_id", route{scope: cloud.ScopeEventsRead, minLivePlan: cloud.PlanGrowth}, s.getEvent)
 
-	e.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
+	e.RouteNotFound(catchAll, s.noRoute)
 	s.templates = map[string]string{}
 	for _, r := range e.Routes() {
 		if r.Method != echo.RouteNotFound {
@@ -386,4 +387,41 @@ func (s *Server) routes() *echo.Echo {
 		}
 	}
 	return e
+}
+
+// catchAll is the route echo gives a request no other route takes.
+const catchAll = "/*"
+
+// routeMethods are the methods a route may be registered with: the ones
+// the Allow header of a 405 can name.
+var routeMethods = []string{http.MethodDelete, http.MethodGet, http.MethodHead, http.MethodPatch, http.MethodPost, http.MethodPut}
+
+func hasSlash(s string) bool { return strings.Contains(s, "/") }
+
+// noRoute answers a request no route takes. A path that some route has,
+// asked with another method, is 405 method_not_allowed with Allow naming
+// the path's methods (RFC 9110 requires it); any other path is 404
+// (docs/decisions.md, "Errors"). The catch-all route takes method
+// mismatches too (echo prefers it to its own 405), so the methods are
+// found here by asking the router for each.
+func (s *Server) noRoute(c echo.Context) error {
+	r := c.Request()
+	var allow []string
+	for _, m := range routeMethods {
+		found := s.echo.NewContext(nil, nil)
+		s.echo.Router().Find(m, echo.GetPath(r), found)
+		// A route whose last segment is a parameter takes the rest of
+		// the path in it, slashes and all (echo's leaf parameters): that
+		// is no path the route has.
+		if found.Path() != "" && found.Path() != catchAll && !slices.ContainsFunc(found.ParamValues(), hasSlash) {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		return echo.ErrNotFound
+	}
+	methods := strings.Join(allow, ", ")
+	return &apiError{code: problem.MethodNotAllowed,
+		detail: fmt.Sprintf("%s takes %s, not %s: see the Allow header.", r.URL.Path, methods, r.Method),
+		header: map[string]string{echo.HeaderAllow: methods}}
 }

@@ -263,6 +263,7 @@ func TestWebhooks_DeliveriesRetriesAndResendsAsDocumented(t *testing.T) {
 		first := rc.take()
 		require.Len(t, first, 3)
 		for _, r := range first {
+			validateDelivery(t, r.header, r.body)
 			if r.path == "/ok" {
 				requireSigned(t, r, okSecret)
 				require.Equal(t, strconv.FormatInt(start.Unix(), 10), r.header.Get("webhook-timestamp"))
@@ -309,6 +310,7 @@ func TestWebhooks_DeliveriesRetriesAndResendsAsDocumented(t *testing.T) {
 		run()
 		again := rc.take()
 		require.Len(t, again, 1)
+		validateDelivery(t, again[0].header, again[0].body) // signed with two secrets
 		require.Equal(t, evt, again[0].header.Get("webhook-id"))
 		requireSigned(t, again[0], rotated.Body["secret"].(string), okSecret)
 
@@ -357,6 +359,7 @@ func TestWebhooks_DeliveriesRetriesAndResendsAsDocumented(t *testing.T) {
 		require.Len(t, sent, 2)
 		want := h.get("/v1/events/" + disabled[0]["id"].(string)).Raw
 		for _, r := range sent {
+			validateDelivery(t, r.header, r.body)
 			require.Equal(t, disabled[0]["id"], r.header.Get("webhook-id"))
 			require.JSONEq(t, string(want), string(r.body))
 			requireSigned(t, r, rotated.Body["secret"].(string)) // the previous secret's 24 hours are over

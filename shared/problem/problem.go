@@ -29,6 +29,12 @@ const (
 	Unavailable          Code = "unavailable"
 )
 
+// MethodNotAllowed is one code more than the spec's table: a path asked
+// with a method it does not take, answered 405 with an Allow header
+// (docs/decisions.md, "Errors"). A new code is a compatible change:
+// clients handle codes they do not know by their status.
+const MethodNotAllowed Code = "method_not_allowed"
+
 var meta = map[Code]struct {
 	status int
 	title  string
@@ -41,6 +47,7 @@ var meta = map[Code]struct {
 	PlanRequired:         {http.StatusForbidden, "The plan does not include this"},
 	ConsentRequired:      {http.StatusForbidden, "Consent is required"},
 	NotFound:             {http.StatusNotFound, "Not found"},
+	MethodNotAllowed:     {http.StatusMethodNotAllowed, "The path does not take this method"},
 	Conflict:             {http.StatusConflict, "Conflict"},
 	InvalidState:         {http.StatusConflict, "The object's state does not allow this"},
 	DraftConflict:        {http.StatusConflict, "The draft changed elsewhere"},
@@ -70,7 +77,7 @@ func (c Code) Title() string {
 // Codes lists every code, for documentation and tests.
 func Codes() []Code {
 	return []Code{ValidationFailed, BadRequest, Unauthorized, Forbidden, ScopeMissing, PlanRequired,
-		ConsentRequired, NotFound, Conflict, InvalidState, DraftConflict, IdempotencyKeyReused,
+		ConsentRequired, NotFound, MethodNotAllowed, Conflict, InvalidState, DraftConflict, IdempotencyKeyReused,
 		LocationCheckFailed, RateLimited, InternalError, Unavailable}
 }
 
