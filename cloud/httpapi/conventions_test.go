@@ -207,6 +207,13 @@ func TestErrors_WrongMethodIs405WithAllow(t *testing.T) {
 		requireProblem(t, r, http.StatusNotFound, "not_found")
 		require.Empty(t, r.Header.Get("Allow"), path)
 	}
+	// A path one segment longer than a route's is no path of the API, even
+	// with the method the route has (echo's last parameter would take the
+	// rest of the path).
+	for _, path := range []string{"/v1/teams/" + ids.New(ids.Team) + "/archive", visit + "/x/y"} {
+		r := h.do(req{method: http.MethodGet, path: path, key: h.seed.Keys.SecretTest})
+		requireProblem(t, r, http.StatusNotFound, "not_found")
+	}
 }
 
 func TestErrors_PanicIsInternalError(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -100,6 +101,19 @@ type route struct {
 
 // noQuery refuses query parameters on operations that take none, as lists
 // refuse the ones they do not know.
+// wholeSegments answers 404 for a path a route took only because echo's
+// last path parameter swallows the rest of the path, slashes and all
+// (/v1/teams/{id}/archive reaching GET /teams/{team_id}): no route has
+// that path. Every parameter of the API's routes is one path segment.
+func wholeSegments(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if slices.ContainsFunc(c.ParamValues(), hasSlash) {
+			return echo.ErrNotFound
+		}
+		return next(c)
+	}
+}
+
 func noQuery(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().URL.RawQuery == "" {

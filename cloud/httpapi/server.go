@@ -241,7 +241,7 @@ func (s *Server) routes() *echo.Echo {
 		if r.minLivePlan == "" {
 			r.minLivePlan = cloud.PlanPro
 		}
-		mw := []echo.MiddlewareFunc{s.authenticate(r)}
+		mw := []echo.MiddlewareFunc{wholeSegments, s.authenticate(r)}
 		if !r.list {
 			mw = append(mw, noQuery)
 		}
