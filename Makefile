@@ -23,7 +23,7 @@ ASYNCAPI_VERSION := 6.2.0
 ASYNCAPI_DIR := $(TOOLS)/asyncapi
 ASYNCAPI := $(ASYNCAPI_DIR)/node_modules/.bin/asyncapi
 
-.PHONY: run run-cloud run-edge test vet unit lint-openapi ts-client lint-asyncapi build cross bench clean image image-test
+.PHONY: run run-cloud run-edge test vet unit lint-openapi ts-client lint-asyncapi build cross bench clean image image-test prometheus dashboard-check
 
 BIN       := $(TOOLS)/bin
 
@@ -75,7 +75,7 @@ vet:
 unit:
 	SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" \
 	SVC_TEST_CHROMIUM="$${SVC_TEST_CHROMIUM:-$$(command -v chromium || true)}" \
-	SVC_TEST_PROMTOOL="$${SVC_TEST_PROMTOOL:-$(wildcard $(TOOLS)/prometheus/usr/bin/promtool)}" \
+	SVC_TEST_PROMTOOL="$${SVC_TEST_PROMTOOL:-$(wildcard $(PROMETHEUS_DIR)/usr/bin/promtool)}" \
 	SVC_TEST_NODE_MODULES="$${SVC_TEST_NODE_MODULES:-$(if $(wildcard $(PLAYWRIGHT)),$(TOOLS)/node_modules)}" \
 	SVC_TESTDATA="$${SVC_TESTDATA:-$(firstword $(wildcard $(CURDIR)/../shared/testdata /work/shared/testdata))}" \
 	$(GO) test -count=1 -timeout 15m ./...
@@ -158,6 +158,27 @@ $(PLAYWRIGHT):
 	  exit 0; \
 	fi; \
 	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) playwright-core@$(PLAYWRIGHT_VERSION) axe-core@$(AXE_VERSION)
+
+## prometheus: Prometheus and promtool from Debian's prometheus package, unpacked into ./.tools/prometheus (not installed: installing starts a server)
+PROMETHEUS_DIR := $(TOOLS)/prometheus
+PROMETHEUS := $(PROMETHEUS_DIR)/usr/bin/prometheus
+prometheus: $(PROMETHEUS)
+
+# apt-get download runs as the _apt user, which must be able to write the
+# folder it downloads into.
+$(PROMETHEUS):
+	@deb_dir=$$(mktemp -d) && chmod 0777 "$$deb_dir" && \
+	{ (cd "$$deb_dir" && { apt-get download -q prometheus >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null && apt-get download -q prometheus >/dev/null; }; }) || \
+	  { echo "cannot download Debian's prometheus package with apt-get"; rm -rf "$$deb_dir"; exit 1; }; } && \
+	mkdir -p $(PROMETHEUS_DIR) && dpkg-deb -x "$$deb_dir"/prometheus_*.deb $(PROMETHEUS_DIR) && rm -rf "$$deb_dir" && \
+	echo "unpacked Debian's prometheus package into $(PROMETHEUS_DIR)"
+
+## dashboard-check: the Grafana dashboard (docs/grafana/svc.json) against a real scrape: starts make run's processes on free ports in a temporary folder, Prometheus scraping them for DASHBOARD_SCRAPE (default 75s) while API requests and gate scans run, then evaluates every query of the dashboard and fails on one that does not parse or has no data; DASHBOARD_SCREENSHOT=docs/screenshots/grafana-dashboard.png also draws its panels into that PNG with chromium
+DASHBOARD_SCRAPE ?= 75s
+dashboard-check: $(BIN)/svc-cloud $(BIN)/svc-edge $(PROMETHEUS)
+	$(GO) run ./docs/grafana/dashcheck -cloud $(BIN)/svc-cloud -edge $(BIN)/svc-edge -prometheus $(PROMETHEUS) \
+	  -scrape $(DASHBOARD_SCRAPE) $(if $(DASHBOARD_SCREENSHOT),-screenshot $(DASHBOARD_SCREENSHOT))
 
 ## build: static binaries into ./bin
 build:
