@@ -459,7 +459,7 @@ func validateDelivery(t testing.TB, header http.Header, body []byte) {
 // and one it may leave out says when. openapi-typescript makes a property
 // with a default non-optional, right for what the server sends only when
 // the server does send it; request bodies keep their defaults and are
-// generated with --default-non-nullable=false (make ts-client).
+// generated with --default-non-nullable=false (make clients).
 func TestOpenAPI_SentSchemasHaveNoDefaults(t *testing.T) {
 	doc := loadOpenAPI(t).doc
 	seen := map[*openapi3.Schema]bool{}

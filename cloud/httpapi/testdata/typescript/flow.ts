@@ -1,8 +1,9 @@
 // A short client flow written against the types openapi-typescript
-// generates from the OpenAPI document (make ts-client generates ./api.ts
-// beside a copy of this file and compiles both with tsc --strict). It is
-// never run: it fails to compile when the document stops giving a
-// TypeScript client what this code needs, which is the check.
+// generates from the OpenAPI document (make clients generates ./api.ts
+// from the served document beside a copy of this file and compiles both
+// with tsc --strict). It is never run (run.ts is): it fails to compile
+// when the document stops giving a TypeScript client what this code
+// needs, which is the check.
 import type { components, paths, webhooks } from "./api";
 
 type Schemas = components["schemas"];
