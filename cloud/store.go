@@ -513,6 +513,15 @@ type Store interface {
 	// one (the store closed, for instance). It is what a readiness probe
 	// asks, so it reads one small row.
 	Ready(ctx context.Context) error
+	// WebhookQueue counts the pending webhook deliveries of every tenant
+	// as at now, for metrics (WebhookQueueStats). It reads only pending
+	// rows, so it costs what the backlog is, not the history.
+	WebhookQueue(ctx context.Context, now time.Time) (WebhookQueueStats, error)
+	// FleetTotals sums what the edges of every tenant last said of
+	// themselves, for metrics (FleetTotals), an edge being online when its
+	// last status said so at or after silentBefore (EdgeSilentAfter before
+	// now, as Edge.Presented judges) and it is not revoked.
+	FleetTotals(ctx context.Context, silentBefore time.Time) (FleetTotals, error)
 	// Stats tells how the store's connections are used and how many
 	// statements failed since it opened, for metrics. It never waits for
 	// the database.
@@ -637,4 +646,39 @@ type AttendanceTx interface {
 	// DeleteEvidence deletes a person's evidence of a kind kept on a
 	// basis, and returns how many.
 	DeleteEvidence(personID string, kind EvidenceKind, basis EvidencePolicy) (int, error)
+}
+
+// WebhookQueueStats is the webhook delivery queue at a moment, over every
+// tenant. Due, Waiting and Held together are every pending delivery.
+type WebhookQueueStats struct {
+	// Due are pending deliveries to enabled endpoints whose next attempt
+	// is at or before now: sent as soon as a dispatcher claims them.
+	Due int64
+	// Waiting are pending deliveries to enabled endpoints whose next
+	// attempt is later: a retry's wait, or a claim being sent.
+	Waiting int64
+	// Held are pending deliveries to disabled endpoints, which stay until
+	// the endpoint is enabled again.
+	Held int64
+	// Oldest is when the oldest pending delivery to an enabled endpoint
+	// was queued (its event's time); nil when there is none.
+	Oldest *time.Time
+}
+
+// FleetTotals sums the edges of every tenant, from what each last said in
+// its status.
+type FleetTotals struct {
+	// Online, Offline and Revoked count the edges by state: revoked ones
+	// are neither online nor offline.
+	Online, Offline, Revoked int64
+	// Outbox is the facts the edges not revoked said they had not had
+	// acknowledged yet, summed.
+	Outbox int64
+	// OutboxOldest is when the oldest of those facts happened, as the
+	// edges said; nil when none said it had one.
+	OutboxOldest *time.Time
+	// MaxLag is the most changes an online edge is behind its site's
+	// feed (the feed's head minus the last change the edge said it
+	// applied); 0 when none is online.
+	MaxLag uint64
 }

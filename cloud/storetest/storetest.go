@@ -203,6 +203,7 @@ func groups() []group {
 		{"Idempotency", idempotencyTests()},
 		{"Outages", outageTests()},
 		{"Ready", readyTests()},
+		{"Stats", statsTests()},
 		{"RequestCounts", []test{
 			{"CountsUp", testCountsUp},
 			{"IndependentWindowsAndTenants", testCountsIndependent},

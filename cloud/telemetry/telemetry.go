@@ -5,8 +5,9 @@
 // connected). docs/decisions.md, "Metrics (issue 19)", has the series and
 // why they are labelled as they are.
 //
-// It may import cloud, cloud/httpapi (whose Observer it is), the types of
-// sync/mqttsync and the Prometheus client library; never a storage engine.
+// It may import cloud, cloud/httpapi (whose Observer it is), the results
+// of cloud/webhook, the types of sync/mqttsync, shared/ratelog and the
+// Prometheus client library; never a storage engine.
 package telemetry
 
 import (
@@ -23,6 +24,8 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/cloud/webhook"
+	"github.com/svc-vms/svc/shared/ratelog"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
@@ -40,9 +43,16 @@ type Config struct {
 	// Logger gets the readiness check's changes (ready to not ready, with
 	// the reason, and back); nil for none.
 	Logger *slog.Logger
-	// ReadyTimeout bounds the readiness check's query; zero means
-	// DefaultReadyTimeout.
+	// ReadyTimeout bounds the readiness check's query, and each of the
+	// scrape's queries; zero means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// StatsMaxAge is how long the webhook queue's and the fleet's
+	// figures, read from the store, are reused by later scrapes; zero
+	// means DefaultStatsMaxAge.
+	StatsMaxAge time.Duration
+	// Now is the clock the queue's and the fleet's ages are measured by;
+	// time.Now when nil.
+	Now func() time.Time
 }
 
 // DefaultReadyTimeout is Config.ReadyTimeout's default: below the 5 s
@@ -59,6 +69,7 @@ type Telemetry struct {
 	replays   prometheus.Counter
 	conflicts *prometheus.CounterVec
 	limited   *prometheus.CounterVec
+	webhooks  *prometheus.CounterVec
 
 	store   cloud.Store
 	sync    func() mqttsync.CloudState
@@ -116,6 +127,14 @@ func New(cfg Config) *Telemetry {
 		Name: "svc_cloud_rate_limited_total",
 		Help: "Requests refused with 429 by a per-minute limit: organisation (per organisation and mode), pass_address, pass_link, enrol_address, enrol_poll, claim_attempts.",
 	}, []string{"limit"})
+	t.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "svc_cloud_webhook_attempts_total",
+		Help: "Webhook delivery attempts this process made, by result: succeeded (2xx), status_3xx, status_4xx, status_5xx, status_other, " +
+			"timeout, refused (the URL or its addresses are not allowed), error (no such host, connection refused, TLS...).",
+	}, []string{"result"})
+	for _, r := range webhook.Results {
+		t.webhooks.WithLabelValues(r)
+	}
 	for _, r := range conflictReasons {
 		t.conflicts.WithLabelValues(r)
 	}
@@ -128,8 +147,18 @@ func New(cfg Config) *Telemetry {
 		ConstLabels: prometheus.Labels{"version": cfg.Version, "goversion": runtime.Version()},
 	})
 	build.Set(1)
-	t.reg.MustRegister(t.requests, t.durations, t.replays, t.conflicts, t.limited, build,
-		storeCollector{store: cfg.Store},
+	now, maxAge := cfg.Now, cfg.StatsMaxAge
+	if now == nil {
+		now = time.Now
+	}
+	if maxAge <= 0 {
+		maxAge = DefaultStatsMaxAge
+	}
+	queue := &queueCollector{store: cfg.Store, now: now, maxAge: maxAge, timeout: t.timeout,
+		// A database that is down fails every scrape's query.
+		log: slog.New(ratelog.New(t.log.Handler(), 0, 0, nil))}
+	t.reg.MustRegister(t.requests, t.durations, t.replays, t.conflicts, t.limited, t.webhooks, build,
+		storeCollector{store: cfg.Store}, queue,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Sync != nil {
 		t.reg.MustRegister(syncCollector{state: cfg.Sync})
@@ -161,6 +190,12 @@ func (t *Telemetry) ObserveRequest(o httpapi.Observation) {
 	if o.RateLimit != "" {
 		t.limited.WithLabelValues(o.RateLimit).Inc()
 	}
+}
+
+// ObserveWebhook counts a webhook attempt by its result (one of
+// webhook.Results): it is webhook.Dispatcher's Observe.
+func (t *Telemetry) ObserveWebhook(result string) {
+	t.webhooks.WithLabelValues(result).Inc()
 }
 
 // Registry is where the metrics are registered, for more of them.

@@ -29,7 +29,7 @@ import (
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
 
-func openSQLite(t *testing.T) cloud.Store {
+func openSQLite(t testing.TB) cloud.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
 	require.NoError(t, err)
@@ -40,14 +40,15 @@ func openSQLite(t *testing.T) cloud.Store {
 // env is the API with its telemetry, as svc-cloud serve wires them, on a
 // seeded store.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	store cloud.Store
+	svc   *cloud.Service
 	tel   *telemetry.Telemetry
 	api   http.Handler // the API listener's handler: the probes, then the API
 	seed  cloud.SeedResult
 }
 
-func newEnv(t *testing.T, store cloud.Store, cfg telemetry.Config) *env {
+func newEnv(t testing.TB, store cloud.Store, cfg telemetry.Config) *env {
 	t.Helper()
 	ctx := context.Background()
 	svc := cloud.NewService(store, time.Now)
@@ -57,7 +58,7 @@ func newEnv(t *testing.T, store cloud.Store, cfg telemetry.Config) *env {
 	tel := telemetry.New(cfg)
 	api, err := httpapi.New(ctx, httpapi.Config{Service: svc, Observer: tel, RateLimits: map[cloud.Plan]int{cloud.PlanPro: 10}})
 	require.NoError(t, err)
-	return &env{t: t, store: store, tel: tel, api: tel.Probes(api), seed: seed}
+	return &env{t: t, store: store, svc: svc, tel: tel, api: tel.Probes(api), seed: seed}
 }
 
 // do sends a request to the API listener's handler.
@@ -89,7 +90,7 @@ func (e *env) scrape() []byte {
 }
 
 // families parses a scrape.
-func families(t *testing.T, scrape []byte) map[string]*dto.MetricFamily {
+func families(t testing.TB, scrape []byte) map[string]*dto.MetricFamily {
 	t.Helper()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(bytes.NewReader(scrape))
@@ -144,8 +145,8 @@ func requireValue(t *testing.T, mfs map[string]*dto.MetricFamily, name string, l
 func TestMetrics_AfterRequests(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		open func(t *testing.T) cloud.Store
-	}{{"sqlite", openSQLite}, {"postgres", func(t *testing.T) cloud.Store { return postgrestest.New(t) }}} {
+		open func(t testing.TB) cloud.Store
+	}{{"sqlite", openSQLite}, {"postgres", func(t testing.TB) cloud.Store { return postgrestest.New(t) }}} {
 		t.Run(tc.name, func(t *testing.T) {
 			sync := func() mqttsync.CloudState {
 				return mqttsync.CloudState{Connected: true, FactsApplied: 7, FactsRejected: 2, Dropped: 3, ChangesSent: 11}

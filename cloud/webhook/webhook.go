@@ -83,7 +83,7 @@ func NewClient(policy cloud.WebhookPolicy) *http.Client {
 		var refused, failed error
 		for _, ip := range ips {
 			if err := policy.CheckWebhookAddr(mode, ip); err != nil {
-				refused = fmt.Errorf("refused: %w", err)
+				refused = outcomeError{ResultRefused, fmt.Errorf("refused: %w", err)}
 				continue
 			}
 			c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
@@ -151,6 +151,9 @@ type Dispatcher struct {
 	// Clock gives the time a delivery is signed at (time.Now when nil):
 	// the receiver's clock, not the service's, judges it.
 	Clock func() time.Time
+	// Observe, when set, is told what each attempt Send makes came to
+	// (one of Results), for metrics.
+	Observe func(result string)
 
 	once sync.Once
 }
@@ -248,10 +251,11 @@ func (d *Dispatcher) Send(ctx context.Context, j cloud.WebhookJob) cloud.Webhook
 	r := cloud.WebhookResult{AttemptedAt: d.Service.Now()}
 	fail := func(err error) cloud.WebhookResult {
 		r.Duration, r.Error = time.Since(start), trim(err.Error(), 500)
+		d.observe(failure(err))
 		return r
 	}
 	if err := d.Service.WebhookPolicy().CheckWebhookURL(j.Endpoint.Tenant.Mode, j.Endpoint.URL); err != nil {
-		return fail(fmt.Errorf("url refused: %w", err))
+		return fail(outcomeError{ResultRefused, fmt.Errorf("url refused: %w", err)})
 	}
 	body, err := d.Body(j.Event)
 	if err != nil {
@@ -276,14 +280,77 @@ func (d *Dispatcher) Send(ctx context.Context, j cloud.WebhookJob) cloud.Webhook
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fail(fmt.Errorf("no response within %s", d.Timeout))
+			return fail(outcomeError{ResultTimeout, fmt.Errorf("no response within %s", d.Timeout)})
 		}
 		return fail(err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	resp.Body.Close()
 	r.Duration, r.StatusCode = time.Since(start), resp.StatusCode
+	d.observe(statusResult(resp.StatusCode))
 	return r
+}
+
+// What an attempt came to, as Dispatcher.Observe is told: a fixed set, so
+// that a metric labelled with it has a bounded number of series.
+const (
+	ResultSucceeded   = "succeeded"  // a 2xx response
+	ResultStatus3xx   = "status_3xx" // a redirect, which is not followed
+	ResultStatus4xx   = "status_4xx"
+	ResultStatus5xx   = "status_5xx"
+	ResultStatusOther = "status_other" // a 1xx or a code outside 100–599
+	ResultTimeout     = "timeout"      // no response in time (Dispatcher.Timeout, or the dial's)
+	ResultRefused     = "refused"      // the URL or every address it resolves to is not allowed (cloud.WebhookPolicy)
+	ResultError       = "error"        // anything else: no such host, connection refused, TLS...
+)
+
+// Results are every result Observe may be told, for a metric to start
+// each at zero.
+var Results = []string{ResultSucceeded, ResultStatus3xx, ResultStatus4xx, ResultStatus5xx, ResultStatusOther,
+	ResultTimeout, ResultRefused, ResultError}
+
+func (d *Dispatcher) observe(result string) {
+	if d.Observe != nil {
+		d.Observe(result)
+	}
+}
+
+func statusResult(code int) string {
+	switch code / 100 {
+	case 2:
+		return ResultSucceeded
+	case 3:
+		return ResultStatus3xx
+	case 4:
+		return ResultStatus4xx
+	case 5:
+		return ResultStatus5xx
+	}
+	return ResultStatusOther
+}
+
+// outcomeError is an error that says what result it is; its text is its
+// cause's, so the attempt records the same message.
+type outcomeError struct {
+	result string
+	err    error
+}
+
+func (e outcomeError) Error() string { return e.err.Error() }
+func (e outcomeError) Unwrap() error { return e.err }
+
+// failure is the result of an attempt that failed with err before a
+// response came.
+func failure(err error) string {
+	var o outcomeError
+	if errors.As(err, &o) {
+		return o.result
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ResultTimeout
+	}
+	return ResultError
 }
 
 func trim(s string, n int) string {

@@ -89,3 +89,71 @@ func TestClient_RefusesEmbeddedIPv4FormsAtConnect(t *testing.T) {
 	require.NoError(t, do(loose, cloud.ModeTest, "::ffff:127.0.0.1"), "IPv4-mapped loopback is loopback")
 	require.ErrorContains(t, do(loose, cloud.ModeLive, "::ffff:127.0.0.1"), "loopback")
 }
+
+// Observe is told each attempt's result: by status class for a response,
+// refused for a URL or an address the policy does not allow, timeout,
+// and error for the rest; the attempt's recorded error keeps its words.
+func TestDispatcher_ObservesResults(t *testing.T) {
+	handler := func(code int) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) }) // first: Close waits for the handler
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	_, port, err := net.SplitHostPort(slow.Listener.Addr().String())
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		name   string
+		policy cloud.WebhookPolicy
+		mode   cloud.Mode
+		url    string
+		result string
+		err    string
+	}{
+		{"2xx", loose, cloud.ModeTest, handler(http.StatusNoContent), webhook.ResultSucceeded, ""},
+		{"3xx", loose, cloud.ModeTest, handler(http.StatusFound), webhook.ResultStatus3xx, ""},
+		{"4xx", loose, cloud.ModeTest, handler(http.StatusGone), webhook.ResultStatus4xx, ""},
+		{"5xx", loose, cloud.ModeTest, handler(http.StatusServiceUnavailable), webhook.ResultStatus5xx, ""},
+		{"URL refused", loose, cloud.ModeLive, handler(http.StatusNoContent), webhook.ResultRefused, "url refused: "},
+		// The URL passes the service's policy; the client's stricter one
+		// refuses the address it resolves to, when it connects.
+		{"address refused", loose, cloud.ModeTest, "http://localhost:" + port + "/", webhook.ResultRefused, "refused: "},
+		{"timeout", loose, cloud.ModeTest, slow.URL, webhook.ResultTimeout, "no response within"},
+		{"connection refused", loose, cloud.ModeTest, closedURL, webhook.ResultError, "refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			svc := cloud.NewService(nil, time.Now)
+			svc.SetWebhookPolicy(c.policy)
+			var got []string
+			client := webhook.NewClient(c.policy)
+			if c.name == "address refused" {
+				client = webhook.NewClient(cloud.WebhookPolicy{})
+			}
+			d := &webhook.Dispatcher{Service: svc, Client: client, Timeout: 200 * time.Millisecond,
+				Body:    func(cloud.Event) ([]byte, error) { return []byte(`{}`), nil },
+				Observe: func(result string) { got = append(got, result) }}
+			j := cloud.WebhookJob{Endpoint: cloud.WebhookEndpoint{ID: "we_1", URL: c.url, Secret: cloud.NewWebhookSecret(),
+				Tenant: cloud.Tenant{OrgID: "org_1", Mode: c.mode}}, Event: cloud.Event{ID: "evt_1"}}
+			r := d.Send(t.Context(), j)
+			require.Equal(t, []string{c.result}, got)
+			require.Contains(t, webhook.Results, c.result)
+			if c.err != "" {
+				require.Contains(t, r.Error, c.err)
+			}
+		})
+	}
+}
+
+var loose = cloud.WebhookPolicy{AllowLoopbackInTest: true}

@@ -246,7 +246,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		})
 	}
 	g.Go(func() error { return api.Maintain(gctx, 10*time.Minute) })
-	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log}
+	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log, Observe: tel.ObserveWebhook}
 	g.Go(func() error { return hooks.Run(gctx) })
 	reminders := &cloud.WaitReminders{Service: svc, Log: log}
 	g.Go(func() error { return reminders.Run(gctx) })
