@@ -233,9 +233,14 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		}
 	}
 	log.Info("serving", "url", base, "metrics", metricsURL, "store", kind, "broker", eb.URL, "version", version)
-	g, gctx := errgroup.WithContext(ctx)
+	// The group's context is not the signal's: on SIGTERM the servers
+	// keep serving through the drain, and the background work runs on
+	// until it ends (work); a part that fails stops everything at once.
+	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
+	work, stopWork := context.WithCancel(gctx)
+	defer stopWork()
 	for _, part := range syncs {
-		g.Go(func() error { return part(gctx) })
+		g.Go(func() error { return part(work) })
 	}
 	for i, s := range servers {
 		g.Go(func() error {
@@ -245,25 +250,54 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 			return nil
 		})
 	}
-	g.Go(func() error { return api.Maintain(gctx, 10*time.Minute) })
-	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log}
-	g.Go(func() error { return hooks.Run(gctx) })
+	g.Go(func() error { return api.Maintain(work, 10*time.Minute) })
+	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log, Grace: cfg.ShutdownTimeout}
+	g.Go(func() error { return hooks.Run(work) })
 	reminders := &cloud.WaitReminders{Service: svc, Log: log}
-	g.Go(func() error { return reminders.Run(gctx) })
+	g.Go(func() error { return reminders.Run(work) })
 	announcer := &cloud.EdgeAnnouncer{Service: svc, Log: log}
-	g.Go(func() error { return announcer.Run(gctx) })
+	g.Go(func() error { return announcer.Run(work) })
 	g.Go(func() error {
-		<-gctx.Done()
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		select {
+		case <-ctx.Done():
+			drain(gctx, tel, cfg.DrainDelay, log)
+		case <-gctx.Done(): // a part failed: no drain
+		}
+		// Background work stops with the servers: the dispatcher claims
+		// no more deliveries, and its attempts in flight finish within
+		// the shutdown timeout (its Grace), as requests do.
+		stopWork()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()
 		var errs []error
 		for _, s := range servers {
 			errs = append(errs, s.Shutdown(shutdown))
 		}
-		log.Info("stopped")
 		return errors.Join(errs...)
 	})
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err // main prints it
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// drain turns /readyz to 503 and waits delay, serving all the while, so
+// that load balancers stop sending requests before the listener closes
+// (docs/decisions.md, "Running replicas (issue 19)"). It returns early
+// when ctx ends (a part failed).
+func drain(ctx context.Context, tel *telemetry.Telemetry, delay time.Duration, log *slog.Logger) {
+	tel.Drain()
+	log.Info("draining: /readyz answers 503 until the listener closes", "drain_delay", delay)
+	if delay <= 0 {
+		return
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // demo seeds a demo organisation on the first start with --demo and keeps

@@ -55,7 +55,12 @@ type Config struct {
 	// MaxConnsPerAddress is how many connections one client address may
 	// hold open; 0 is no limit.
 	MaxConnsPerAddress int
-	Demo               bool
+	// DrainDelay is how long serve keeps serving after SIGTERM with
+	// /readyz answering 503, so that load balancers stop sending it
+	// requests before its listener closes; ShutdownTimeout is how long
+	// requests and webhook attempts in flight then have to finish.
+	DrainDelay, ShutdownTimeout time.Duration
+	Demo                        bool
 	// badEnv are SVC_ variables that did not parse, for Validate.
 	badEnv []string
 	// serving says serveFlags registered the server's flags, which
@@ -153,6 +158,10 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.envDuration("SVC_WRITE_TIMEOUT", httpapi.DefaultWriteTimeout), "longest time from a request's headers to the end of its response (env SVC_WRITE_TIMEOUT)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.envDuration("SVC_IDLE_TIMEOUT", httpapi.DefaultIdleTimeout), "longest wait for the next request on a kept-alive connection (env SVC_IDLE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnsPerAddress, "max-conns-per-address", c.envInt("SVC_MAX_CONNS_PER_ADDRESS", httpapi.DefaultMaxConnsPerAddr), "most connections one client address (IPv4 address, IPv6 /64) may hold open; 0 for no limit (env SVC_MAX_CONNS_PER_ADDRESS)")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", c.envDuration("SVC_DRAIN_DELAY", DefaultDrainDelay),
+		"on SIGTERM or SIGINT, how long to keep serving with /readyz answering 503 before the listener closes, so load balancers see it and stop sending requests; about two of their probe intervals; 0 for none (env SVC_DRAIN_DELAY)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.envDuration("SVC_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
+		"after the drain delay, how long requests and webhook attempts in flight have to finish before they are cut (env SVC_SHUTDOWN_TIMEOUT)")
 	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
 	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
@@ -194,6 +203,23 @@ const DefaultAddr = "127.0.0.1:8080"
 // (docs/decisions.md, "Metrics (issue 19)").
 const DefaultMetricsListen = "127.0.0.1:8090"
 
+// DefaultDrainDelay is --drain-delay's default. A load balancer takes a
+// process out of rotation once its probe of /readyz has failed a few
+// times in a row: HAProxy and nginx probe every 1 to 2 s by default with
+// a threshold of 2 to 3, so 2 to 6 s; Kubernetes removes a terminating
+// pod from its endpoints at once, but the change takes a few seconds to
+// reach kube-proxy and ingress controllers. 5 s covers those with the
+// usual settings and holds a rolling deploy of a few replicas up by
+// seconds only; behind a slower prober (an AWS target group probes every
+// 5 to 30 s), set it to the probe interval times the failure threshold.
+const DefaultDrainDelay = 5 * time.Second
+
+// DefaultShutdownTimeout is --shutdown-timeout's default: longer than a
+// request's own timeout (httpapi.DefaultRequestTimeout) and a webhook
+// attempt's (webhook.DefaultTimeout), so a process stopped normally cuts
+// neither; below Kubernetes' 30 s grace period less the drain delay.
+const DefaultShutdownTimeout = 15 * time.Second
+
 // DefaultMQTTTLSListen is where the embedded broker serves MQTT over TLS:
 // 8884, beside an external broker's 8883. Loopback by default, like the
 // API; edges on the LAN need it opened (0.0.0.0:8884).
@@ -232,6 +258,9 @@ func (c *Config) Validate() error {
 		if c.serving && d.v <= 0 {
 			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
 		}
+	}
+	if c.DrainDelay < 0 {
+		return usageError{fmt.Sprintf("--drain-delay %s: want 0 (none) or a positive duration such as 5s", c.DrainDelay)}
 	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {

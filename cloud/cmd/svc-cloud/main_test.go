@@ -215,7 +215,7 @@ func TestCLI_UsageErrors(t *testing.T) {
 func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0",
-		"--metrics-listen", "127.0.0.1:0", "--demo")
+		"--metrics-listen", "127.0.0.1:0", "--demo", "--drain-delay", "0s")
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
