@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/svc-vms/svc/cloud"
@@ -27,6 +29,7 @@ import (
 
 const usage = `usage:
   svc-cloud serve [--addr 127.0.0.1:8080] [--metrics-listen 127.0.0.1:8090] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
+  svc-cloud migrate [--data DIR | --database-url URL]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
@@ -50,6 +53,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 		return serve(ctx, args[1:], stdout, stderr)
 	case "seed":
 		return seed(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrate(ctx, args[1:], stdout, stderr)
 	case "keys":
 		if len(args) > 1 && args[1] == "create" {
 			return keysCreate(ctx, args[2:], stdout, stderr)
@@ -129,10 +134,20 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (cloud.Store,
 	}
 	kind := "sqlite " + cfg.sqlitePath()
 	if cfg.DatabaseURL != "" {
-		store, err = postgres.Open(ctx, cfg.DatabaseURL, keys)
 		kind = "postgres"
+		var pc *pgxpool.Config
+		if pc, err = pgxpool.ParseConfig(cfg.DatabaseURL); err != nil {
+			return nil, "", fmt.Errorf("open postgres: %w", err) // pgx hides the password
+		}
+		if cfg.DBMaxConns > 0 {
+			pc.MaxConns = int32(min(cfg.DBMaxConns, math.MaxInt32))
+		}
+		store, err = postgres.OpenWith(ctx, pc, keys, postgres.Options{NoMigrate: cfg.NoMigrate})
 	} else {
-		store, err = sqlite.Open(ctx, cfg.sqlitePath(), keys)
+		store, err = sqlite.OpenWith(ctx, cfg.sqlitePath(), keys, sqlite.Options{NoMigrate: cfg.NoMigrate, Readers: cfg.DBMaxConns})
+	}
+	if errors.Is(err, cloud.ErrSchemaBehind) {
+		return nil, "", fmt.Errorf("--no-migrate: %w", err)
 	}
 	if err != nil {
 		return nil, "", err
@@ -340,6 +355,31 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, bro
 	}
 	fmt.Fprintf(stdout, "svc-cloud is serving %s\n\n  secret key, test mode:       %s\n  secret key, live mode:       %s\n  publishable key, test mode:  %s\n  publishable key, live mode:  %s\n\ntry:\n  curl -H 'Authorization: Bearer %s' %s/teams\n\n",
 		base, keys.SecretTest, keys.SecretLive, keys.PublishableTest, keys.PublishableLive, keys.SecretTest, base)
+	return nil
+}
+
+// migrate applies the migrations the database lacks, and the sealing of
+// its secrets under the current key-encryption key, and exits: the first
+// step of a rolling deploy, before the new program's serve --no-migrate.
+func migrate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	store, kind, err := openStore(ctx, &cfg, cfg.logger(stderr))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Ready(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: every migration applied\n", kind)
 	return nil
 }
 

@@ -61,6 +61,13 @@ type Config struct {
 	// requests and webhook attempts in flight then have to finish.
 	DrainDelay, ShutdownTimeout time.Duration
 	Demo                        bool
+	// NoMigrate makes serve refuse to start on a database that lacks a
+	// migration instead of applying it (svc-cloud migrate does, apart).
+	NoMigrate bool
+	// DBMaxConns is the most database connections the process holds: the
+	// PostgreSQL pool's, or SQLite's read pool's (its writer is one
+	// connection); 0 for the store's default.
+	DBMaxConns int
 	// badEnv are SVC_ variables that did not parse, for Validate.
 	badEnv []string
 	// serving says serveFlags registered the server's flags, which
@@ -162,6 +169,10 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 		"on SIGTERM or SIGINT, how long to keep serving with /readyz answering 503 before the listener closes, so load balancers see it and stop sending requests; about two of their probe intervals; 0 for none (env SVC_DRAIN_DELAY)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.envDuration("SVC_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
 		"after the drain delay, how long requests and webhook attempts in flight have to finish before they are cut (env SVC_SHUTDOWN_TIMEOUT)")
+	noMigrate, _ := strconv.ParseBool(env("SVC_NO_MIGRATE", "false"))
+	fs.BoolVar(&c.NoMigrate, "no-migrate", noMigrate, "refuse to start when the database lacks a migration, instead of applying it: for rolling deploys, where svc-cloud migrate runs first (env SVC_NO_MIGRATE)")
+	fs.IntVar(&c.DBMaxConns, "database-max-conns", c.envInt("SVC_DATABASE_MAX_CONNS", 0),
+		"most database connections this process holds: PostgreSQL's pool (0: pool_max_conns in the URL, else pgx's default, the larger of 4 and the CPU count), or SQLite's readers (0: two per CPU; writes use one more connection) (env SVC_DATABASE_MAX_CONNS)")
 	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
 	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
@@ -258,6 +269,9 @@ func (c *Config) Validate() error {
 		if c.serving && d.v <= 0 {
 			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
 		}
+	}
+	if c.DBMaxConns < 0 {
+		return usageError{fmt.Sprintf("--database-max-conns %d: want 0 (the default) or more", c.DBMaxConns)}
 	}
 	if c.DrainDelay < 0 {
 		return usageError{fmt.Sprintf("--drain-delay %s: want 0 (none) or a positive duration such as 5s", c.DrainDelay)}
