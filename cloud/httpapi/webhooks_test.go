@@ -724,3 +724,27 @@ func TestWebhooks_AttemptInFlightAtShutdownFinishes(t *testing.T) {
 		}
 	})
 }
+
+// SetWebhookLease sets how long a claimed delivery is held: it is not
+// claimed again before the lease ends, and is at its end.
+func TestWebhooks_LeaseIsSettable(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		withHooks(t, h)
+		h.svc.SetWebhookLease(cloud.MinWebhookLease)
+		subscribe(t, h, newReceiver(t, 0), "visit.created")
+		createVisit(t, h, nil)
+		ctx := context.Background()
+		jobs, err := h.svc.ClaimWebhooks(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		h.clock.Advance(cloud.MinWebhookLease - time.Second)
+		jobs, err = h.svc.ClaimWebhooks(ctx, 10)
+		require.NoError(t, err)
+		require.Empty(t, jobs, "held until the lease ends")
+		h.clock.Advance(time.Second)
+		jobs, err = h.svc.ClaimWebhooks(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1, "claimable again when the %s lease ends, not after the default %s", cloud.MinWebhookLease, cloud.WebhookLease)
+	})
+}

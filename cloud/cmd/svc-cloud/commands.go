@@ -202,6 +202,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
 	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
+	svc.SetWebhookLease(cfg.WebhookLease)
 	syncs, eb, syncState, err := syncParts(ctx, &cfg, svc, log)
 	if err != nil {
 		return err
@@ -265,7 +266,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 			return nil
 		})
 	}
-	g.Go(func() error { return api.Maintain(work, 10*time.Minute) })
+	g.Go(func() error { return api.Maintain(work, cfg.MaintainEvery) })
 	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log, Grace: cfg.ShutdownTimeout}
 	g.Go(func() error { return hooks.Run(work) })
 	reminders := &cloud.WaitReminders{Service: svc, Log: log}

@@ -57,7 +57,7 @@ func fetch(t *testing.T, url, key string) (int, string) {
 // promtool; the API's listener answers /healthz and /readyz.
 func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	dir := t.TempDir()
-	base, stderr := startServeURL(t, dir, "--log-format", "json")
+	base, stderr := startServeURL(t, dir, "--log-format", "json", "--database-max-conns", "3")
 	root := strings.TrimSuffix(base, "/v1")
 
 	var metrics string
@@ -98,6 +98,7 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	require.Contains(t, scrape, `svc_cloud_build_info{goversion="`+runtime.Version()+`",version="dev"} 1`)
 	require.Contains(t, scrape, `svc_cloud_http_requests_total{method="GET",route="/v1/organisation",status="2xx"} 1`)
 	require.Contains(t, scrape, `svc_cloud_db_connections_max{pool="sqlite_write"} 1`)
+	require.Contains(t, scrape, `svc_cloud_db_connections_max{pool="sqlite_read"} 3`, "--database-max-conns sizes the readers")
 	require.Contains(t, scrape, "svc_cloud_mqtt_connected 1")
 	require.Contains(t, scrape, "process_start_time_seconds ")
 	t.Run("promtool", func(t *testing.T) { telemetrytest.CheckMetrics(t, []byte(scrape)) })
