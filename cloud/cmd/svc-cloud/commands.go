@@ -191,7 +191,12 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := cfg.logger(stderr)
+	if cfg.Instance == "" {
+		cfg.Instance = newInstance()
+	}
+	// Every line names the process: several replicas write to one log
+	// pipeline.
+	log := cfg.logger(stderr).With("instance", cfg.Instance)
 	limits, _ := cfg.limits()
 	passLink, passAddress, _ := cfg.passLimits()
 	proxies, _ := cfg.trustedProxies()

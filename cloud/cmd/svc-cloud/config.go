@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,9 @@ type Config struct {
 	// WebhookLease is how long a claimed webhook delivery is held by its
 	// claimant (cloud.SetWebhookLease).
 	WebhookLease time.Duration
+	// Instance names this process in every log line of serve and in its
+	// MQTT client IDs; newInstance's when empty.
+	Instance string
 	// NoMigrate makes serve refuse to start on a database that lacks a
 	// migration instead of applying it (svc-cloud migrate does, apart).
 	NoMigrate bool
@@ -180,6 +184,8 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 		"how often the maintenance sweep runs on this process: pending bookings past their confirmation window stored as expired, ended timesheet periods closed, old idempotency keys, rate-limit counters and enrolments deleted (env SVC_MAINTAIN_EVERY)")
 	fs.DurationVar(&c.WebhookLease, "webhook-lease", c.envDuration("SVC_WEBHOOK_LEASE", cloud.WebhookLease),
 		fmt.Sprintf("how long a claimed webhook delivery is held by the process that claimed it; one that dies leaves its deliveries to others after this; at least %s, and the same on every replica (env SVC_WEBHOOK_LEASE)", cloud.MinWebhookLease))
+	fs.StringVar(&c.Instance, "instance-id", env("SVC_INSTANCE_ID", ""),
+		"name of this process in every log line (instance=) and in its MQTT client IDs; HOSTNAME-RANDOM when empty, so two replicas on one host differ (env SVC_INSTANCE_ID)")
 	noMigrate, _ := strconv.ParseBool(env("SVC_NO_MIGRATE", "false"))
 	fs.BoolVar(&c.NoMigrate, "no-migrate", noMigrate, "refuse to start when the database lacks a migration, instead of applying it: for rolling deploys, where svc-cloud migrate runs first (env SVC_NO_MIGRATE)")
 	fs.IntVar(&c.DBMaxConns, "database-max-conns", c.envInt("SVC_DATABASE_MAX_CONNS", 0),
@@ -293,6 +299,9 @@ func (c *Config) Validate() error {
 	}
 	if c.serving && c.WebhookLease < cloud.MinWebhookLease {
 		return usageError{fmt.Sprintf("--webhook-lease %s: want %s or more: a claimed batch of deliveries may take 40 s, and a shorter lease lets another process send them again", c.WebhookLease, cloud.MinWebhookLease)}
+	}
+	if c.Instance != "" && !validInstance(c.Instance) {
+		return usageError{fmt.Sprintf("--instance-id %q: want at most 64 letters, digits, '.', '_' or '-' (it is part of MQTT client IDs)", c.Instance)}
 	}
 	if c.DBMaxConns < 0 {
 		return usageError{fmt.Sprintf("--database-max-conns %d: want 0 (the default) or more", c.DBMaxConns)}
@@ -447,3 +456,29 @@ func (c *Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
 func (c *Config) kekPath() string { return filepath.Join(c.DataDir, "kek") }
 
 func (c *Config) logger(w *os.File) *slog.Logger { return c.Log.New(w) }
+
+// newInstance names a process: its host's name and 6 random hex digits,
+// so that two replicas on one host, or a process and its restart, differ.
+func newInstance() string {
+	host, err := os.Hostname()
+	if err != nil || !validInstance(host) {
+		host = "svc-cloud"
+	}
+	b := make([]byte, 3)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%x", host, b)
+}
+
+// validInstance says whether s may name an instance: characters that
+// every broker takes in a client ID and no log pipeline must quote.
+func validInstance(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -185,6 +185,7 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--maintain-every", "0s"},
 		{"serve", "--data", dir, "--webhook-lease", "30s"},
 		{"serve", "--data", dir, "--database-max-conns", "-2"},
+		{"serve", "--data", dir, "--instance-id", "two words"},
 		{"serve", "--data", dir, "--log-level", "loud"},
 		{"serve", "--data", dir, "--log-format", "xml"},
 		{"serve", "--data", dir, "--metrics-listen", "8090"},

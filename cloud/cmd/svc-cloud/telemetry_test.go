@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -114,6 +115,15 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the pause between polls
 	}
 	require.Equal(t, float64(200), access["status"])
+	// Every line names the process, the same way (a host's name and a
+	// random suffix).
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	instance, _ := access["instance"].(string)
+	require.Regexp(t, "^"+regexp.QuoteMeta(host)+"-[0-9a-f]{6}$", instance)
+	for _, rec := range logLines(t, stderr.String()) {
+		require.Equal(t, instance, rec["instance"], "a line without the instance: %v", rec)
+	}
 	require.NotEmpty(t, access["key_id"])
 	require.Equal(t, "test", access["mode"])
 	require.NotContains(t, stderr.String(), strings.TrimPrefix(keys.SecretTest, "svc_sk_test_"), "no key in the log")
