@@ -203,6 +203,10 @@ func groups() []group {
 		{"Idempotency", idempotencyTests()},
 		{"Outages", outageTests()},
 		{"Ready", readyTests()},
+		{"Replicas", []test{
+			{"PutListForget", testReplicasPutListForget},
+			{"JoinRefusesOtherLimits", testReplicasJoinRefusesOtherLimits},
+		}},
 		{"RequestCounts", []test{
 			{"CountsUp", testCountsUp},
 			{"IndependentWindowsAndTenants", testCountsIndependent},

@@ -206,6 +206,17 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
+	rateLimits := cloud.RateLimitsString(limits)
+	if cfg.DatabaseURL != "" { // one process owns a SQLite file
+		if err := joinReplicas(ctx, svc, &cfg, rateLimits, log); err != nil {
+			return err
+		}
+		defer func() {
+			if err := svc.LeaveReplicas(context.WithoutCancel(ctx), cfg.Instance, rateLimits); err != nil {
+				log.Warn("leaving the replicas", "err", err)
+			}
+		}()
+	}
 	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
 	svc.SetWebhookLease(cfg.WebhookLease)
 	syncs, eb, syncState, err := syncParts(ctx, &cfg, svc, log)
@@ -272,6 +283,9 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		})
 	}
 	g.Go(func() error { return api.Maintain(work, cfg.MaintainEvery) })
+	if cfg.DatabaseURL != "" {
+		g.Go(func() error { return heartbeat(work, svc, cfg.Instance, rateLimits, log) })
+	}
 	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log, Grace: cfg.ShutdownTimeout}
 	g.Go(func() error { return hooks.Run(work) })
 	reminders := &cloud.WaitReminders{Service: svc, Log: log}
@@ -301,6 +315,46 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// joinReplicas records this process among the replicas sharing the
+// database, and refuses to start when a live one enforces other rate
+// limits, unless --allow-rate-limit-change makes that a warning.
+func joinReplicas(ctx context.Context, svc *cloud.Service, cfg *Config, limits string, log *slog.Logger) error {
+	err := svc.JoinReplicas(ctx, cfg.Instance, limits)
+	var mismatch *cloud.LimitsMismatchError
+	switch {
+	case errors.As(err, &mismatch) && cfg.AllowRateLimitChange:
+		log.Warn("rate limits differ from a live replica's (allowed by --allow-rate-limit-change): "+
+			"until every replica runs with the same, an organisation's limit depends on which replica answers", "err", err)
+		return nil
+	case mismatch != nil:
+		return fmt.Errorf("--rate-limits: %w; give every replica the same --rate-limits, or set --allow-rate-limit-change while rolling out a change", err)
+	}
+	return err
+}
+
+// heartbeat says every cloud.ReplicaHeartbeat that this process is alive
+// and with which limits, and warns while a live replica enforces others,
+// until ctx ends.
+func heartbeat(ctx context.Context, svc *cloud.Service, id, limits string, log *slog.Logger) error {
+	t := time.NewTicker(cloud.ReplicaHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		err := svc.JoinReplicas(ctx, id, limits)
+		var mismatch *cloud.LimitsMismatchError
+		switch {
+		case errors.As(err, &mismatch):
+			log.Warn("rate limits differ from a live replica's: an organisation's limit depends on which replica answers", "err", err)
+		case err != nil && ctx.Err() == nil:
+			log.Warn("replica heartbeat", "err", err)
+		}
+	}
 }
 
 // drain turns /readyz to 503 and waits delay, serving all the while, so

@@ -72,6 +72,9 @@ type Config struct {
 	// Instance names this process in every log line of serve and in its
 	// MQTT client IDs; newInstance's when empty.
 	Instance string
+	// AllowRateLimitChange makes a difference between this process's rate
+	// limits and a live replica's a warning instead of a refusal to start.
+	AllowRateLimitChange bool
 	// NoMigrate makes serve refuse to start on a database that lacks a
 	// migration instead of applying it (svc-cloud migrate does, apart).
 	NoMigrate bool
@@ -186,6 +189,9 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 		fmt.Sprintf("how long a claimed webhook delivery is held by the process that claimed it; one that dies leaves its deliveries to others after this; at least %s, and the same on every replica (env SVC_WEBHOOK_LEASE)", cloud.MinWebhookLease))
 	fs.StringVar(&c.Instance, "instance-id", env("SVC_INSTANCE_ID", ""),
 		"name of this process in every log line (instance=) and in its MQTT client IDs; HOSTNAME-RANDOM when empty, so two replicas on one host differ (env SVC_INSTANCE_ID)")
+	allowChange, _ := strconv.ParseBool(env("SVC_ALLOW_RATE_LIMIT_CHANGE", "false"))
+	fs.BoolVar(&c.AllowRateLimitChange, "allow-rate-limit-change", allowChange,
+		"on PostgreSQL, start (warning) even when a live replica enforces other --rate-limits: for a rolling change of the limits; without it serve refuses, since replicas count against one shared counter (env SVC_ALLOW_RATE_LIMIT_CHANGE)")
 	noMigrate, _ := strconv.ParseBool(env("SVC_NO_MIGRATE", "false"))
 	fs.BoolVar(&c.NoMigrate, "no-migrate", noMigrate, "refuse to start when the database lacks a migration, instead of applying it: for rolling deploys, where svc-cloud migrate runs first (env SVC_NO_MIGRATE)")
 	fs.IntVar(&c.DBMaxConns, "database-max-conns", c.envInt("SVC_DATABASE_MAX_CONNS", 0),
