@@ -113,6 +113,10 @@ type Config struct {
 	// Empty: none (the embedded broker needs none; a Mosquitto with
 	// password and ACL files is kept by hand).
 	MQTTDynsecUsername, MQTTDynsecPassword string
+	// MQTTShareGroup is the share group of the cloud's subscriptions
+	// (protocol.DefaultShareGroup when empty); MQTTFilters, comma-separated
+	// $share filters, replace them altogether.
+	MQTTShareGroup, MQTTFilters string
 	// MQTTDynsecEvery is how often serve reconciles those accounts with
 	// the edges (edgesync.DefaultReconcileEvery by default).
 	MQTTDynsecEvery time.Duration
@@ -206,6 +210,10 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MQTTTLSCert, "mqtt-tls-cert", env("SVC_MQTT_TLS_CERT", ""), "PEM certificate of the embedded broker; a CA and certificate made under DATA/tls when empty (env SVC_MQTT_TLS_CERT)")
 	fs.StringVar(&c.MQTTTLSKey, "mqtt-tls-key", env("SVC_MQTT_TLS_KEY", ""), "PEM key of --mqtt-tls-cert (env SVC_MQTT_TLS_KEY)")
 	fs.StringVar(&c.MQTTTLSHosts, "mqtt-tls-hosts", env("SVC_MQTT_TLS_HOSTS", ""), "more names and addresses, comma-separated, the made certificate covers (env SVC_MQTT_TLS_HOSTS)")
+	fs.StringVar(&c.MQTTShareGroup, "mqtt-share-group", env("SVC_MQTT_SHARE_GROUP", ""),
+		fmt.Sprintf("share group of the cloud's subscriptions to the edges' facts, resync and status; every replica of one deployment uses the same, and on a shared or external broker give it a name of its own (default %s) (env SVC_MQTT_SHARE_GROUP)", protocol.DefaultShareGroup))
+	fs.StringVar(&c.MQTTFilters, "mqtt-filters", env("SVC_MQTT_FILTERS", ""),
+		"the cloud's subscriptions, comma-separated $share filters, instead of those --mqtt-share-group makes, e.g. to read one mode or organisation only (env SVC_MQTT_FILTERS)")
 	fs.StringVar(&c.MQTTUsername, "mqtt-username", env("SVC_MQTT_USERNAME", ""), "username at the external broker (env SVC_MQTT_USERNAME)")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", env("SVC_MQTT_PASSWORD", ""), "password at the external broker (env SVC_MQTT_PASSWORD)")
 	fs.DurationVar(&c.MQTTDynsecEvery, "mqtt-dynsec-every", c.envDuration("SVC_MQTT_DYNSEC_EVERY", edgesync.DefaultReconcileEvery),
@@ -333,6 +341,18 @@ func (c *Config) Validate() error {
 		}
 		if (u.Scheme == "tcp" || u.Scheme == "ws") && !protocol.Loopback(u.Hostname()) {
 			return usageError{fmt.Sprintf("--mqtt-url %q: plain MQTT sends the password in clear, so it may reach a broker on this machine only (localhost, 127.0.0.1, ::1); use ssl:// or wss:// (and --mqtt-ca)", c.MQTTURL)}
+		}
+	}
+	if c.MQTTShareGroup != "" && !protocol.ValidShareGroup(c.MQTTShareGroup) {
+		return usageError{fmt.Sprintf("--mqtt-share-group %q: a share group may not contain '/', '+' or '#'", c.MQTTShareGroup)}
+	}
+	if c.MQTTShareGroup != "" && c.MQTTFilters != "" {
+		return usageError{"--mqtt-share-group and --mqtt-filters: give one (the filters name their share group)"}
+	}
+	for _, f := range c.mqttFilters() {
+		group, rest, ok := strings.Cut(strings.TrimPrefix(f, "$share/"), "/")
+		if !strings.HasPrefix(f, "$share/") || !ok || !protocol.ValidShareGroup(group) || !strings.HasPrefix(rest, protocol.Root+"/") {
+			return usageError{fmt.Sprintf("--mqtt-filters: %q is not a shared subscription $share/GROUP/%s/...", f, protocol.Root)}
 		}
 	}
 	if err := c.validateDynsec(); err != nil {
@@ -487,4 +507,19 @@ func validInstance(s string) bool {
 		}
 	}
 	return true
+}
+
+// mqttFilters are the cloud's subscriptions: --mqtt-filters, else the
+// protocol's in --mqtt-share-group's group, else nil (the defaults).
+func (c *Config) mqttFilters() []string {
+	var out []string
+	for _, f := range strings.Split(c.MQTTFilters, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 && c.MQTTShareGroup != "" {
+		return protocol.SharedFilters(c.MQTTShareGroup)
+	}
+	return out
 }

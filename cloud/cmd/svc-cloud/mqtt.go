@@ -85,6 +85,7 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 		// The instance names the process in its log lines too, so the
 		// broker's log and the cloud's can be matched.
 		ClientID: "svc-cloud-" + cfg.Instance,
+		Filters:  cfg.mqttFilters(),
 		Store:    edgesync.Store{Service: svc}, Logger: log.With("part", "sync"),
 	})
 	if err != nil {
