@@ -45,6 +45,7 @@ type Service struct {
 
 	webhookWake   chan struct{} // a token when events committed; WebhookWake
 	webhookPolicy WebhookPolicy
+	webhookLease  time.Duration // WebhookLease when 0; SetWebhookLease
 
 	accounts     BrokerAccounts // edges' accounts at an external broker; nil for none
 	accountsWake chan struct{}  // a token when an edge was revoked; BrokerAccountsWake

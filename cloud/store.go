@@ -450,6 +450,13 @@ type Store interface {
 	// PurgeRequestCounts deletes counters of windows before the time.
 	PurgeRequestCounts(ctx context.Context, before time.Time) (int64, error)
 
+	// PutReplica stores what a serve process says of itself (replicas.go),
+	// replacing what it said before, and deletes the replicas not seen
+	// since ReplicaForget before r.SeenAt.
+	PutReplica(ctx context.Context, r Replica) error
+	// Replicas returns the replicas seen at or after since, by ID.
+	Replicas(ctx context.Context, since time.Time) ([]Replica, error)
+
 	// Secret returns the named server secret, storing generate's value first
 	// if there is none, so every process sharing the store agrees on it.
 	Secret(ctx context.Context, name string, generate func() []byte) ([]byte, error)

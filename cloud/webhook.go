@@ -145,11 +145,17 @@ var WebhookSchedule = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
 }
 
-// WebhookLease is how long a claimed delivery is held by its claimant: a
-// process that dies mid-attempt leaves it to be claimed again after this.
-// It is well beyond the sender's timeout, so a live claimant always
+// WebhookLease is how long a claimed delivery is held by its claimant
+// unless SetWebhookLease says otherwise: a process that dies mid-attempt
+// leaves it to be claimed again after this. It is well beyond the time a
+// claimed batch takes (webhook.Dispatcher: 32 deliveries through 8
+// workers, 10 s each at most, so 40 s), so a live claimant always
 // completes first.
 const WebhookLease = 2 * time.Minute
+
+// MinWebhookLease is the shortest lease SetWebhookLease should be given:
+// above a batch's worst 40 s, with margin for a slow database.
+const MinWebhookLease = time.Minute
 
 // auditTime is how audit details write times: as the API does, UTC to the
 // millisecond.
@@ -164,6 +170,13 @@ type WebhookPolicy struct {
 	// (localhost, 127.0.0.1, ::1), for development. Live mode never may.
 	AllowLoopbackInTest bool
 }
+
+// SetWebhookLease sets how long a claimed delivery is held by its
+// claimant (WebhookLease when d is 0): shorter lets deliveries a stopped
+// or dead process had claimed go out sooner, but must stay above the time
+// a claimed batch takes (MinWebhookLease), or two claimants send one
+// delivery. Every process sharing a store should use the same.
+func (s *Service) SetWebhookLease(d time.Duration) { s.webhookLease = d }
 
 // SetWebhookPolicy sets where deliveries may go.
 func (s *Service) SetWebhookPolicy(p WebhookPolicy) { s.webhookPolicy = p }
@@ -698,11 +711,15 @@ func (s *Service) resendable(ctx context.Context, t Tenant, endpointID string) e
 }
 
 // ClaimWebhooks claims up to limit deliveries whose attempt is due, for
-// WebhookLease: no other claimant, in this process or another sharing
-// the store, gets them meanwhile.
+// the lease (WebhookLease, or SetWebhookLease's): no other claimant, in
+// this process or another sharing the store, gets them meanwhile.
 func (s *Service) ClaimWebhooks(ctx context.Context, limit int) ([]WebhookJob, error) {
 	now := s.Now()
-	return s.store.ClaimWebhookDeliveries(ctx, now, now.Add(WebhookLease), ids.New(ids.WebhookAttempt), limit)
+	lease := s.webhookLease
+	if lease <= 0 {
+		lease = WebhookLease
+	}
+	return s.store.ClaimWebhookDeliveries(ctx, now, now.Add(lease), ids.New(ids.WebhookAttempt), limit)
 }
 
 // CompleteWebhook records an attempt of a claimed delivery and schedules

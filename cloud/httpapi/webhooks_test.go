@@ -671,3 +671,80 @@ func TestWebhooks_RedirectTimeoutAndRefusedAddressFail(t *testing.T) {
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// An attempt in flight when the dispatcher is stopped (serve's shutdown)
+// finishes and is recorded as it came out, a success, not cut and
+// recorded as a failure that spends a retry step; deliveries it had not
+// started are left pending, with no attempt spent.
+func TestWebhooks_AttemptInFlightAtShutdownFinishes(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		d.Workers = 1
+		r := newReceiver(t, 0)
+		started, release := make(chan string, 8), make(chan struct{})
+		r.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			started <- req.Header.Get("webhook-id")
+			<-release // a slow receiver: it answers once the dispatcher was told to stop
+			r.serve(w, req)
+		})
+		epID := subscribe(t, h, r)["id"].(string)
+		createVisit(t, h, nil)
+		evs := events(t, h, "")
+		require.Len(t, evs, 2, "visit.created and pass.sent")
+
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		var inFlight string
+		select {
+		case inFlight = <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no attempt started")
+		}
+		stop()
+		close(release)
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("Run did not return after its context ended")
+		}
+
+		del := h.get("/v1/webhook-endpoints/" + epID + "/deliveries/" + inFlight)
+		require.Equal(t, http.StatusOK, del.Status, "%s", del.Raw)
+		require.Equal(t, "succeeded", del.Body["status"], "the attempt in flight at shutdown finished: %s", del.Raw)
+		require.Equal(t, float64(1), del.Body["attempts"])
+		for _, e := range evs {
+			if id := e["id"].(string); id != inFlight {
+				del := h.get("/v1/webhook-endpoints/" + epID + "/deliveries/" + id)
+				require.Equal(t, "pending", del.Body["status"], "%s", del.Raw)
+				require.Equal(t, float64(0), del.Body["attempts"], "not started, so no attempt spent: %s", del.Raw)
+			}
+		}
+	})
+}
+
+// SetWebhookLease sets how long a claimed delivery is held: it is not
+// claimed again before the lease ends, and is at its end.
+func TestWebhooks_LeaseIsSettable(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		withHooks(t, h)
+		h.svc.SetWebhookLease(cloud.MinWebhookLease)
+		subscribe(t, h, newReceiver(t, 0), "visit.created")
+		createVisit(t, h, nil)
+		ctx := context.Background()
+		jobs, err := h.svc.ClaimWebhooks(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		h.clock.Advance(cloud.MinWebhookLease - time.Second)
+		jobs, err = h.svc.ClaimWebhooks(ctx, 10)
+		require.NoError(t, err)
+		require.Empty(t, jobs, "held until the lease ends")
+		h.clock.Advance(time.Second)
+		jobs, err = h.svc.ClaimWebhooks(ctx, 10)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1, "claimable again when the %s lease ends, not after the default %s", cloud.MinWebhookLease, cloud.WebhookLease)
+	})
+}

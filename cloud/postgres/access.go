@@ -243,3 +243,27 @@ func (s *Store) PurgeRequestCounts(ctx context.Context, before time.Time) (int64
 	}
 	return tag.RowsAffected(), nil
 }
+
+// PutReplica implements cloud.Store.
+func (s *Store) PutReplica(ctx context.Context, r cloud.Replica) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO replicas (id, rate_limits, seen_at) VALUES ($1, $2, $3)
+			ON CONFLICT (id) DO UPDATE SET rate_limits = EXCLUDED.rate_limits, seen_at = EXCLUDED.seen_at`, r.ID, r.RateLimits, r.SeenAt); err != nil {
+			return fmt.Errorf("put replica: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM replicas WHERE seen_at < $1`, r.SeenAt.Add(-cloud.ReplicaForget)); err != nil {
+			return fmt.Errorf("put replica: %w", err)
+		}
+		return nil
+	})
+}
+
+// Replicas implements cloud.Store.
+func (s *Store) Replicas(ctx context.Context, since time.Time) ([]cloud.Replica, error) {
+	return many(ctx, s.pool, func(r scanner) (cloud.Replica, error) {
+		var rep cloud.Replica
+		err := r.Scan(&rep.ID, &rep.RateLimits, &rep.SeenAt)
+		rep.SeenAt = rep.SeenAt.UTC()
+		return rep, err
+	}, "list replicas", `SELECT id, rate_limits, seen_at FROM replicas WHERE seen_at >= $1 ORDER BY id`, since)
+}

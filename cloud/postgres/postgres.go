@@ -41,6 +41,15 @@ type Store struct {
 	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
 	resealed int       // values Open sealed or re-sealed
 	schema   int       // the newest migration's version, which Ready wants
+	opts     Options
+}
+
+// Options change what opening a Store does.
+type Options struct {
+	// NoMigrate makes opening apply no migration: when the database lacks
+	// one, it fails with an error wrapping cloud.ErrSchemaBehind, for a
+	// rolling deploy whose migrations ran apart (svc-cloud migrate).
+	NoMigrate bool
 }
 
 // Timeouts the store sets on its connections unless the URL (or the
@@ -72,6 +81,13 @@ func Open(ctx context.Context, url string, keys *kek.Ring) (*Store, error) {
 // OpenConfig is Open with a parsed configuration, for callers that set pool
 // sizes or runtime parameters such as search_path.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring) (*Store, error) {
+	return OpenWith(ctx, cfg, keys, Options{})
+}
+
+// OpenWith is OpenConfig with options; with NoMigrate it returns an
+// error wrapping cloud.ErrSchemaBehind when the database lacks a
+// migration.
+func OpenWith(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring, opts Options) (*Store, error) {
 	if keys == nil {
 		return nil, errors.New("open postgres: no key-encryption key")
 	}
@@ -97,7 +113,7 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, keys *kek.Ring) (*Stor
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", classify(err))
 	}
-	s := &Store{pool: db{pool}, errs: errs, kek: keys}
+	s := &Store{pool: db{pool}, errs: errs, kek: keys, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -208,6 +224,9 @@ func (s *Store) migrate(ctx context.Context) error {
 		for _, m := range ms {
 			if slices.Contains(done, int32(m.version)) {
 				continue
+			}
+			if s.opts.NoMigrate {
+				return fmt.Errorf("%w: it lacks %s (this program's newest is %d): run svc-cloud migrate first", cloud.ErrSchemaBehind, m.name, s.schema)
 			}
 			// No arguments: pgx sends it as a simple query, which may hold
 			// several statements.

@@ -255,3 +255,40 @@ func (s *Store) PurgeRequestCounts(_ context.Context, before time.Time) (int64, 
 	}
 	return n, nil
 }
+
+// PutReplica implements cloud.Store.
+func (s *Store) PutReplica(ctx context.Context, r cloud.Replica) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO replicas (id, rate_limits, seen_at) VALUES (?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET rate_limits = excluded.rate_limits, seen_at = excluded.seen_at`, r.ID, r.RateLimits, micros(r.SeenAt)); err != nil {
+			return fmt.Errorf("put replica: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM replicas WHERE seen_at < ?`, micros(r.SeenAt.Add(-cloud.ReplicaForget))); err != nil {
+			return fmt.Errorf("put replica: %w", err)
+		}
+		return nil
+	})
+}
+
+// Replicas implements cloud.Store.
+func (s *Store) Replicas(ctx context.Context, since time.Time) ([]cloud.Replica, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, rate_limits, seen_at FROM replicas WHERE seen_at >= ? ORDER BY id`, micros(since))
+	if err != nil {
+		return nil, fmt.Errorf("list replicas: %w", classify(err))
+	}
+	defer rows.Close()
+	var out []cloud.Replica
+	for rows.Next() {
+		var r cloud.Replica
+		var seen int64
+		if err := rows.Scan(&r.ID, &r.RateLimits, &seen); err != nil {
+			return nil, fmt.Errorf("list replicas: %w", err)
+		}
+		r.SeenAt = fromMicros(seen)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list replicas: %w", classify(err))
+	}
+	return out, nil
+}

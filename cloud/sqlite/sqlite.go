@@ -47,7 +47,26 @@ type Store struct {
 	kek      *kek.Ring // seals the secrets (storedoc.SealedColumns)
 	resealed int       // values Open sealed or re-sealed
 	schema   int       // the newest migration's version, which Ready wants
+	opts     Options
 }
+
+// Options change what opening a Store does.
+type Options struct {
+	// NoMigrate makes opening apply no migration: when the file lacks
+	// one, it fails with an error wrapping cloud.ErrSchemaBehind (as with
+	// svc-cloud serve --no-migrate, after svc-cloud migrate).
+	NoMigrate bool
+	// Readers is the most read connections open at once; 0 is
+	// DefaultReaders.
+	Readers int
+}
+
+// DefaultReaders is Options.Readers's default: SQLite reads are CPU
+// work in this process, so more connections than about two per core only
+// add preemption in the middle of queries. On 2 cores, 2 to 4 readers
+// gave GET /teams a p99 near 18 ms at 32 clients, 64 readers 35 ms
+// (docs/performance.md).
+func DefaultReaders() int { return 2 * runtime.GOMAXPROCS(0) }
 
 type countKey struct {
 	t      cloud.Tenant
@@ -61,6 +80,12 @@ type countKey struct {
 // transaction. A new file is made readable by its owner only (mode 0600),
 // and SQLite gives its -wal and -shm files the same mode.
 func Open(ctx context.Context, path string, keys *kek.Ring) (*Store, error) {
+	return OpenWith(ctx, path, keys, Options{})
+}
+
+// OpenWith is Open with options; with NoMigrate it returns an error
+// wrapping cloud.ErrSchemaBehind when the file lacks a migration.
+func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*Store, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("open sqlite %s: no key-encryption key", path)
 	}
@@ -82,7 +107,7 @@ func Open(ctx context.Context, path string, keys *kek.Ring) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, counts: map[countKey]int64{}, kek: keys}
+	s := &Store{w: w, counts: map[countKey]int64{}, kek: keys, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -104,11 +129,10 @@ func Open(ctx context.Context, path string, keys *kek.Ring) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	// SQLite reads are CPU work in this process: more connections than
-	// about two per core only add preemption in the middle of queries. On
-	// 2 cores, 2 to 4 readers gave GET /teams a p99 near 18 ms at 32
-	// clients, 64 readers 35 ms (docs/performance.md).
-	readers := 2 * runtime.GOMAXPROCS(0)
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = DefaultReaders()
+	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	r.SetConnMaxLifetime(0)
@@ -184,6 +208,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	sort.Strings(names)
+	newest := 0
+	for _, name := range names {
+		if v, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0]); err == nil {
+			newest = max(newest, v)
+		}
+	}
 	for _, name := range names {
 		version, err := strconv.Atoi(strings.SplitN(filepath.Base(name), "_", 2)[0])
 		if err != nil {
@@ -202,12 +232,18 @@ func (s *Store) migrate(ctx context.Context) error {
 			if n > 0 {
 				return nil
 			}
+			if s.opts.NoMigrate {
+				return fmt.Errorf("%w: it lacks %s (this program's newest is %d): run svc-cloud migrate first", cloud.ErrSchemaBehind, filepath.Base(name), newest)
+			}
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, time.Now().UnixMicro())
 			return err
 		})
+		if errors.Is(err, cloud.ErrSchemaBehind) {
+			return fmt.Errorf("open sqlite: %w", err)
+		}
 		if err != nil {
 			return fmt.Errorf("migrate %s: %w", name, err)
 		}

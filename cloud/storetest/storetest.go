@@ -204,6 +204,10 @@ func groups() []group {
 		{"Outages", outageTests()},
 		{"Ready", readyTests()},
 		{"Stats", statsTests()},
+		{"Replicas", []test{
+			{"PutListForget", testReplicasPutListForget},
+			{"JoinRefusesOtherLimits", testReplicasJoinRefusesOtherLimits},
+		}},
 		{"RequestCounts", []test{
 			{"CountsUp", testCountsUp},
 			{"IndependentWindowsAndTenants", testCountsIndependent},

@@ -14,7 +14,7 @@ import (
 // a check failed is logged, not sent: the probe may answer on the
 // public API's listener, and a database error names hosts.
 type readiness struct {
-	Status string `json:"status"` // ok or fail
+	Status string `json:"status"` // ok, fail, or draining (Drain was called)
 	Checks checks `json:"checks"`
 }
 
@@ -31,14 +31,20 @@ type checks struct {
 
 // Readyz answers 200 when the process can serve: its database answers
 // within the timeout and holds every migration, and its MQTT broker (when
-// it has one) is connected; 503 otherwise. The JSON body names each check
-// and its result.
+// it has one) is connected; 503 otherwise, and always once Drain was
+// called, with the status "draining". The JSON body names each check and
+// its result.
 func (t *Telemetry) Readyz(w http.ResponseWriter, r *http.Request) {
 	if !probeMethod(w, r) {
 		return
 	}
 	res, err := t.check(r.Context())
 	status := http.StatusOK
+	if t.draining.Load() {
+		// The checks still run and are shown: an operator reading the
+		// body sees why else the process might not be ready.
+		res.Status = "draining"
+	}
 	if res.Status != "ok" {
 		status = http.StatusServiceUnavailable
 	}
@@ -46,6 +52,11 @@ func (t *Telemetry) Readyz(w http.ResponseWriter, r *http.Request) {
 	body, _ := json.Marshal(res) // strings only
 	writeProbe(w, r, status, append(body, '\n'))
 }
+
+// Drain turns /readyz to 503 for good: the process is stopping, and a
+// load balancer should send it no new requests, while those it still
+// sends (until its next probes fail) are served as before.
+func (t *Telemetry) Drain() { t.draining.Store(true) }
 
 // check runs the readiness checks; err is the database's, for the log.
 func (t *Telemetry) check(ctx context.Context) (readiness, error) {

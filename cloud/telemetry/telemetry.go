@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,6 +77,7 @@ type Telemetry struct {
 	log     *slog.Logger
 	timeout time.Duration
 
+	draining  atomic.Bool // Drain was called
 	readyMu   sync.Mutex
 	lastReady string // the last readiness answer's failing checks, "" when ready; "?" before the first
 }

@@ -332,3 +332,22 @@ func TestProbes_PassTheRest(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, w.Code)
 	require.Equal(t, "application/problem+json", w.Header().Get("Content-Type"), "the API's own 404")
 }
+
+// TestReadyz_Draining: after Drain, /readyz answers 503 with the status
+// "draining" although every check passes, on both listeners, and the
+// API still answers.
+func TestReadyz_Draining(t *testing.T) {
+	e := newEnv(t, openSQLite(t), telemetry.Config{})
+	w := httptest.NewRecorder()
+	e.api.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	require.Equal(t, http.StatusOK, w.Code)
+
+	e.tel.Drain()
+	for _, h := range []http.Handler{e.api, e.tel.Handler()} {
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		require.Equal(t, http.StatusServiceUnavailable, w.Code)
+		require.JSONEq(t, `{"status":"draining","checks":{"database":"ok","migrations":"ok"}}`, w.Body.String())
+	}
+	require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/v1/organisation", "").Code, "requests are still served")
+}

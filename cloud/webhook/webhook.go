@@ -148,6 +148,12 @@ type Dispatcher struct {
 	// Timeout bounds each attempt (DefaultTimeout when 0); it must stay
 	// well below cloud.WebhookLease.
 	Timeout time.Duration
+	// Grace is how long attempts in flight when Run's or RunOnce's
+	// context ends may still take before they are cut (Timeout when 0):
+	// a process stopping lets them finish and records their outcome,
+	// instead of recording a cut attempt as a failure that spends a
+	// retry step.
+	Grace time.Duration
 	// Clock gives the time a delivery is signed at (time.Now when nil):
 	// the receiver's clock, not the service's, judges it.
 	Clock func() time.Time
@@ -181,13 +187,18 @@ func (d *Dispatcher) init() {
 		if d.Timeout <= 0 {
 			d.Timeout = DefaultTimeout
 		}
+		if d.Grace <= 0 {
+			d.Grace = d.Timeout
+		}
 		if d.Clock == nil {
 			d.Clock = time.Now
 		}
 	})
 }
 
-// Run sends due deliveries until ctx ends.
+// Run sends due deliveries until ctx ends. Then it claims no more, lets
+// the attempts in flight finish (within Grace) and records them, and
+// returns nil.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	d.init()
 	t := time.NewTimer(0)
@@ -211,22 +222,34 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 // RunOnce claims one batch of due deliveries, sends them and records
-// their attempts, and returns how many it claimed.
+// their attempts, and returns how many it claimed. When ctx ends, the
+// attempts already started run on for up to Grace and are recorded; the
+// claimed deliveries not yet started are left to fall due again when
+// their claim's lease (cloud.WebhookLease) runs out, with no attempt
+// spent.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	d.init()
 	jobs, err := d.Service.ClaimWebhooks(ctx, d.Batch)
 	if err != nil {
 		return 0, err
 	}
+	send, cancel := d.afterGrace(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
 	sem := make(chan struct{}, d.Workers)
 	for _, j := range jobs {
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r := d.Send(ctx, j)
+			r := d.Send(send, j)
 			if !r.OK() {
 				d.Log.Warn("webhook attempt failed", "endpoint_id", j.Endpoint.ID, "event_id", j.Event.ID,
 					"event_type", j.Event.Type, "status", r.StatusCode, "error", r.Error, "duration", r.Duration)
@@ -242,6 +265,20 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	return len(jobs), errors.Join(errs...)
+}
+
+// afterGrace returns a context that ends Grace after ctx does (or when
+// cancel is called), for the attempts in flight when ctx ends.
+func (d *Dispatcher) afterGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	send, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(d.Grace, cancel)
+		context.AfterFunc(send, func() { t.Stop() })
+	})
+	return send, func() {
+		stop()
+		cancel()
+	}
 }
 
 // Send makes one attempt of a claimed delivery and says what it came to.

@@ -19,6 +19,26 @@ const (
 	SharedStatus = shareGroup + Root + "/+/+/sites/+/edges/+/status"
 )
 
+// DefaultShareGroup is the share group of SharedFacts, SharedResync and
+// SharedStatus.
+const DefaultShareGroup = "svc-cloud"
+
+// SharedFilters are SharedFacts, SharedResync and SharedStatus in the
+// share group group instead of DefaultShareGroup: on a broker that lets
+// other clients join a group (Mosquitto with ACL files), a group name of
+// the cloud's own keeps them from taking its turns.
+func SharedFilters(group string) []string {
+	prefix := "$share/" + group + "/"
+	return []string{prefix + strings.TrimPrefix(SharedFacts, shareGroup), prefix + strings.TrimPrefix(SharedResync, shareGroup),
+		prefix + strings.TrimPrefix(SharedStatus, shareGroup)}
+}
+
+// ValidShareGroup says whether group may name a share group: MQTT
+// forbids '/', '+' and '#' in it.
+func ValidShareGroup(group string) bool {
+	return group != "" && !strings.ContainsAny(group, "/+#")
+}
+
 // Site names a site's topics: its organisation, mode and ID.
 type Site struct {
 	Mode   string // live or test

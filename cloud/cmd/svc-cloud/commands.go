@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/svc-vms/svc/cloud"
@@ -26,7 +28,9 @@ import (
 )
 
 const usage = `usage:
-  svc-cloud serve [--addr 127.0.0.1:8080] [--metrics-listen 127.0.0.1:8090] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
+  svc-cloud serve [--addr 127.0.0.1:8080] [--metrics-listen 127.0.0.1:8090] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] [--mqtt-share-group G] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
+        [--no-migrate] [--drain-delay 5s] [--shutdown-timeout 15s] [--database-max-conns N] [--maintain-every 1m] [--webhook-lease 2m] [--instance-id ID]
+  svc-cloud migrate [--data DIR | --database-url URL]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
   svc-cloud keys revoke --org ID --key-id ID
@@ -50,6 +54,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) 
 		return serve(ctx, args[1:], stdout, stderr)
 	case "seed":
 		return seed(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return migrate(ctx, args[1:], stdout, stderr)
 	case "keys":
 		if len(args) > 1 && args[1] == "create" {
 			return keysCreate(ctx, args[2:], stdout, stderr)
@@ -129,10 +135,20 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (cloud.Store,
 	}
 	kind := "sqlite " + cfg.sqlitePath()
 	if cfg.DatabaseURL != "" {
-		store, err = postgres.Open(ctx, cfg.DatabaseURL, keys)
 		kind = "postgres"
+		var pc *pgxpool.Config
+		if pc, err = pgxpool.ParseConfig(cfg.DatabaseURL); err != nil {
+			return nil, "", fmt.Errorf("open postgres: %w", err) // pgx hides the password
+		}
+		if cfg.DBMaxConns > 0 {
+			pc.MaxConns = int32(min(cfg.DBMaxConns, math.MaxInt32))
+		}
+		store, err = postgres.OpenWith(ctx, pc, keys, postgres.Options{NoMigrate: cfg.NoMigrate})
 	} else {
-		store, err = sqlite.Open(ctx, cfg.sqlitePath(), keys)
+		store, err = sqlite.OpenWith(ctx, cfg.sqlitePath(), keys, sqlite.Options{NoMigrate: cfg.NoMigrate, Readers: cfg.DBMaxConns})
+	}
+	if errors.Is(err, cloud.ErrSchemaBehind) {
+		return nil, "", fmt.Errorf("--no-migrate: %w", err)
 	}
 	if err != nil {
 		return nil, "", err
@@ -176,7 +192,12 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := cfg.logger(stderr)
+	if cfg.Instance == "" {
+		cfg.Instance = newInstance()
+	}
+	// Every line names the process: several replicas write to one log
+	// pipeline.
+	log := cfg.logger(stderr).With("instance", cfg.Instance)
 	limits, _ := cfg.limits()
 	passLink, passAddress, _ := cfg.passLimits()
 	proxies, _ := cfg.trustedProxies()
@@ -186,7 +207,19 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	}
 	defer store.Close()
 	svc := cloud.NewService(store, time.Now)
+	rateLimits := cloud.RateLimitsString(limits)
+	if cfg.DatabaseURL != "" { // one process owns a SQLite file
+		if err := joinReplicas(ctx, svc, &cfg, rateLimits, log); err != nil {
+			return err
+		}
+		defer func() {
+			if err := svc.LeaveReplicas(context.WithoutCancel(ctx), cfg.Instance, rateLimits); err != nil {
+				log.Warn("leaving the replicas", "err", err)
+			}
+		}()
+	}
 	svc.SetWebhookPolicy(cloud.WebhookPolicy{AllowLoopbackInTest: cfg.WebhooksAllowLoopback})
+	svc.SetWebhookLease(cfg.WebhookLease)
 	syncs, eb, syncState, err := syncParts(ctx, &cfg, svc, log)
 	if err != nil {
 		return err
@@ -233,9 +266,14 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 		}
 	}
 	log.Info("serving", "url", base, "metrics", metricsURL, "store", kind, "broker", eb.URL, "version", version)
-	g, gctx := errgroup.WithContext(ctx)
+	// The group's context is not the signal's: on SIGTERM the servers
+	// keep serving through the drain, and the background work runs on
+	// until it ends (work); a part that fails stops everything at once.
+	g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
+	work, stopWork := context.WithCancel(gctx)
+	defer stopWork()
 	for _, part := range syncs {
-		g.Go(func() error { return part(gctx) })
+		g.Go(func() error { return part(work) })
 	}
 	for i, s := range servers {
 		g.Go(func() error {
@@ -245,25 +283,97 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 			return nil
 		})
 	}
-	g.Go(func() error { return api.Maintain(gctx, 10*time.Minute) })
-	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log, Observe: tel.ObserveWebhook}
-	g.Go(func() error { return hooks.Run(gctx) })
+	g.Go(func() error { return api.Maintain(work, cfg.MaintainEvery) })
+	if cfg.DatabaseURL != "" {
+		g.Go(func() error { return heartbeat(work, svc, cfg.Instance, rateLimits, log) })
+	}
+	hooks := &webhook.Dispatcher{Service: svc, Body: httpapi.EventBody, Log: log, Grace: cfg.ShutdownTimeout, Observe: tel.ObserveWebhook}
+	g.Go(func() error { return hooks.Run(work) })
 	reminders := &cloud.WaitReminders{Service: svc, Log: log}
-	g.Go(func() error { return reminders.Run(gctx) })
+	g.Go(func() error { return reminders.Run(work) })
 	announcer := &cloud.EdgeAnnouncer{Service: svc, Log: log}
-	g.Go(func() error { return announcer.Run(gctx) })
+	g.Go(func() error { return announcer.Run(work) })
 	g.Go(func() error {
-		<-gctx.Done()
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		select {
+		case <-ctx.Done():
+			drain(gctx, tel, cfg.DrainDelay, log)
+		case <-gctx.Done(): // a part failed: no drain
+		}
+		// Background work stops with the servers: the dispatcher claims
+		// no more deliveries, and its attempts in flight finish within
+		// the shutdown timeout (its Grace), as requests do.
+		stopWork()
+		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()
 		var errs []error
 		for _, s := range servers {
 			errs = append(errs, s.Shutdown(shutdown))
 		}
-		log.Info("stopped")
 		return errors.Join(errs...)
 	})
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err // main prints it
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// joinReplicas records this process among the replicas sharing the
+// database, and refuses to start when a live one enforces other rate
+// limits, unless --allow-rate-limit-change makes that a warning.
+func joinReplicas(ctx context.Context, svc *cloud.Service, cfg *Config, limits string, log *slog.Logger) error {
+	err := svc.JoinReplicas(ctx, cfg.Instance, limits)
+	var mismatch *cloud.LimitsMismatchError
+	switch {
+	case errors.As(err, &mismatch) && cfg.AllowRateLimitChange:
+		log.Warn("rate limits differ from a live replica's (allowed by --allow-rate-limit-change): "+
+			"until every replica runs with the same, an organisation's limit depends on which replica answers", "err", err)
+		return nil
+	case mismatch != nil:
+		return fmt.Errorf("--rate-limits: %w; give every replica the same --rate-limits, or set --allow-rate-limit-change while rolling out a change", err)
+	}
+	return err
+}
+
+// heartbeat says every cloud.ReplicaHeartbeat that this process is alive
+// and with which limits, and warns while a live replica enforces others,
+// until ctx ends.
+func heartbeat(ctx context.Context, svc *cloud.Service, id, limits string, log *slog.Logger) error {
+	t := time.NewTicker(cloud.ReplicaHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		err := svc.JoinReplicas(ctx, id, limits)
+		var mismatch *cloud.LimitsMismatchError
+		switch {
+		case errors.As(err, &mismatch):
+			log.Warn("rate limits differ from a live replica's: an organisation's limit depends on which replica answers", "err", err)
+		case err != nil && ctx.Err() == nil:
+			log.Warn("replica heartbeat", "err", err)
+		}
+	}
+}
+
+// drain turns /readyz to 503 and waits delay, serving all the while, so
+// that load balancers stop sending requests before the listener closes
+// (docs/decisions.md, "Running replicas (issue 19)"). It returns early
+// when ctx ends (a part failed).
+func drain(ctx context.Context, tel *telemetry.Telemetry, delay time.Duration, log *slog.Logger) {
+	tel.Drain()
+	log.Info("draining: /readyz answers 503 until the listener closes", "drain_delay", delay)
+	if delay <= 0 {
+		return
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // demo seeds a demo organisation on the first start with --demo and keeps
@@ -306,6 +416,31 @@ func demo(ctx context.Context, svc *cloud.Service, cfg *Config, base string, bro
 	}
 	fmt.Fprintf(stdout, "svc-cloud is serving %s\n\n  secret key, test mode:       %s\n  secret key, live mode:       %s\n  publishable key, test mode:  %s\n  publishable key, live mode:  %s\n\ntry:\n  curl -H 'Authorization: Bearer %s' %s/teams\n\n",
 		base, keys.SecretTest, keys.SecretLive, keys.PublishableTest, keys.PublishableLive, keys.SecretTest, base)
+	return nil
+}
+
+// migrate applies the migrations the database lacks, and the sealing of
+// its secrets under the current key-encryption key, and exits: the first
+// step of a rolling deploy, before the new program's serve --no-migrate.
+func migrate(ctx context.Context, args []string, stdout io.Writer, stderr *os.File) error {
+	var cfg Config
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	cfg.storeFlags(fs)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	store, kind, err := openStore(ctx, &cfg, cfg.logger(stderr))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Ready(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: every migration applied\n", kind)
 	return nil
 }
 

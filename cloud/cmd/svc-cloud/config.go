@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -55,7 +56,32 @@ type Config struct {
 	// MaxConnsPerAddress is how many connections one client address may
 	// hold open; 0 is no limit.
 	MaxConnsPerAddress int
-	Demo               bool
+	// DrainDelay is how long serve keeps serving after SIGTERM with
+	// /readyz answering 503, so that load balancers stop sending it
+	// requests before its listener closes; ShutdownTimeout is how long
+	// requests and webhook attempts in flight then have to finish.
+	DrainDelay, ShutdownTimeout time.Duration
+	Demo                        bool
+	// MaintainEvery is how often serve runs the maintenance sweep
+	// (httpapi.Server.Purge): expired bookings, ended timesheet periods,
+	// old idempotency keys, counters and enrolments.
+	MaintainEvery time.Duration
+	// WebhookLease is how long a claimed webhook delivery is held by its
+	// claimant (cloud.SetWebhookLease).
+	WebhookLease time.Duration
+	// Instance names this process in every log line of serve and in its
+	// MQTT client IDs; newInstance's when empty.
+	Instance string
+	// AllowRateLimitChange makes a difference between this process's rate
+	// limits and a live replica's a warning instead of a refusal to start.
+	AllowRateLimitChange bool
+	// NoMigrate makes serve refuse to start on a database that lacks a
+	// migration instead of applying it (svc-cloud migrate does, apart).
+	NoMigrate bool
+	// DBMaxConns is the most database connections the process holds: the
+	// PostgreSQL pool's, or SQLite's read pool's (its writer is one
+	// connection); 0 for the store's default.
+	DBMaxConns int
 	// badEnv are SVC_ variables that did not parse, for Validate.
 	badEnv []string
 	// serving says serveFlags registered the server's flags, which
@@ -87,6 +113,10 @@ type Config struct {
 	// Empty: none (the embedded broker needs none; a Mosquitto with
 	// password and ACL files is kept by hand).
 	MQTTDynsecUsername, MQTTDynsecPassword string
+	// MQTTShareGroup is the share group of the cloud's subscriptions
+	// (protocol.DefaultShareGroup when empty); MQTTFilters, comma-separated
+	// $share filters, replace them altogether.
+	MQTTShareGroup, MQTTFilters string
 	// MQTTDynsecEvery is how often serve reconciles those accounts with
 	// the edges (edgesync.DefaultReconcileEvery by default).
 	MQTTDynsecEvery time.Duration
@@ -153,6 +183,23 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.envDuration("SVC_WRITE_TIMEOUT", httpapi.DefaultWriteTimeout), "longest time from a request's headers to the end of its response (env SVC_WRITE_TIMEOUT)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.envDuration("SVC_IDLE_TIMEOUT", httpapi.DefaultIdleTimeout), "longest wait for the next request on a kept-alive connection (env SVC_IDLE_TIMEOUT)")
 	fs.IntVar(&c.MaxConnsPerAddress, "max-conns-per-address", c.envInt("SVC_MAX_CONNS_PER_ADDRESS", httpapi.DefaultMaxConnsPerAddr), "most connections one client address (IPv4 address, IPv6 /64) may hold open; 0 for no limit (env SVC_MAX_CONNS_PER_ADDRESS)")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", c.envDuration("SVC_DRAIN_DELAY", DefaultDrainDelay),
+		"on SIGTERM or SIGINT, how long to keep serving with /readyz answering 503 before the listener closes, so load balancers see it and stop sending requests; about two of their probe intervals; 0 for none (env SVC_DRAIN_DELAY)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.envDuration("SVC_SHUTDOWN_TIMEOUT", DefaultShutdownTimeout),
+		"after the drain delay, how long requests and webhook attempts in flight have to finish before they are cut (env SVC_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.MaintainEvery, "maintain-every", c.envDuration("SVC_MAINTAIN_EVERY", DefaultMaintainEvery),
+		"how often the maintenance sweep runs on this process: pending bookings past their confirmation window stored as expired, ended timesheet periods closed, old idempotency keys, rate-limit counters and enrolments deleted (env SVC_MAINTAIN_EVERY)")
+	fs.DurationVar(&c.WebhookLease, "webhook-lease", c.envDuration("SVC_WEBHOOK_LEASE", cloud.WebhookLease),
+		fmt.Sprintf("how long a claimed webhook delivery is held by the process that claimed it; one that dies leaves its deliveries to others after this; at least %s, and the same on every replica (env SVC_WEBHOOK_LEASE)", cloud.MinWebhookLease))
+	fs.StringVar(&c.Instance, "instance-id", env("SVC_INSTANCE_ID", ""),
+		"name of this process in every log line (instance=) and in its MQTT client IDs; HOSTNAME-RANDOM when empty, so two replicas on one host differ (env SVC_INSTANCE_ID)")
+	allowChange, _ := strconv.ParseBool(env("SVC_ALLOW_RATE_LIMIT_CHANGE", "false"))
+	fs.BoolVar(&c.AllowRateLimitChange, "allow-rate-limit-change", allowChange,
+		"on PostgreSQL, start (warning) even when a live replica enforces other --rate-limits: for a rolling change of the limits; without it serve refuses, since replicas count against one shared counter (env SVC_ALLOW_RATE_LIMIT_CHANGE)")
+	noMigrate, _ := strconv.ParseBool(env("SVC_NO_MIGRATE", "false"))
+	fs.BoolVar(&c.NoMigrate, "no-migrate", noMigrate, "refuse to start when the database lacks a migration, instead of applying it: for rolling deploys, where svc-cloud migrate runs first (env SVC_NO_MIGRATE)")
+	fs.IntVar(&c.DBMaxConns, "database-max-conns", c.envInt("SVC_DATABASE_MAX_CONNS", 0),
+		"most database connections this process holds: PostgreSQL's pool (0: pool_max_conns in the URL, else pgx's default, the larger of 4 and the CPU count), or SQLite's readers (0: two per CPU; writes use one more connection) (env SVC_DATABASE_MAX_CONNS)")
 	demo, _ := strconv.ParseBool(env("SVC_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "seed a demo organisation on first start and print its keys (env SVC_DEMO)")
 	loopback, _ := strconv.ParseBool(env("SVC_WEBHOOKS_ALLOW_LOOPBACK", "false"))
@@ -163,6 +210,10 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MQTTTLSCert, "mqtt-tls-cert", env("SVC_MQTT_TLS_CERT", ""), "PEM certificate of the embedded broker; a CA and certificate made under DATA/tls when empty (env SVC_MQTT_TLS_CERT)")
 	fs.StringVar(&c.MQTTTLSKey, "mqtt-tls-key", env("SVC_MQTT_TLS_KEY", ""), "PEM key of --mqtt-tls-cert (env SVC_MQTT_TLS_KEY)")
 	fs.StringVar(&c.MQTTTLSHosts, "mqtt-tls-hosts", env("SVC_MQTT_TLS_HOSTS", ""), "more names and addresses, comma-separated, the made certificate covers (env SVC_MQTT_TLS_HOSTS)")
+	fs.StringVar(&c.MQTTShareGroup, "mqtt-share-group", env("SVC_MQTT_SHARE_GROUP", ""),
+		fmt.Sprintf("share group of the cloud's subscriptions to the edges' facts, resync and status; every replica of one deployment uses the same, and on a shared or external broker give it a name of its own (default %s) (env SVC_MQTT_SHARE_GROUP)", protocol.DefaultShareGroup))
+	fs.StringVar(&c.MQTTFilters, "mqtt-filters", env("SVC_MQTT_FILTERS", ""),
+		"the cloud's subscriptions, comma-separated $share filters, instead of those --mqtt-share-group makes, e.g. to read one mode or organisation only (env SVC_MQTT_FILTERS)")
 	fs.StringVar(&c.MQTTUsername, "mqtt-username", env("SVC_MQTT_USERNAME", ""), "username at the external broker (env SVC_MQTT_USERNAME)")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", env("SVC_MQTT_PASSWORD", ""), "password at the external broker (env SVC_MQTT_PASSWORD)")
 	fs.DurationVar(&c.MQTTDynsecEvery, "mqtt-dynsec-every", c.envDuration("SVC_MQTT_DYNSEC_EVERY", edgesync.DefaultReconcileEvery),
@@ -193,6 +244,29 @@ const DefaultAddr = "127.0.0.1:8080"
 // authentication; a Prometheus on another machine needs it opened
 // (docs/decisions.md, "Metrics (issue 19)").
 const DefaultMetricsListen = "127.0.0.1:8090"
+
+// DefaultMaintainEvery is --maintain-every's default: every minute, as
+// docs/decisions.md promises for the booking sweep. A sweep is a handful
+// of indexed statements (under 0.1 ms on SQLite and 0.4 ms on PostgreSQL
+// when there is nothing to do), so every replica may run it every minute.
+const DefaultMaintainEvery = time.Minute
+
+// DefaultDrainDelay is --drain-delay's default. A load balancer takes a
+// process out of rotation once its probe of /readyz has failed a few
+// times in a row: HAProxy and nginx probe every 1 to 2 s by default with
+// a threshold of 2 to 3, so 2 to 6 s; Kubernetes removes a terminating
+// pod from its endpoints at once, but the change takes a few seconds to
+// reach kube-proxy and ingress controllers. 5 s covers those with the
+// usual settings and holds a rolling deploy of a few replicas up by
+// seconds only; behind a slower prober (an AWS target group probes every
+// 5 to 30 s), set it to the probe interval times the failure threshold.
+const DefaultDrainDelay = 5 * time.Second
+
+// DefaultShutdownTimeout is --shutdown-timeout's default: longer than a
+// request's own timeout (httpapi.DefaultRequestTimeout) and a webhook
+// attempt's (webhook.DefaultTimeout), so a process stopped normally cuts
+// neither; below Kubernetes' 30 s grace period less the drain delay.
+const DefaultShutdownTimeout = 15 * time.Second
 
 // DefaultMQTTTLSListen is where the embedded broker serves MQTT over TLS:
 // 8884, beside an external broker's 8883. Loopback by default, like the
@@ -228,10 +302,26 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout}} {
+	}{{"--read-timeout", c.ReadTimeout}, {"--write-timeout", c.WriteTimeout}, {"--idle-timeout", c.IdleTimeout},
+		{"--shutdown-timeout", c.ShutdownTimeout}} {
 		if c.serving && d.v <= 0 {
 			return usageError{fmt.Sprintf("%s %s: want a positive duration such as 30s", d.name, d.v)}
 		}
+	}
+	if c.serving && c.MaintainEvery < time.Second {
+		return usageError{fmt.Sprintf("--maintain-every %s: want a duration of 1s or more, such as 1m", c.MaintainEvery)}
+	}
+	if c.serving && c.WebhookLease < cloud.MinWebhookLease {
+		return usageError{fmt.Sprintf("--webhook-lease %s: want %s or more: a claimed batch of deliveries may take 40 s, and a shorter lease lets another process send them again", c.WebhookLease, cloud.MinWebhookLease)}
+	}
+	if c.Instance != "" && !validInstance(c.Instance) {
+		return usageError{fmt.Sprintf("--instance-id %q: want at most 64 letters, digits, '.', '_' or '-' (it is part of MQTT client IDs)", c.Instance)}
+	}
+	if c.DBMaxConns < 0 {
+		return usageError{fmt.Sprintf("--database-max-conns %d: want 0 (the default) or more", c.DBMaxConns)}
+	}
+	if c.DrainDelay < 0 {
+		return usageError{fmt.Sprintf("--drain-delay %s: want 0 (none) or a positive duration such as 5s", c.DrainDelay)}
 	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
@@ -251,6 +341,18 @@ func (c *Config) Validate() error {
 		}
 		if (u.Scheme == "tcp" || u.Scheme == "ws") && !protocol.Loopback(u.Hostname()) {
 			return usageError{fmt.Sprintf("--mqtt-url %q: plain MQTT sends the password in clear, so it may reach a broker on this machine only (localhost, 127.0.0.1, ::1); use ssl:// or wss:// (and --mqtt-ca)", c.MQTTURL)}
+		}
+	}
+	if c.MQTTShareGroup != "" && !protocol.ValidShareGroup(c.MQTTShareGroup) {
+		return usageError{fmt.Sprintf("--mqtt-share-group %q: a share group may not contain '/', '+' or '#'", c.MQTTShareGroup)}
+	}
+	if c.MQTTShareGroup != "" && c.MQTTFilters != "" {
+		return usageError{"--mqtt-share-group and --mqtt-filters: give one (the filters name their share group)"}
+	}
+	for _, f := range c.mqttFilters() {
+		group, rest, ok := strings.Cut(strings.TrimPrefix(f, "$share/"), "/")
+		if !strings.HasPrefix(f, "$share/") || !ok || !protocol.ValidShareGroup(group) || !strings.HasPrefix(rest, protocol.Root+"/") {
+			return usageError{fmt.Sprintf("--mqtt-filters: %q is not a shared subscription $share/GROUP/%s/...", f, protocol.Root)}
 		}
 	}
 	if err := c.validateDynsec(); err != nil {
@@ -380,3 +482,44 @@ func (c *Config) tlsDir() string { return filepath.Join(c.DataDir, "tls") }
 func (c *Config) kekPath() string { return filepath.Join(c.DataDir, "kek") }
 
 func (c *Config) logger(w *os.File) *slog.Logger { return c.Log.New(w) }
+
+// newInstance names a process: its host's name and 6 random hex digits,
+// so that two replicas on one host, or a process and its restart, differ.
+func newInstance() string {
+	host, err := os.Hostname()
+	if err != nil || !validInstance(host) {
+		host = "svc-cloud"
+	}
+	b := make([]byte, 3)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%x", host, b)
+}
+
+// validInstance says whether s may name an instance: characters that
+// every broker takes in a client ID and no log pipeline must quote.
+func validInstance(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// mqttFilters are the cloud's subscriptions: --mqtt-filters, else the
+// protocol's in --mqtt-share-group's group, else nil (the defaults).
+func (c *Config) mqttFilters() []string {
+	var out []string
+	for _, f := range strings.Split(c.MQTTFilters, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 && c.MQTTShareGroup != "" {
+		return protocol.SharedFilters(c.MQTTShareGroup)
+	}
+	return out
+}

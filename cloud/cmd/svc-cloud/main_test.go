@@ -180,6 +180,15 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--trusted-proxies", "10.0.0.0/8,proxy.example"},
 		{"serve", "--data", dir, "--read-timeout", "0s"},
 		{"serve", "--data", dir, "--max-conns-per-address", "-1"},
+		{"serve", "--data", dir, "--drain-delay", "-1s"},
+		{"serve", "--data", dir, "--shutdown-timeout", "0s"},
+		{"serve", "--data", dir, "--maintain-every", "0s"},
+		{"serve", "--data", dir, "--webhook-lease", "30s"},
+		{"serve", "--data", dir, "--database-max-conns", "-2"},
+		{"serve", "--data", dir, "--instance-id", "two words"},
+		{"serve", "--data", dir, "--mqtt-share-group", "a/b"},
+		{"serve", "--data", dir, "--mqtt-share-group", "g", "--mqtt-filters", "$share/g/svc/v1/+/+/sites/+/edges/+/facts"},
+		{"serve", "--data", dir, "--mqtt-filters", "svc/v1/#"},
 		{"serve", "--data", dir, "--log-level", "loud"},
 		{"serve", "--data", dir, "--log-format", "xml"},
 		{"serve", "--data", dir, "--metrics-listen", "8090"},
@@ -202,9 +211,13 @@ func TestCLI_UsageErrors(t *testing.T) {
 			"--mqtt-url", "off", "--mqtt-dynsec-username", "admin", "--mqtt-dynsec-password", "p"},
 		{"seed", "extra"},
 	}
+	// A case that is not refused must not serve until the test times
+	// out: its context has ended already.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
 	for _, args := range cases {
 		var out bytes.Buffer
-		err := run(context.Background(), args, &out, os.Stderr)
+		err := run(ended, args, &out, os.Stderr)
 		var ue usageError
 		require.ErrorAs(t, err, &ue, "svc-cloud %v", args)
 	}
@@ -215,7 +228,7 @@ func TestCLI_UsageErrors(t *testing.T) {
 func TestServe_StopsCleanlyOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0",
-		"--metrics-listen", "127.0.0.1:0", "--demo")
+		"--metrics-listen", "127.0.0.1:0", "--demo", "--drain-delay", "0s")
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -81,12 +80,12 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 			tc.RootCAs.AppendCertsFromPEM(ca)
 		}
 	}
-	host, _ := os.Hostname()
-	id := make([]byte, 6)
-	rand.Read(id)
 	half, err := mqttsync.NewCloud(mqttsync.CloudConfig{
 		BrokerURL: url, Username: user, Password: pass, TLS: tc,
-		ClientID: fmt.Sprintf("svc-cloud-%s-%x", host, id),
+		// The instance names the process in its log lines too, so the
+		// broker's log and the cloud's can be matched.
+		ClientID: "svc-cloud-" + cfg.Instance,
+		Filters:  cfg.mqttFilters(),
 		Store:    edgesync.Store{Service: svc}, Logger: log.With("part", "sync"),
 	})
 	if err != nil {
@@ -126,10 +125,11 @@ func brokerAccounts(cfg *Config, svc *cloud.Service) (*dynsec.Control, error) {
 			dc.TLS.RootCAs.AppendCertsFromPEM(ca)
 		}
 	}
-	host, _ := os.Hostname()
-	id := make([]byte, 6)
-	rand.Read(id)
-	dc.ClientID = fmt.Sprintf("svc-cloud-dynsec-%s-%x", host, id)
+	instance := cfg.Instance
+	if instance == "" { // a one-shot command
+		instance = newInstance()
+	}
+	dc.ClientID = "svc-cloud-dynsec-" + instance
 	ctl, err := dynsec.New(dc)
 	if err != nil {
 		return nil, err

@@ -43,8 +43,35 @@ func startServe(t *testing.T, dir string, args ...string) *lockedbuf.Buffer {
 // startServeURL is startServe, returning the API's base URL (.../v1) too.
 func startServeURL(t *testing.T, dir string, args ...string) (string, *lockedbuf.Buffer) {
 	t.Helper()
+	c := startChild(t, dir, args...)
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-c.done:
+			require.NoError(t, err, "exit status after SIGTERM")
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+			t.Error("serve did not stop on SIGTERM")
+		}
+	})
+	return c.base, c.stderr
+}
+
+// child is a running `svc-cloud serve`.
+type child struct {
+	cmd    *exec.Cmd
+	base   string            // the API's base URL, .../v1
+	stderr *lockedbuf.Buffer // its log
+	done   chan error        // cmd.Wait's result, once it exits
+}
+
+// startChild runs `svc-cloud serve --demo` on dir as a child process on
+// free ports, without a drain delay unless args set one, and waits until
+// it serves. The process is killed when the test ends if it still runs.
+func startChild(t *testing.T, dir string, args ...string) *child {
+	t.Helper()
 	args = append([]string{"serve", "--data", dir, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
-		"--mqtt-tls-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--demo"}, args...)
+		"--mqtt-tls-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--demo", "--drain-delay", "0s"}, args...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "SVC_CLOUD_AS_MAIN=1")
 	stderr := &lockedbuf.Buffer{}
@@ -52,33 +79,23 @@ func startServeURL(t *testing.T, dir string, args ...string) (string, *lockedbuf
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, stderr: stderr, done: make(chan error, 1)}
 	sc := bufio.NewScanner(stdout)
 	served := false
-	var base string
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "svc-cloud is serving "); ok {
-			served, base = true, rest
+			served, c.base = true, rest
 			break
 		}
 	}
-	go func() { // keep draining stdout
+	go func() { // keep draining stdout, then reap the process
 		for sc.Scan() {
 		}
+		c.done <- cmd.Wait()
 	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			require.NoError(t, err, "exit status after SIGTERM")
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("serve did not stop on SIGTERM")
-		}
-	})
+	t.Cleanup(func() { _ = cmd.Process.Kill() }) // after the caller's cleanup, which stops it first
 	require.True(t, served, "serve printed its URL; stderr:\n%s", stderr)
-	return base, stderr
+	return c
 }
 
 // TestServe_EdgeOverTLS (issue 15 item 9): the embedded broker serves MQTT

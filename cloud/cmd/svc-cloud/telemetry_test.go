@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func fetch(t *testing.T, url, key string) (int, string) {
 // promtool; the API's listener answers /healthz and /readyz.
 func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	dir := t.TempDir()
-	base, stderr := startServeURL(t, dir, "--log-format", "json")
+	base, stderr := startServeURL(t, dir, "--log-format", "json", "--database-max-conns", "3")
 	root := strings.TrimSuffix(base, "/v1")
 
 	var metrics string
@@ -98,6 +99,7 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	require.Contains(t, scrape, `svc_cloud_build_info{goversion="`+runtime.Version()+`",version="dev"} 1`)
 	require.Contains(t, scrape, `svc_cloud_http_requests_total{method="GET",route="/v1/organisation",status="2xx"} 1`)
 	require.Contains(t, scrape, `svc_cloud_db_connections_max{pool="sqlite_write"} 1`)
+	require.Contains(t, scrape, `svc_cloud_db_connections_max{pool="sqlite_read"} 3`, "--database-max-conns sizes the readers")
 	require.Contains(t, scrape, "svc_cloud_mqtt_connected 1")
 	require.Contains(t, scrape, "process_start_time_seconds ")
 	t.Run("promtool", func(t *testing.T) { promtest.CheckMetrics(t, []byte(scrape)) })
@@ -113,6 +115,15 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // the pause between polls
 	}
 	require.Equal(t, float64(200), access["status"])
+	// Every line names the process, the same way (a host's name and a
+	// random suffix).
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	instance, _ := access["instance"].(string)
+	require.Regexp(t, "^"+regexp.QuoteMeta(host)+"-[0-9a-f]{6}$", instance)
+	for _, rec := range logLines(t, stderr.String()) {
+		require.Equal(t, instance, rec["instance"], "a line without the instance: %v", rec)
+	}
 	require.NotEmpty(t, access["key_id"])
 	require.Equal(t, "test", access["mode"])
 	require.NotContains(t, stderr.String(), strings.TrimPrefix(keys.SecretTest, "svc_sk_test_"), "no key in the log")
