@@ -270,7 +270,7 @@ func brokenRoot(t testing.TB, b built, out string) string {
 // broker's TLS port listens on the host's own address, which both reach.
 func cloudArgs(data, hostIP string) []string {
 	return []string{"serve", "--data", data, "--addr", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0",
-		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--metrics-listen", "127.0.0.1:0", "--demo"}
+		"--mqtt-tls-listen", net.JoinHostPort(hostIP, "0"), "--metrics-listen", "127.0.0.1:0", "--drain-delay", "0s", "--demo"}
 }
 
 // svcTxt is the installer's svc.txt for the cloud at base (…/v1), as the

@@ -286,7 +286,7 @@ func startCloud(ctx context.Context, bin, dir string, out io.Writer) (*server, e
 		return nil, err
 	}
 	s.cmd = exec.Command(bin, "serve", "--data", data, "--demo", "--addr", "127.0.0.1:0",
-		"--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
+		"--mqtt-listen", "127.0.0.1:0", "--mqtt-tls-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--drain-delay", "0s")
 	s.cmd.Stderr = logFile
 	stdout, err := s.cmd.StdoutPipe()
 	if err != nil {
