@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/httpapi"
+	"github.com/svc-vms/svc/shared/lockedbuf"
 )
 
 // observations records what the server tells its Observer.
@@ -35,18 +35,17 @@ func (o *observations) ObserveRequest(x httpapi.Observation) {
 // already) and returns it.
 func (o *observations) next(t *testing.T, n int) httpapi.Observation {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var x httpapi.Observation
+	require.Eventually(t, func() bool {
 		o.mu.Lock()
+		defer o.mu.Unlock()
 		if len(o.list) > n {
-			x := o.list[n]
-			o.mu.Unlock()
-			return x
+			x = o.list[n]
+			return true
 		}
-		o.mu.Unlock()
-		require.True(t, time.Now().Before(deadline), "no observation %d", n+1)
-		time.Sleep(time.Millisecond) // the pause between polls
-	}
+		return false
+	}, 5*time.Second, time.Millisecond, "no observation %d", n+1)
+	return x
 }
 
 func (o *observations) len() int {
@@ -56,38 +55,24 @@ func (o *observations) len() int {
 }
 
 // logBuffer is the JSON log of a server, written from its goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ lockedbuf.Buffer }
 
 // accessLine waits for the access log line of the request with the ID and
 // returns it decoded.
 func (l *logBuffer) accessLine(t *testing.T, requestID string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var found map[string]any
+	require.Eventually(t, func() bool {
 		for _, line := range strings.Split(l.String(), "\n") {
 			var rec map[string]any
 			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "request" && rec["request_id"] == requestID {
-				return rec
+				found = rec
+				return true
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "no access log line for %s in:\n%s", requestID, l)
-		time.Sleep(time.Millisecond) // the pause between polls
-	}
+		return false
+	}, 5*time.Second, time.Millisecond, "no access log line for %s in:\n%s", requestID, l)
+	return found
 }
 
 // rawRequest sends a request the harness's checks would refuse (an unknown

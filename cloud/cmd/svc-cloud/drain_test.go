@@ -30,15 +30,11 @@ func TestServe_DrainsOnSIGTERM(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &keys))
 
-	deadline := time.Now().Add(10 * time.Second)
-	for { // ready once the sync has connected to the embedded broker
-		status, body := fetch(t, root+"/readyz", "")
-		if status == http.StatusOK {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "/readyz: %d %s", status, body)
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+	// Ready once the sync has connected to the embedded broker.
+	poll(t, 10*time.Second, func() bool {
+		status, _ := fetch(t, root+"/readyz", "")
+		return status == http.StatusOK
+	}, "/readyz did not answer 200")
 
 	// A new connection for every request: the listener must still
 	// accept them.
@@ -59,16 +55,15 @@ func TestServe_DrainsOnSIGTERM(t *testing.T) {
 	}
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
 	signalled := time.Now()
-	for {
+	poll(t, delay, func() bool {
 		status, body := get(root+"/readyz", "")
 		if status == http.StatusServiceUnavailable {
 			require.Contains(t, body, `"status":"draining"`)
-			break
+			return true
 		}
 		require.Equal(t, http.StatusOK, status, body)
-		require.Less(t, time.Since(signalled), delay, "/readyz did not turn 503 within the drain delay")
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+		return false
+	}, "/readyz did not turn 503 within the drain delay")
 	status, body := get(c.base+"/organisation", keys.SecretTest)
 	require.Equal(t, http.StatusOK, status, "a request during the drain is served: %s", body)
 	require.Less(t, time.Since(signalled), delay, "the checks above ran within the drain delay")

@@ -33,15 +33,11 @@ func TestServe_MQTTShareGroup(t *testing.T) {
 	group := "svc-test-" + rand.Text()[:10] // a group no other test run joins
 	base, _ := startServeURL(t, t.TempDir(), "--mqtt-url", url, "--mqtt-share-group", group)
 	root := strings.TrimSuffix(base, "/v1")
-	deadline := time.Now().Add(10 * time.Second)
-	for { // ready once subscribed at the broker
-		status, body := fetch(t, root+"/readyz", "")
-		if status == http.StatusOK {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "/readyz: %d %s", status, body)
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+	// Ready once subscribed at the broker.
+	poll(t, 10*time.Second, func() bool {
+		status, _ := fetch(t, root+"/readyz", "")
+		return status == http.StatusOK
+	}, "/readyz did not answer 200")
 
 	var got atomic.Int32
 	opts := mqtt.NewClientOptions().AddBroker(url).SetClientID("svc-test-" + group).SetCleanSession(true)
@@ -64,7 +60,7 @@ func TestServe_MQTTShareGroup(t *testing.T) {
 	// The broker sends each message to one member of the group. A share
 	// that stays below n can only be told from one still arriving by
 	// waiting: up to 3 s, cut short when all n arrive (the failure).
-	deadline = time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(3 * time.Second)
 	for got.Load() < n && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // the pause between polls
 	}

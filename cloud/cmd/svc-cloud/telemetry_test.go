@@ -62,17 +62,15 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	root := strings.TrimSuffix(base, "/v1")
 
 	var metrics string
-	deadline := time.Now().Add(10 * time.Second)
-	for metrics == "" {
+	poll(t, 10*time.Second, func() bool {
 		for _, rec := range logLines(t, stderr.String()) {
 			if rec["msg"] == "serving" {
 				metrics, _ = rec["metrics"].(string)
 				require.NotEmpty(t, metrics, "the serving line names the metrics URL: %v", rec)
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "no serving line in:\n%s", stderr)
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+		return metrics != ""
+	}, "no serving line in:\n%s", stderr)
 
 	var keys cloud.SeedKeys
 	raw, err := os.ReadFile(filepath.Join(dir, "demo.json"))
@@ -84,14 +82,10 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	status, body := fetch(t, root+"/healthz", "")
 	require.Equal(t, http.StatusOK, status, body)
 	// Ready once the sync has connected to the embedded broker.
-	for {
+	poll(t, 10*time.Second, func() bool {
 		status, body = fetch(t, root+"/readyz", "")
-		if status == http.StatusOK {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "/readyz: %d %s", status, body)
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+		return status == http.StatusOK
+	}, "/readyz did not answer 200")
 	require.JSONEq(t, `{"status":"ok","checks":{"database":"ok","migrations":"ok","broker":"ok"}}`, body)
 
 	status, scrape := fetch(t, metrics, "")
@@ -105,15 +99,14 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	t.Run("promtool", func(t *testing.T) { promtest.CheckMetrics(t, []byte(scrape)) })
 
 	var access map[string]any
-	for access == nil {
+	poll(t, 10*time.Second, func() bool {
 		for _, rec := range logLines(t, stderr.String()) {
 			if rec["msg"] == "request" && rec["route"] == "/v1/organisation" {
 				access = rec
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "no access log line in:\n%s", stderr)
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+		return access != nil
+	}, "no access log line in:\n%s", stderr)
 	require.Equal(t, float64(200), access["status"])
 	// Every line names the process, the same way (a host's name and a
 	// random suffix).
