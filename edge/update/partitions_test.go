@@ -146,14 +146,7 @@ func TestPartitions_GoodUpdateCommitsOnTrialBoot(t *testing.T) {
 
 	// The trial boot's supervisor runs the daemon on trial; its health
 	// check passes; ab.txt commits b.
-	s, sctx, cancel := partitionsSupervisor(t, d, "echo ok >&3; exec sleep 60")
-	done := make(chan error, 1)
-	go func() { done <- s.Run(sctx) }()
-	waitFor(t, func() bool { _, ok, _ := d.p.LastResult(); return ok })
-	cancel()
-	require.NoError(t, <-done)
-	r, _, err := d.p.LastResult()
-	require.NoError(t, err)
+	r := superviseUntilResult(t, d, "echo ok >&3; exec sleep 60")
 	require.Equal(t, Result{Version: "2", From: "1", Outcome: Committed, SHA256: tr.SHA256, At: t0}, r)
 	require.Equal(t, "slot=b\ntrial=\ntries=0\n", d.abTxt(t))
 	require.Equal(t, 1, d.reboots, "a committed release runs on")
@@ -199,14 +192,7 @@ func TestPartitions_TrialBootThatNeverCommitsRollsBack(t *testing.T) {
 	require.Equal(t, "a", slot)
 	require.False(t, trial)
 
-	s, sctx, cancel := partitionsSupervisor(t, d, "exec sleep 60")
-	done := make(chan error, 1)
-	go func() { done <- s.Run(sctx) }()
-	waitFor(t, func() bool { _, ok, _ := d.p.LastResult(); return ok })
-	cancel()
-	require.NoError(t, <-done)
-	r, _, err := d.p.LastResult()
-	require.NoError(t, err)
+	r := superviseUntilResult(t, d, "exec sleep 60")
 	require.Equal(t, RolledBack, r.Outcome)
 	require.Equal(t, tr.SHA256, r.SHA256)
 	require.Contains(t, r.Reason, "slot b's boot did not come up")
@@ -338,14 +324,7 @@ func TestPartitions_InterruptedCommitCompletes(t *testing.T) {
 	require.Equal(t, "b", slot)
 	require.False(t, trial)
 
-	s, sctx, cancel := partitionsSupervisor(t, d, "exec sleep 60")
-	done := make(chan error, 1)
-	go func() { done <- s.Run(sctx) }()
-	waitFor(t, func() bool { _, ok, _ := d.p.LastResult(); return ok })
-	cancel()
-	require.NoError(t, <-done)
-	r, _, err := d.p.LastResult()
-	require.NoError(t, err)
+	r := superviseUntilResult(t, d, "exec sleep 60")
 	require.Equal(t, Committed, r.Outcome)
 	require.Equal(t, "slot=b\ntrial=\ntries=0\n", d.abTxt(t))
 	_, ok, _ := d.p.Trial(ctx)
@@ -400,4 +379,19 @@ func TestPartitions_RecordRunning(t *testing.T) {
 	d.cmdline = BootState{Slot: "a"}.Cmdline("b", true)
 	require.NoError(t, d.p.RecordRunning("2.0.0"))
 	require.Equal(t, "", version("b"), "a trial's version is RequestTrial's to record")
+}
+
+// superviseUntilResult runs a supervisor on d, whose daemon is script,
+// until the update's result is recorded, stops it, and returns the result.
+func superviseUntilResult(t *testing.T, d *abDisk, script string) Result {
+	t.Helper()
+	s, ctx, cancel := partitionsSupervisor(t, d, script)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitFor(t, func() bool { _, ok, _ := d.p.LastResult(); return ok })
+	cancel()
+	require.NoError(t, <-done)
+	r, _, err := d.p.LastResult()
+	require.NoError(t, err)
+	return r
 }

@@ -80,17 +80,10 @@ func BenchmarkImage_BootAndMemory(b *testing.B) {
 	needQemu(b)
 	need(b, "xz", "gzip")
 	visits, boots := envInt(b, "SVC_BENCH_IMAGE_VISITS", benchVisits), envInt(b, "SVC_BENCH_IMAGE_BOOTS", benchBoots)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		b.Fatal(err)
-	}
 	dir := b.TempDir()
-	cloudBin := filepath.Join(dir, "svc-cloud")
-	run(b, root, "go", "build", "-o", cloudBin, "./cloud/cmd/svc-cloud")
-	edgeBin := filepath.Join(dir, "svc-edge") // the host's, for svc-edge qr decode
-	run(b, root, "go", "build", "-o", edgeBin, "./edge/cmd/svc-edge")
-	syncBin := filepath.Join(dir, "edgesync")
-	run(b, root, "go", "build", "-o", syncBin, "./cloud/bench/edgesync")
+	cloudBin := hostBinary(b, dir, "./cloud/cmd/svc-cloud")
+	edgeBin := hostBinary(b, dir, "./edge/cmd/svc-edge") // for svc-edge qr decode
+	syncBin := hostBinary(b, dir, "./cloud/bench/edgesync")
 
 	// The image as make image builds it (no release key: nothing of its
 	// size or boot depends on one).
@@ -110,7 +103,7 @@ func BenchmarkImage_BootAndMemory(b *testing.B) {
 		b.Fatalf("GET /v1/people: %d", st)
 	}
 	start := time.Now()
-	out := run(b, root, syncBin, "-scenario", "visits", "-data", data, "-site", site, "-host", people.Data[0].ID,
+	out := run(b, dir, syncBin, "-scenario", "visits", "-data", data, "-site", site, "-host", people.Data[0].ID,
 		"-n", strconv.Itoa(visits-1))
 	b.Logf("%d visits made at the site in %.1f s (edgesync -scenario visits): %s", visits, time.Since(start).Seconds(),
 		regexp.MustCompile(`(?m)^RESULT .*`).FindString(out))

@@ -81,15 +81,9 @@ const cardGrowth = 256 << 20
 // reports it, and admits passes on 2.0.0.
 func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	needQemu(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cloudBin := filepath.Join(dir, "svc-cloud")
-	run(t, root, "go", "build", "-o", cloudBin, "./cloud/cmd/svc-cloud")
-	edgeBin := filepath.Join(dir, "svc-edge") // the host's, for svc-edge qr decode
-	run(t, root, "go", "build", "-o", edgeBin, "./edge/cmd/svc-edge")
+	cloudBin := hostBinary(t, dir, "./cloud/cmd/svc-cloud")
+	edgeBin := hostBinary(t, dir, "./edge/cmd/svc-edge") // for svc-edge qr decode
 
 	// The release key, which the images trust (RELEASE_KEYS).
 	keyFile := filepath.Join(dir, "release.key")
@@ -226,6 +220,19 @@ func atoi(t testing.TB, s string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// hostBinary builds the main module's package pkg for this host into dir
+// and returns the binary's path.
+func hostBinary(tb testing.TB, dir, pkg string) string {
+	tb.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	run(tb, root, "go", "build", "-o", bin, pkg)
+	return bin
 }
 
 // built is one mkimage.sh qemu build.
