@@ -24,6 +24,7 @@ import (
 	"github.com/svc-vms/svc/edge/badgekey"
 	"github.com/svc-vms/svc/edge/cache"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/sync/mqttsync"
 	"github.com/svc-vms/svc/sync/mqttsync/mqtttest"
 	"github.com/svc-vms/svc/sync/protocol"
@@ -157,7 +158,8 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	dir := t.TempDir()
 	e := &Edge{ID: ce.ID, Site: site, Dir: dir, ConfigPath: filepath.Join(dir, "config.json"), CachePath: filepath.Join(dir, "state", "cache.db"),
 		Proxy: mqtttest.NewProxy(t, w.brokerURL), Clock: &Clock{}, w: w, t: t, opts: opts, username: ce.Username, password: secret}
-	ports := freePorts(t, 3)
+	ports, err := freeport.Pick(3)
+	must(t, err)
 	whenStale := "fail_secure"
 	if opts.FailOpen {
 		whenStale = "fail_open"
@@ -184,7 +186,7 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 		"gates":      gates,
 	}
 	if opts.Kiosk {
-		file["kiosk"] = map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1)[0]), "languages": []string{"en", "fr"}}
+		file["kiosk"] = map[string]any{"listen": freeport.Addr(t), "languages": []string{"en", "fr"}}
 	}
 	raw, err := json.MarshalIndent(file, "", "  ")
 	must(t, err)
@@ -204,25 +206,6 @@ func (w *World) NewEdge(t testing.TB, opts EdgeOptions) *Edge {
 	w.edges = append(w.edges, e)
 	w.mu.Unlock()
 	return e
-}
-
-// freePorts returns n ports free on 127.0.0.1 a moment ago: the
-// configuration file names its ports, and a restarted edge binds the same
-// ones again.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var lns []net.Listener
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		must(t, err)
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		_ = ln.Close()
-	}
-	return ports
 }
 
 // DropSession makes the broker forget the stopped edge's persistent

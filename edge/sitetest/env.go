@@ -90,17 +90,23 @@ func Logger(t testing.TB, part string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name(), "part", part)
 }
 
-// Eventually polls cond every few milliseconds until it holds, and fails t
-// with msg (formatted with args) when timeout passes first.
+// Eventually polls cond until it holds, and fails t with msg (formatted
+// with args) when timeout passes first. It polls every 5 ms at first and
+// backs off to every 100 ms, so that a poll of the API for a minute stays
+// well inside an organisation's rate limit (3,000 requests a minute in
+// test mode).
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond) // the polling interval
-	defer tick.Stop()
+	wait := 5 * time.Millisecond
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
 		}
-		<-tick.C
+		<-timer.C
+		wait = min(wait*3/2, 100*time.Millisecond)
+		timer.Reset(wait)
 	}
 }

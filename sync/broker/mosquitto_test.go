@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/protocol"
@@ -57,7 +58,7 @@ func TestMosquittoACL(t *testing.T) {
 		fmt.Fprintf(&acl, "topic read %s\n\n", site.Replies(e))
 	}
 	require.NoError(t, os.WriteFile(aclFile, acl.Bytes(), 0o600))
-	port := freePort(t)
+	port := freeport.Port(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `user root
 listener %d 127.0.0.1
@@ -136,14 +137,6 @@ func mustDialAddr(t *testing.T, addr string, o connOpts) *client {
 	return c
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // runMosquitto starts mosquitto with conf until the test ends and waits
 // until it accepts connections at addr.
 func runMosquitto(t *testing.T, bin, conf, addr string) {
@@ -190,7 +183,7 @@ func TestMosquittoTLS(t *testing.T) {
 	pwFile, conf := filepath.Join(dir, "passwd"), filepath.Join(dir, "mosquitto.conf")
 	out, err := exec.Command(passwd, "-c", "-b", pwFile, "svc-cloud-1", "secret-svc-cloud-1").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	plain, secure := freePort(t), freePort(t)
+	plain, secure := freeport.Port(t), freeport.Port(t)
 	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, `user root
 per_listener_settings false
 listener %d 127.0.0.1

@@ -62,7 +62,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -89,6 +88,7 @@ import (
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/broker"
 	"github.com/svc-vms/svc/sync/mqttsync"
@@ -1353,10 +1353,11 @@ func (b *bench) memory(ctx context.Context) error {
 			return fmt.Errorf("go build svc-edge (run from the repository's root, or pass -edge-bin): %w", err)
 		}
 	}
-	listen, err := freePort()
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		return err
 	}
+	listen := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	runCache := filepath.Join(b.dir, "run", "cache.db")
 	cfgPath := filepath.Join(b.dir, "edge.json")
 	if err := b.writeEdgeConfig(cfgPath, runCache, listen); err != nil {
@@ -1423,15 +1424,6 @@ func (b *bench) visits(ctx context.Context) error {
 	}
 	b.result("visits", "visits", b.o.n+1, "seconds", time.Since(start))
 	return nil
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
 }
 
 // writeEdgeConfig writes svc-edge's configuration: the bench edge, one gate

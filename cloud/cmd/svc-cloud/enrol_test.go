@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"github.com/svc-vms/svc/edge/config"
 	"github.com/svc-vms/svc/edge/sitetest"
 	"github.com/svc-vms/svc/kiosk"
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/sync/broker/dynsec"
 	"github.com/svc-vms/svc/sync/broker/dynsec/dynsectest"
@@ -47,15 +47,6 @@ var svcEdge = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
-
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // edgeChild is svc-edge running as a child process.
 type edgeChild struct {
@@ -96,6 +87,18 @@ func startEdge(t *testing.T, args ...string) *edgeChild {
 	return c
 }
 
+// running fails t when the child has exited: a poll that waits on it
+// would only run out its time.
+func (c *edgeChild) running(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		c.done <- err // for the cleanup, which waits on it
+		t.Fatalf("svc-edge %s exited (%v); stderr:\n%s", c.cmd.Args[1], err, c.stderr)
+	default:
+	}
+}
+
 // line waits for a line of the child's stdout that starts with prefix
 // and returns the rest.
 func (c *edgeChild) line(t *testing.T, prefix string) string {
@@ -122,8 +125,8 @@ func enrolDemoEdge(t *testing.T, base, dir string) string {
 	root := strings.TrimSuffix(base, "/v1")
 	path := filepath.Join(dir, "edge.json")
 	child := startEdge(t, "enrol", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", path,
-		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--kiosk-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		"--reader-port", fmt.Sprint(freePort(t)))
+		"--listen", freeport.Addr(t), "--kiosk-listen", freeport.Addr(t),
+		"--reader-port", fmt.Sprint(freeport.Port(t)))
 	code := strings.Fields(child.line(t, "enrolment code:"))[0]
 	require.Regexp(t, `^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}$`, code)
 	out := runCLI(t, "edges", "claim", code, "--api", root, "--data", dir, "--name", "Demo edge")
@@ -210,9 +213,10 @@ func TestEnrol_EndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o600), key.Mode().Perm())
 
-		startEdge(t, "run", "--config", path, "--simulate")
+		run := startEdge(t, "run", "--config", path, "--simulate")
 		var edge map[string]any
 		sitetest.Eventually(t, 60*time.Second, func() bool {
+			run.running(t)
 			status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
 			require.Equal(t, http.StatusOK, status, "%v", e)
 			// Its first status goes out as it connects, before its
@@ -256,8 +260,8 @@ func TestEnrol_Mosquitto(t *testing.T) {
 
 		path := filepath.Join(dir, "edge.json")
 		child := startEdge(t, "enrol", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", path,
-			"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--kiosk-listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			"--reader-port", fmt.Sprint(freePort(t)))
+			"--listen", freeport.Addr(t), "--kiosk-listen", freeport.Addr(t),
+			"--reader-port", fmt.Sprint(freeport.Port(t)))
 		code := strings.Fields(child.line(t, "enrolment code:"))[0]
 
 		b.Stop()
@@ -281,8 +285,9 @@ func TestEnrol_Mosquitto(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, b.URL, cfg.Broker.URL, "the appliance connects to Mosquitto")
 
-		startEdge(t, "run", "--config", path, "--simulate")
+		run := startEdge(t, "run", "--config", path, "--simulate")
 		sitetest.Eventually(t, 60*time.Second, func() bool {
+			run.running(t)
 			status, e := api(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID)
 			require.Equal(t, http.StatusOK, status, "%v", e)
 			// Online, and its cache holds the site's gates: the status
@@ -326,11 +331,11 @@ func TestEnrol_KioskShowsCode(t *testing.T) {
 	dir := t.TempDir()
 	base, _ := startServeURL(t, dir)
 	root := strings.TrimSuffix(base, "/v1")
-	kioskURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	statusURL := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	kioskURL := "http://" + freeport.Addr(t)
+	statusURL := "http://" + freeport.Addr(t)
 	child := startEdge(t, "run", "--simulate", "--cloud", root, "--data", filepath.Join(dir, "edge"), "--config", filepath.Join(dir, "edge.json"),
 		"--listen", strings.TrimPrefix(statusURL, "http://"), "--kiosk-listen", strings.TrimPrefix(kioskURL, "http://"),
-		"--reader-port", fmt.Sprint(freePort(t)))
+		"--reader-port", fmt.Sprint(freeport.Port(t)))
 	code := strings.Fields(child.line(t, "enrolment code:"))[0]
 	cats, err := kiosk.LoadCatalogues()
 	require.NoError(t, err)
@@ -361,6 +366,7 @@ func TestEnrol_KioskShowsCode(t *testing.T) {
 	// same address: the tablet's next request lands on the pairing page.
 	var page string
 	sitetest.Eventually(t, 60*time.Second, func() bool {
+		child.running(t)
 		status, p, err := get(kioskURL + "/")
 		page = p
 		return err == nil && status == http.StatusOK && strings.Contains(page, en.T("pair.title"))

@@ -18,6 +18,7 @@ import (
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/shared/freeport"
 )
 
 // apiJSON calls the API with the demo's test-mode secret key and a JSON
@@ -112,7 +113,7 @@ func TestHardware_EndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%v", pass)
 		token := pass["token"].(string)
 
-		moved := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		moved := freeport.Addr(t)
 		hw := map[string]any{"gates": []any{map[string]any{
 			"gate_id": gate.ID,
 			"readers": []any{map[string]any{"kind": "tcp", "listen": moved}},

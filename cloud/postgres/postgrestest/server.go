@@ -3,7 +3,6 @@ package postgrestest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/svc-vms/svc/shared/freeport"
 )
 
 // Server is a private PostgreSQL server of one test, which the test may
@@ -70,7 +71,7 @@ func NewServer(t testing.TB) *Server {
 			t.Fatal(err)
 		}
 	}
-	s.port = freePort(t)
+	s.port = freeport.Port(t)
 	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
 	s.run("initdb", "-D", s.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
 	s.start = []string{"-D", s.data, "-l", filepath.Join(dir, "log"), "-w", "-t", "60",
@@ -112,14 +113,4 @@ func (s *Server) cmd(name string, args ...string) *exec.Cmd {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
 	return cmd
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

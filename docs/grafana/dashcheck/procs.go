@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svc-vms/svc/shared/freeport"
 )
 
 // proc is a process the check started; stop ends it by its PID.
@@ -86,55 +88,6 @@ func (p *proc) tail() string {
 	return p.name + "'s log (" + p.log + "):\n  " + strings.Join(lines, "\n  ")
 }
 
-// freePorts finds n ports free on 127.0.0.1, holding them all open
-// until every one is found so that none is handed out twice.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// freeRun finds a port p on 127.0.0.1 with p..p+n-1 all free: the edge's
-// gate readers listen on consecutive ports.
-func freeRun(n int) (int, error) {
-	for range 50 {
-		ports, err := freePorts(1)
-		if err != nil {
-			return 0, err
-		}
-		var ls []net.Listener
-		ok := true
-		for i := range n {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]+i)))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if ok {
-			return ports[0], nil
-		}
-	}
-	return 0, fmt.Errorf("no %d consecutive free ports on 127.0.0.1", n)
-}
-
 // waitFor polls ok every 200 ms until it answers true, the process it
 // waits on exits, or the deadline passes.
 func waitFor(ctx context.Context, what string, within time.Duration, p *proc, ok func() bool) error {
@@ -186,7 +139,7 @@ func (p *prometheus) stop(out io.Writer) {
 // cloud's admin listener as job svc-cloud and the edge's local API as
 // job svc-edge, as an operator's would.
 func startPrometheus(ctx context.Context, o options, dir string, s *site) (*prometheus, error) {
-	ports, err := freePorts(1)
+	ports, err := freeport.Pick(1)
 	if err != nil {
 		return nil, err
 	}

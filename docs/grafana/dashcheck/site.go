@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/svc-vms/svc/edge/config"
+	"github.com/svc-vms/svc/shared/freeport"
 )
 
 // site is make run's pair: svc-cloud serve --demo with its embedded
@@ -46,11 +47,11 @@ func (s *site) stop(out io.Writer) {
 // enrol shows a code, svc-cloud edges claim reads it from the edge's
 // status page and claims it), and runs the edge with simulated relays.
 func startSite(ctx context.Context, o options, dir string, out io.Writer) (*site, error) {
-	ports, err := freePorts(6)
+	ports, err := freeport.Pick(6)
 	if err != nil {
 		return nil, err
 	}
-	reader, err := freeRun(4)
+	reader, err := freeport.Run(4)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/sync/protocol"
 )
@@ -68,7 +69,7 @@ func newCacheSite(t *testing.T) *cacheSite {
   "data_dir": "data",
   "listen": %q,
   "gates": [{"gate_id": %q, "readers": [{"kind": "camera"}], "relay": {"pin": "GPIO17", "pulse": "1ms"}}]
-}`, ids.New(ids.Organisation), ids.New(ids.Site), edgeID, freePort(t), freePort(t), gateID)
+}`, ids.New(ids.Organisation), ids.New(ids.Site), edgeID, freeport.Addr(t), freeport.Addr(t), gateID)
 	s := &cacheSite{config: filepath.Join(dir, "config.json"), cache: filepath.Join(dir, "data", "cache.db")}
 	require.NoError(t, os.WriteFile(s.config, []byte(cfg), 0o600))
 	require.NoError(t, os.MkdirAll(filepath.Dir(s.cache), 0o700))

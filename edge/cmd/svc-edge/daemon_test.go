@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,21 +18,12 @@ import (
 
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/cache"
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/shared/passtoken"
 	"github.com/svc-vms/svc/sync/protocol"
 )
-
-// freePort is a port nothing listens on, for a config file (which refuses
-// port 0).
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // daemon is `svc-edge run --simulate` on a config and a cache the cloud
 // has filled, with a broker that is not there.
@@ -53,7 +43,7 @@ func startDaemon(t *testing.T, flags ...string) *daemon {
 	dir := t.TempDir()
 	key, err := passtoken.NewKey(nil)
 	require.NoError(t, err)
-	d := &daemon{addr: freePort(t), gate: ids.New(ids.Gate), exit: ids.New(ids.Gate), key: key, siteID: ids.New(ids.Site), stderr: &lockedbuf.Buffer{}}
+	d := &daemon{addr: freeport.Addr(t), gate: ids.New(ids.Gate), exit: ids.New(ids.Gate), key: key, siteID: ids.New(ids.Site), stderr: &lockedbuf.Buffer{}}
 	edgeID := ids.New(ids.Edge)
 	cfg := fmt.Sprintf(`{
   "site": {"mode": "test", "org_id": %q, "site_id": %q},
@@ -65,7 +55,7 @@ func startDaemon(t *testing.T, flags ...string) *daemon {
     {"gate_id": %q, "readers": [{"kind": "tcp", "listen": %q}], "relay": {"pin": "GPIO17", "pulse": "1ms"}},
     {"gate_id": %q, "readers": [{"kind": "camera"}], "relay": {"pin": "GPIO22", "pulse": "1ms"}, "when_stale": "fail_open"}
   ]
-}`, ids.New(ids.Organisation), d.siteID, edgeID, freePort(t), d.addr, d.gate, freePort(t), d.exit)
+}`, ids.New(ids.Organisation), d.siteID, edgeID, freeport.Addr(t), d.addr, d.gate, freeport.Addr(t), d.exit)
 	path := filepath.Join(dir, "config.json")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 

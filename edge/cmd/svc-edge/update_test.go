@@ -32,6 +32,7 @@ import (
 	"github.com/svc-vms/svc/edge/sitetest"
 	"github.com/svc-vms/svc/edge/update"
 	"github.com/svc-vms/svc/shared/edgeauth"
+	"github.com/svc-vms/svc/shared/freeport"
 	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/lockedbuf"
 	"github.com/svc-vms/svc/shared/passtoken"
@@ -200,7 +201,7 @@ func startApplianceOn(t *testing.T, b *builds, url string, identity ed25519.Priv
 
 	keyFile := filepath.Join(dir, "identity.key")
 	writeIdentity(t, keyFile, identity)
-	a := &appliance{addr: freePort(t), gate: ids.New(ids.Gate), cachePath: filepath.Join(dir, "data", "cache.db"),
+	a := &appliance{addr: freeport.Addr(t), gate: ids.New(ids.Gate), cachePath: filepath.Join(dir, "data", "cache.db"),
 		slots: filepath.Join(dir, "slots"), faultWait: filepath.Join(dir, "fail-now"), out: &lockedbuf.Buffer{}, exited: make(chan struct{})}
 
 	siteID, edgeID := ids.New(ids.Site), ids.New(ids.Edge)
@@ -211,7 +212,7 @@ func startApplianceOn(t *testing.T, b *builds, url string, identity ed25519.Priv
   "data_dir": "data",
   "listen": %q,
   "gates": [{"gate_id": %q, "readers": [{"kind": "tcp", "listen": %q}], "relay": {"pin": "GPIO17", "pulse": "1ms"}}]
-}`, ids.New(ids.Organisation), siteID, edgeID, brk.Addr(), a.addr, a.gate, freePort(t))
+}`, ids.New(ids.Organisation), siteID, edgeID, brk.Addr(), a.addr, a.gate, freeport.Addr(t))
 	path := filepath.Join(dir, "config.json")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 
