@@ -38,6 +38,8 @@ var records = sync.Pool{New: func() any { return &record{wake: make(chan bool, 1
 
 // release returns r to the pool, keeping its slices' room.
 func (r *record) release() {
+	clear(r.visits) // let go of the visits' strings and times while pooled
+	clear(r.row.Visits)
 	*r = record{visits: r.visits[:0], us: r.us[:0], row: outboxRow{Visits: r.row.Visits[:0]}, wake: r.wake}
 	records.Put(r)
 }
