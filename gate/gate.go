@@ -191,12 +191,12 @@ func (g *Gate) Scan(ctx context.Context, text string, at time.Time) Result {
 		g.log.Warn("invalid scan", "length", len(text), "error", err.Error())
 		return g.finish(d, res, at)
 	}
-	unlock, err := g.passes.lock(ctx, claims.VisitID)
+	held, err := g.passes.lock(ctx, claims.VisitID)
 	if err != nil {
 		g.log.Warn("scan abandoned waiting for another scan of the pass", "pass_visit_id", claims.VisitID, "error", err.Error())
 		return Result{GateID: g.id, PassVisitID: claims.VisitID, Err: err}
 	}
-	defer unlock()
+	defer g.passes.unlock(claims.VisitID, held)
 	d := g.decide(g.store.State(), &claims, badge, at)
 	res := Result{GateID: g.id, Decision: time.Since(start)}
 	if d.unknownGate {
@@ -265,10 +265,13 @@ func (g *Gate) finish(d Decision, res Result, at time.Time) Result {
 		return res
 	}
 	res.FactID = stored.ID
-	if d.Reason != protocol.ReasonInvalidToken && d.Reason != protocol.ReasonRelayFailed { // both logged before
-		g.log.Info("scan", "kind", string(d.Kind), "reason", d.Reason, "visit_id", d.VisitID,
-			"pass_visit_id", d.PassVisitID, "person_id", d.PersonID, "direction", d.Direction,
-			"fact_id", stored.ID, "decision_us", res.Decision.Microseconds())
+	// Attributes are made only for a handler that takes the line: boxed
+	// into a slog call's arguments they would be garbage on every scan.
+	if d.Reason != protocol.ReasonInvalidToken && d.Reason != protocol.ReasonRelayFailed && // both logged before
+		g.log.Enabled(context.Background(), slog.LevelInfo) {
+		g.log.LogAttrs(context.Background(), slog.LevelInfo, "scan", slog.String("kind", string(d.Kind)), slog.String("reason", d.Reason),
+			slog.String("visit_id", d.VisitID), slog.String("pass_visit_id", d.PassVisitID), slog.String("person_id", d.PersonID),
+			slog.String("direction", d.Direction), slog.String("fact_id", stored.ID), slog.Int64("decision_us", res.Decision.Microseconds()))
 	}
 	return res
 }

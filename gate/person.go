@@ -33,12 +33,12 @@ func (g *Gate) scanPerson(ctx context.Context, text string, at time.Time, st Sta
 	// One person's scans take turns across the gates, as one pass's do:
 	// the direction at a gate used both ways and the repeat rule read the
 	// last punch, which the scan before may be recording.
-	unlock, err := g.passes.lock(ctx, claims.PersonID)
+	held, err := g.passes.lock(ctx, claims.PersonID)
 	if err != nil {
 		g.log.Warn("scan abandoned waiting for another scan of the pass", "person_id", claims.PersonID, "error", err.Error())
 		return Result{GateID: g.id, PersonID: claims.PersonID, Err: err}
 	}
-	defer unlock()
+	defer g.passes.unlock(claims.PersonID, held)
 	d := g.decidePerson(g.store.State(), &claims, at)
 	res := Result{GateID: g.id, Decision: time.Since(start)}
 	if d.unknownGate {

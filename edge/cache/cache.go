@@ -69,7 +69,12 @@ type Cache struct {
 	// is true while one call commits the queue for everyone in it.
 	group   sync.Mutex
 	queue   []*record
+	spare   []*record // the last batch's slice, for the next queue
 	leading bool
+
+	// buf holds what a commit of records writes (the outbox rows and
+	// their keys) until the transaction ends; reused, under mu.
+	buf []byte
 }
 
 // LocalChange is the state a gate's action leaves behind, stored in the

@@ -1,19 +1,23 @@
 package cache
 
 import (
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/svc-vms/svc/shared/ids"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// record is one call of Record waiting for its commit.
+// record is one call of Record waiting for its commit. Records are
+// pooled (records): a scan's record and its channel are reused rather
+// than made anew for each scan.
 type record struct {
 	change LocalChange
 	fact   protocol.Fact
@@ -23,8 +27,21 @@ type record struct {
 
 	stored protocol.Fact
 	err    error
-	done   chan struct{} // closed when committed or failed
-	lead   chan struct{} // closed when this call is to commit the queue
+	// wake gets true when the record is committed or failed, false when
+	// this call is to commit the queue (the commit before ended with it
+	// first in the queue). It holds one value: each call gets exactly one
+	// true, and the leader takes its own back (Record).
+	wake chan bool
+}
+
+var records = sync.Pool{New: func() any { return &record{wake: make(chan bool, 1)} }}
+
+// release returns r to the pool, keeping its slices' room.
+func (r *record) release() {
+	clear(r.visits) // let go of the visits' strings and times while pooled
+	clear(r.row.Visits)
+	*r = record{visits: r.visits[:0], us: r.us[:0], row: outboxRow{Visits: r.row.Visits[:0]}, wake: r.wake}
+	records.Put(r)
 }
 
 // Record stores what a gate did, in one transaction: the visits of
@@ -48,14 +65,13 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 	if err != nil {
 		return protocol.Fact{}, fmt.Errorf("record fact: %w", err)
 	}
+	defer r.release()
 	c.group.Lock()
 	c.queue = append(c.queue, r)
 	if c.leading {
 		c.group.Unlock()
-		select {
-		case <-r.done:
+		if done := <-r.wake; done {
 			return r.stored, r.err
-		case <-r.lead: // the commit before ended with this record first in the queue
 		}
 	} else {
 		c.leading = true
@@ -63,14 +79,17 @@ func (c *Cache) Record(change LocalChange, fact protocol.Fact) (protocol.Fact, e
 	}
 	c.group.Lock()
 	batch := c.queue
-	c.queue = nil
+	c.queue = c.spare[:0]
 	c.group.Unlock()
 
 	c.commitRecords(batch)
+	<-r.wake // this call's own record was in the batch
 
 	c.group.Lock()
+	clear(batch)
+	c.spare = batch
 	if len(c.queue) > 0 {
-		close(c.queue[0].lead) // the next commit is theirs
+		c.queue[0].wake <- false // the next commit is theirs
 	} else {
 		c.leading = false
 	}
@@ -89,19 +108,18 @@ func (c *Cache) prepareRecord(change LocalChange, fact protocol.Fact) (*record, 
 		return nil, fmt.Errorf("the fact is %s's, this is %s: %w", fact.EdgeID, c.edgeID, ErrEdgeMismatch)
 	}
 	fact.At = fact.At.UTC().Truncate(time.Microsecond) // the protocol's precision: what is returned is what is stored
-	fact.Counter = 1                                   // any: checked now, set at the commit
-	if _, err := protocol.Encode(&fact); err != nil {
-		return nil, err
-	}
-	r := &record{change: change, fact: fact, visits: make([]protocol.Visit, len(change.Visits)),
-		done: make(chan struct{}), lead: make(chan struct{})}
-	for i, v := range change.Visits {
-		v = normalize(v)
-		deskEntry(fact, &v)
-		if err := check(protocol.Change{Visit: &v}); err != nil {
+	// The fact is checked when it is encoded, at the commit (put): an
+	// invalid one fails alone there, and is not encoded twice.
+	r := records.Get().(*record)
+	r.change, r.fact = change, fact
+	for i := range change.Visits {
+		r.visits = append(r.visits, normalize(change.Visits[i]))
+		v := &r.visits[i] // checked where it is kept: a copy would escape
+		deskEntry(fact, v)
+		if err := check(protocol.Change{Visit: v}); err != nil {
+			r.release()
 			return nil, fmt.Errorf("visits[%d]: %w", i, err)
 		}
-		r.visits[i] = v
 		u, _ := visitUID(v.ID)
 		if !slices.Contains(r.us, u) {
 			r.us = append(r.us, u)
@@ -138,7 +156,7 @@ func (c *Cache) commitRecords(batch []*record) {
 		}
 	}
 	for _, r := range batch {
-		close(r.done)
+		r.wake <- true
 	}
 }
 
@@ -149,6 +167,7 @@ func (c *Cache) commitRecords(batch []*record) {
 func (c *Cache) commitLocked(batch []*record) error {
 	e := newEdit(c.view.Load(), c.in)
 	counter := c.counter
+	c.buf = c.buf[:0] // bbolt let go of it when the last transaction ended
 	var next *View
 	var ok []*record
 	err := c.update(func(tx *bolt.Tx) error {
@@ -156,7 +175,8 @@ func (c *Cache) commitLocked(batch []*record) error {
 		counter = c.counter
 		facts := tx.Bucket(bucketFacts)
 		for _, r := range batch {
-			if facts.Get([]byte(r.fact.ID)) != nil {
+			var id [64]byte // a fact ID is 32 bytes
+			if facts.Get(append(id[:0], r.fact.ID...)) != nil {
 				r.err = fmt.Errorf("record fact: fact %s: %w", r.fact.ID, ErrDuplicateFact)
 				continue
 			}
@@ -199,18 +219,18 @@ func (c *Cache) commitLocked(batch []*record) error {
 
 // put writes one record in tx with the counter given, and into e.
 func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
-	fact := r.fact
+	// The fact is encoded where it is returned from: r is on the heap
+	// already, a copy would be one more allocation.
+	r.stored = r.fact
+	fact := &r.stored
 	fact.Counter = counter
-	raw, err := protocol.Encode(&fact)
+	raw, err := protocol.Encode(fact)
 	if err != nil {
 		return err
 	}
-	row := r.row
-	row.Fact = raw
-	rowJSON, err := json.Marshal(row)
-	if err != nil {
-		return err
-	}
+	start := len(c.buf)
+	c.buf = appendRow(c.buf, raw, r.row.Visits)
+	rowJSON := c.buf[start:len(c.buf):len(c.buf)]
 	for _, v := range r.visits {
 		if err := c.putVisit(tx, e, v); err != nil {
 			return err
@@ -222,23 +242,30 @@ func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
 	for _, u := range r.us {
 		e.markPending(u, true)
 		if c.pending[u] == 0 {
-			if err := tx.Bucket(bucketCloud).Delete([]byte(visitID(u))); err != nil {
+			start := len(c.buf)
+			c.buf = appendID(c.buf, ids.Visit, u)
+			if err := tx.Bucket(bucketCloud).Delete(c.buf[start:]); err != nil {
 				return err
 			}
 		}
 	}
-	key := u64(counter)
+	start = len(c.buf)
+	c.buf = binary.BigEndian.AppendUint64(c.buf, counter)
+	key := c.buf[start:len(c.buf):len(c.buf)]
+	start = len(c.buf)
+	c.buf = append(c.buf, fact.ID...)
+	factKey := c.buf[start:len(c.buf):len(c.buf)]
 	if err := tx.Bucket(bucketOutbox).Put(key, rowJSON); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketFacts).Put([]byte(fact.ID), key); err != nil {
+	if err := tx.Bucket(bucketFacts).Put(factKey, key); err != nil {
 		return err
 	}
 	if fact.Kind == protocol.FactPunch {
 		if err := tx.Bucket(bucketPunches).Put([]byte(fact.PersonID), raw); err != nil {
 			return err
 		}
-		if err := e.putPunch(fact); err != nil {
+		if err := e.putPunch(*fact); err != nil {
 			return err
 		}
 	}
@@ -248,6 +275,28 @@ func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
 		}
 	}
 	e.v.outbox++
-	r.stored, r.err = fact, nil
+	r.err = nil
 	return nil
+}
+
+// appendRow appends the outbox row of a fact encoded as raw and the
+// visits it changed to b: the bytes json.Marshal makes of the outboxRow,
+// without its garbage. raw is protocol.Encode's, already compact and
+// HTML-escaped; visit IDs are TypeIDs, which JSON takes as they are.
+func appendRow(b, raw []byte, visits []string) []byte {
+	b = append(b, `{"fact":`...)
+	b = append(b, raw...)
+	if len(visits) > 0 {
+		b = append(b, `,"visits":[`...)
+		for i, id := range visits {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, id...)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }

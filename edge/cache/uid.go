@@ -52,17 +52,22 @@ func parseUID(prefix, id string) (uid, bool) {
 const maxPrefix = len(ids.Visitor)
 
 func formatUID(prefix string, u uid) string {
-	n := len(prefix) + 1
 	var buf [maxPrefix + 1 + 26]byte
-	b := buf[:n+26]
-	copy(b, prefix)
-	b[n-1] = '_'
+	return string(appendID(buf[:0], prefix, u))
+}
+
+// appendID appends the TypeID text of u with the prefix to b.
+func appendID(b []byte, prefix string, u uid) []byte {
+	n := len(b) + len(prefix) + 1
+	b = append(b, prefix...)
+	b = append(b, '_')
+	b = append(b, make([]byte, 26)...)
 	for i := len(b) - 1; i >= n; i-- {
 		b[i] = crockford[u.lo&31]
 		u.lo = u.lo>>5 | u.hi<<59
 		u.hi >>= 5
 	}
-	return string(b)
+	return b
 }
 
 // shard picks one of the View's visit shards. UUIDv7 puts the time in the
