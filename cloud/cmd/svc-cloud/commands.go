@@ -252,7 +252,11 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 			return fmt.Errorf("--metrics-listen %s: %w", cfg.MetricsListen, err)
 		}
 		metricsURL = "http://" + mln.Addr().String() + "/metrics"
-		servers = append(servers, &http.Server{Handler: tel.Handler(), ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout,
+		admin := tel.Handler()
+		if cfg.Pprof {
+			admin = withPprof(admin)
+		}
+		servers = append(servers, &http.Server{Handler: admin, ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout,
 			WriteTimeout: httpapi.DefaultWriteTimeout, IdleTimeout: httpapi.DefaultIdleTimeout, ErrorLog: errorLog})
 		listeners = append(listeners, mln)
 	}
