@@ -144,7 +144,7 @@ bench_store() { # name port store-flags...
     admin+=(--pprof)
     ADMIN=127.0.0.1:$((port + 100))
   fi
-  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" "${admin[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
+  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" "${admin[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --mqtt-tls-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
   wait_port "$port"
   # 30 unarchived teams with three members each, so a page of 25 is full.
   wanted "$BENCH_TARGETS" teams && for i in $(seq 1 30); do
