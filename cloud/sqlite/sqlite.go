@@ -100,7 +100,7 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
-	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	w, err := sql.Open(driverName, dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -123,7 +123,7 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", dsn+"&mode=ro")
+	r, err := sql.Open(driverName, dsn+"&mode=ro")
 	if err != nil {
 		s.ws.Close()
 		w.Close()
