@@ -181,7 +181,13 @@ func (s *Store) liveKeys(ctx context.Context, q querier, t cloud.Tenant, now tim
 
 // readTx runs fn in a read-only REPEATABLE READ transaction: every query
 // sees one snapshot.
+//
+// Inside Atomic it reads in Atomic's transaction (READ COMMITTED, so each
+// statement sees its own snapshot there).
 func (s *Store) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if b := s.bound(ctx); b != nil {
+		return fn(b.tx)
+	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err

@@ -254,33 +254,26 @@ func (s *Store) migrate(ctx context.Context) error {
 // tx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it with
 // what was recorded for the write: its events and audit entries
 // (insertEvents) and its request's idempotency record (cloud.TakeReply).
+//
+// Inside Atomic it runs fn and those writes in Atomic's transaction and
+// leaves the commit to Atomic; its failure fails the whole.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return classify(err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return classify(err)
-	}
-	if err := insertEvents(ctx, tx); err != nil {
-		_ = tx.Rollback()
-		return classify(err)
-	}
-	reply := cloud.TakeReply(ctx)
-	if reply != nil {
-		if err := insertReply(ctx, tx, s.kek, reply); err != nil {
-			_ = tx.Rollback()
-			return classify(err)
+	if b := s.bound(ctx); b != nil {
+		tx, err := b.begin(ctx)
+		if err == nil {
+			err = fn(tx)
 		}
-	}
-	cloud.Fail(ctx, cloud.FailBeforeCommit)
-	if err := tx.Commit(); err != nil {
+		if err == nil {
+			err = s.finish(ctx, b)
+		}
+		if err != nil && b.err == nil {
+			b.err = err
+		}
 		return classify(err)
 	}
-	cloud.Fail(ctx, cloud.FailAfterCommit)
-	cloud.WriteCommitted(ctx, reply)
-	return nil
+	return s.Atomic(ctx, func(ctx context.Context) error {
+		return s.tx(ctx, fn)
+	})
 }
 
 // micros and fromMicros convert the stored form of times.
