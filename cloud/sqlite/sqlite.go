@@ -35,9 +35,12 @@ var _ cloud.Store = (*Store)(nil)
 
 // Store is a cloud.Store on one SQLite file.
 type Store struct {
-	w  *sql.DB     // one connection: SQLite has one writer at a time
-	ws *writeStmts // the writer's hot statements, prepared once
-	r  *readDB     // readers, concurrent under WAL, statements prepared once
+	w *sql.DB // one connection: SQLite has one writer at a time
+	// writer hands the writer connection's open transaction to one
+	// Atomic call at a time and commits calls together (group commit).
+	writer *writer
+	ws     *writeStmts // the writer's hot statements, prepared once
+	r      *readDB     // readers, concurrent under WAL, statements prepared once
 
 	countsMu sync.Mutex
 	counts   map[countKey]int64
@@ -96,7 +99,7 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 		return nil, err
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(FULL)"} {
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
@@ -107,7 +110,7 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, counts: map[countKey]int64{}, kek: keys, opts: opts}
+	s := &Store{w: w, writer: newWriter(), counts: map[countKey]int64{}, kek: keys, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
