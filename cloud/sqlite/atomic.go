@@ -175,9 +175,7 @@ func (w *writer) take(ctx context.Context, db *sql.DB) (*sql.Tx, *batch, error) 
 	w.turn <- struct{}{}
 	<-w.waiting
 	if w.tx == nil {
-		// Not the request's context: the transaction outlives the call
-		// that begins it.
-		tx, err := db.BeginTx(context.WithoutCancel(ctx), nil)
+		tx, err := beginOutliving(ctx, db)
 		if err != nil {
 			<-w.turn
 			return nil, nil, err
@@ -216,4 +214,24 @@ func (w *writer) give(bt *batch, poison error) {
 	w.tx, w.cur = nil, nil
 	close(bt.done)
 	<-w.turn
+}
+
+// beginOutliving begins a write transaction (BEGIN IMMEDIATE) that the
+// end of ctx can interrupt while it waits for SQLite's write lock (held by
+// another process: a 503 in the request's deadline, as before) but not
+// once it has begun: the transaction outlives the call that begins it,
+// and database/sql rolls a transaction back when its context ends.
+func beginOutliving(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	own, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	tx, err := db.BeginTx(own, nil)
+	if !stop() {
+		// ctx ended, and own with it: a transaction begun meanwhile is
+		// being rolled back.
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+		return nil, errors.Join(ctx.Err(), err)
+	}
+	return tx, err
 }
