@@ -13,10 +13,11 @@ import (
 // every statement the store runs through its pool (db) with that context
 // runs in it, and inTx and readTx join it.
 type boundTx struct {
-	pool *pgxpool.Pool
-	tx   pgx.Tx
-	took *cloud.IdempotencyRecord // the reply a write inserted; commit reports it
-	err  error                    // the first write that failed: the whole rolls back
+	pool  *pgxpool.Pool
+	tx    pgx.Tx
+	took  *cloud.IdempotencyRecord // the reply a write inserted; commit reports it
+	err   error                    // the first write that failed: the whole rolls back
+	feeds []*feed                  // what the writes append to the site feeds, last
 }
 
 type boundKey struct{}
@@ -57,6 +58,11 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 	}
 	if b.took == nil {
 		b.took = reply
+	}
+	for _, f := range b.feeds {
+		if err := f.flush(ctx, tx); err != nil {
+			return err
+		}
 	}
 	cloud.Fail(ctx, cloud.FailBeforeCommit)
 	if err := tx.Commit(ctx); err != nil {

@@ -122,14 +122,23 @@ func appendChanges(ctx context.Context, tx pgx.Tx, t cloud.Tenant, site string, 
 }
 
 // writeTx runs fn in a transaction and appends what it noted to the feeds
-// before committing.
+// last before committing.
 func (s *Store) writeTx(ctx context.Context, t cloud.Tenant, fn func(pgx.Tx, *feed) error) error {
+	if s.bound(ctx) == nil {
+		return s.Atomic(ctx, func(ctx context.Context) error { return s.writeTx(ctx, t, fn) })
+	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		f := newFeed(t)
 		if err := fn(tx, f); err != nil {
 			return err
 		}
-		return f.flush(ctx, tx)
+		// The feed's head rows are locked from the append to the commit,
+		// and every write at a site takes its head: the append is left to
+		// the end of the transaction, after its events (Atomic), so that
+		// lock is held for the append and the commit alone.
+		b := s.bound(ctx)
+		b.feeds = append(b.feeds, f)
+		return nil
 	})
 }
 
