@@ -462,7 +462,17 @@ func (s *Service) ValidateBooking(ctx context.Context, a Actor, in BookingInput)
 // booking is pending: it holds its slot until confirm_by and has no visit.
 // Otherwise it is confirmed at once with its visit, whose pass is sent.
 // A slot with no place left is a *ConflictError at starts_at.
-func (s *Service) CreateBooking(ctx context.Context, a Actor, in BookingInput) (Booking, error) {
+//
+// The reads that plan it and its writes are one transaction.
+func (s *Service) CreateBooking(ctx context.Context, a Actor, in BookingInput) (b Booking, err error) {
+	err = s.atomic(ctx, func(ctx context.Context) error {
+		b, err = s.createBooking(ctx, a, in)
+		return err
+	})
+	return b, err
+}
+
+func (s *Service) createBooking(ctx context.Context, a Actor, in BookingInput) (Booking, error) {
 	p, err := s.planBooking(ctx, a, in)
 	if err != nil {
 		return Booking{}, err

@@ -237,6 +237,15 @@ func (s *Service) committed(l *eventLog, err error) error {
 	return err
 }
 
+// atomic runs fn in one store transaction (Store.Atomic): the reads that
+// decide a write request's action and everything it writes, the stored
+// response included, commit together or not at all. The webhook
+// dispatcher is woken once the events have committed with it.
+func (s *Service) atomic(ctx context.Context, fn func(context.Context) error) error {
+	ctx, l := withEvents(ctx)
+	return s.committed(l, s.store.Atomic(ctx, fn))
+}
+
 // SetEventRenderer sets how event data is rendered. Until it is set the
 // service writes no events; svc-cloud sets it before serving.
 func (s *Service) SetEventRenderer(r EventRenderer) { s.render = r }

@@ -536,7 +536,17 @@ func (s *Service) ValidateTeam(ctx context.Context, t Tenant, in TeamInput, crea
 }
 
 // CreateTeam creates a team.
-func (s *Service) CreateTeam(ctx context.Context, t Tenant, in TeamInput) (Team, error) {
+//
+// The reads that check it and its write are one transaction.
+func (s *Service) CreateTeam(ctx context.Context, t Tenant, in TeamInput) (tm Team, err error) {
+	err = s.atomic(ctx, func(ctx context.Context) error {
+		tm, err = s.createTeam(ctx, t, in)
+		return err
+	})
+	return tm, err
+}
+
+func (s *Service) createTeam(ctx context.Context, t Tenant, in TeamInput) (Team, error) {
 	if err := s.ValidateTeam(ctx, t, in, true); err != nil {
 		return Team{}, err
 	}

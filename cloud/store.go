@@ -17,6 +17,17 @@ import (
 // first (created_at, then ID, descending), at most page.Limit of them, and
 // whether more follow.
 type Store interface {
+	// Atomic runs fn in one write transaction: every Store method called
+	// with the context fn is given, or one derived from it, reads and
+	// writes inside that transaction, and a write method makes no commit
+	// of its own. When fn returns nil the transaction commits, with the
+	// events, audit entries and request's reply the writes recorded
+	// (cloud.TakeReply: one stored response, counted once by
+	// WriteCommitted); fn's error, or the error of any write inside it,
+	// rolls everything back and is returned. Atomic inside Atomic joins the
+	// outer transaction. A write made apart (apart) inside fn joins it too.
+	Atomic(ctx context.Context, fn func(ctx context.Context) error) error
+
 	// CreateOrganisation stores a new organisation.
 	CreateOrganisation(ctx context.Context, o Organisation) error
 	// Organisation returns an organisation or ErrNotFound.

@@ -449,7 +449,18 @@ func (s *Service) ValidateVisit(ctx context.Context, a Actor, in VisitInput) err
 // pre-registration with a publishable key (awaiting approval when the
 // type needs it). The pass is sent unless SendPass is false or the visit
 // awaits approval.
-func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (Visit, error) {
+//
+// The reads that plan it (site, hosts, type, visitor) and its writes are
+// one transaction (Service.atomic).
+func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (v Visit, err error) {
+	err = s.atomic(ctx, func(ctx context.Context) error {
+		v, err = s.createVisit(ctx, a, in)
+		return err
+	})
+	return v, err
+}
+
+func (s *Service) createVisit(ctx context.Context, a Actor, in VisitInput) (Visit, error) {
 	p, err := s.planVisit(ctx, a, in)
 	if err != nil {
 		return Visit{}, err
@@ -841,11 +852,15 @@ func (s *Service) UpdateVisit(ctx context.Context, a Actor, id string, in VisitI
 
 // transition applies fn to a visit the actor may see, inside the store's
 // transaction, and returns the visit as shown.
-func (s *Service) transition(ctx context.Context, a Actor, id string, fn func(*Visit, *VisitWrites) error) (Visit, error) {
-	if _, err := s.Visit(ctx, a, id); err != nil {
-		return Visit{}, err
-	}
-	return s.apply(ctx, a, id, fn)
+func (s *Service) transition(ctx context.Context, a Actor, id string, fn func(*Visit, *VisitWrites) error) (v Visit, err error) {
+	err = s.atomic(ctx, func(ctx context.Context) error {
+		if _, err := s.Visit(ctx, a, id); err != nil {
+			return err
+		}
+		v, err = s.apply(ctx, a, id, fn)
+		return err
+	})
+	return v, err
 }
 
 // apply is transition for callers that have already read the visit
@@ -892,7 +907,17 @@ func decide(v *Visit, g *Gate, loc *time.Location, now time.Time) passrule.Reaso
 
 // CheckIn admits a visitor: an expected visit whose pass rules allow it
 // (or override them, except ended) becomes checked_in.
-func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInput) (Visit, error) {
+//
+// The reads that decide it and its writes are one transaction.
+func (s *Service) CheckIn(ctx context.Context, a Actor, id string, in CheckInInput) (v Visit, err error) {
+	err = s.atomic(ctx, func(ctx context.Context) error {
+		v, err = s.checkIn(ctx, a, id, in)
+		return err
+	})
+	return v, err
+}
+
+func (s *Service) checkIn(ctx context.Context, a Actor, id string, in CheckInInput) (Visit, error) {
 	loc, gate, err := s.entry(ctx, a, id, in.GateID)
 	if err != nil {
 		return Visit{}, err

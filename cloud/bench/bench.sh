@@ -11,6 +11,11 @@
 # BENCH_STORES (sqlite,postgres) and BENCH_TARGETS (teams,visits,checkin,
 # onevisitor) narrow a run to the stores and rows named; the bare handler
 # is measured in every run.
+#
+# BENCH_PROFILE_DIR=DIR serves with --pprof and saves a CPU profile of
+# svc-cloud serve over each measured run in DIR (STORE-TARGET.pprof, for
+# go tool pprof); profiling costs CPU, so its figures are not the plain
+# run's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -20,6 +25,8 @@ THREADS=${THREADS:-2}
 PG_URL=${SVC_BENCH_POSTGRES_URL:-${SVC_TEST_POSTGRES_URL:-}}
 BENCH_STORES=${BENCH_STORES:-sqlite,postgres}
 BENCH_TARGETS=${BENCH_TARGETS:-teams,visits,checkin,onevisitor}
+BENCH_PROFILE_DIR=${BENCH_PROFILE_DIR:-}
+ADMIN=${ADMIN:-}
 
 wanted() { # list item: whether the comma-separated list names item
   case ",$1," in *",$2,"*) return 0 ;; esac
@@ -57,8 +64,13 @@ measure() { # label url script
   local label=$1 url=$2 script=$3
   wrk -t"$THREADS" -c"$CONNS" -d2s -s "cloud/bench/$script" "$url" >/dev/null # warm-up
   settle
-  local out
+  local out prof=""
+  if [ -n "$BENCH_PROFILE_DIR" ] && [ -n "$ADMIN" ]; then
+    local name=${label//[^A-Za-z0-9]/-}
+    curl -sf -o "$BENCH_PROFILE_DIR/$name.pprof" "http://$ADMIN/debug/pprof/profile?seconds=$(( $(seconds "$DURATION") - 1 ))" & prof=$!
+  fi
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "cloud/bench/$script" "$url" | grep '^RESULT')
+  [ -z "$prof" ] || wait "$prof"
   printf '%-40s %s\n' "$label" "${out#RESULT }"
 }
 
@@ -126,7 +138,13 @@ bench_store() { # name port store-flags...
   local people
   people=$(echo "$seed" | sed -n 's/.*"test":{.*"people":\["\([^"]*\)","\([^"]*\)","\([^"]*\)".*/\1 \2 \3/p')
   set -- $people
-  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
+  local admin=(--metrics-listen "127.0.0.1:$((port + 100))")
+  if [ -n "$BENCH_PROFILE_DIR" ]; then
+    mkdir -p "$BENCH_PROFILE_DIR"
+    admin+=(--pprof)
+    ADMIN=127.0.0.1:$((port + 100))
+  fi
+  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" "${admin[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --mqtt-tls-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
   wait_port "$port"
   # 30 unarchived teams with three members each, so a page of 25 is full.
   wanted "$BENCH_TARGETS" teams && for i in $(seq 1 30); do

@@ -20,11 +20,15 @@ const eventCols = `id, type, object_type, object_id, request_id, data, created_a
 // each with its webhook deliveries queued, the audit entries
 // (cloud.TakeAudit) and the request's idempotency record with its
 // response (cloud.TakeReply), which it returns for cloud.WriteCommitted.
-func insertEvents(ctx context.Context, tx pgx.Tx, keys *kek.Ring) (*cloud.IdempotencyRecord, error) {
+func insertEvents(ctx context.Context, tx pgx.Tx, keys *kek.Ring, withReply bool) (*cloud.IdempotencyRecord, error) {
 	if err := scrubEvents(ctx, tx); err != nil {
 		return nil, err
 	}
-	events, audit, reply := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx), cloud.TakeReply(ctx)
+	events, audit := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx)
+	var reply *cloud.IdempotencyRecord
+	if withReply {
+		reply = cloud.TakeReply(ctx)
+	}
 	var b pgx.Batch
 	if reply != nil {
 		sql, args := replyInsert(keys, reply)

@@ -94,7 +94,6 @@ func (f *feed) flush(ctx context.Context, tx pgx.Tx) error {
 // appendChanges allocates the next sequences of the site's feed, locking
 // its head until the transaction ends, and stores the changes under them.
 func appendChanges(ctx context.Context, tx pgx.Tx, t cloud.Tenant, site string, cs []protocol.Change) error {
-	seqs := make([]int64, len(cs))
 	ats := make([]time.Time, len(cs))
 	visits := make([]*string, len(cs))
 	bodies := make([]string, len(cs))
@@ -108,33 +107,38 @@ func appendChanges(ctx context.Context, tx pgx.Tx, t cloud.Tenant, site string, 
 			visits[i] = &id
 		}
 	}
-	var last int64
-	err := tx.QueryRow(ctx, `INSERT INTO site_feed_heads (org_id, mode, site_id, seq) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (org_id, mode, site_id) DO UPDATE SET seq = site_feed_heads.seq + excluded.seq RETURNING seq`,
-		t.OrgID, string(t.Mode), site, len(cs)).Scan(&last)
-	if err != nil {
-		return fmt.Errorf("feed of site %s: allocate: %w", site, err)
-	}
-	for i := range seqs {
-		seqs[i] = last - int64(len(cs)) + 1 + int64(i)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO site_feed (org_id, mode, site_id, seq, at, visit_id, body)
-		SELECT $1, $2, $3, s, a, v, b::json FROM unnest($4::bigint[], $5::timestamptz[], $6::text[], $7::text[]) AS u(s, a, v, b)`,
-		t.OrgID, string(t.Mode), site, seqs, ats, visits, bodies); err != nil {
+	// One statement, one round trip: the head's new sequence (its row
+	// locked until the transaction ends) numbers the rows inserted.
+	if _, err := tx.Exec(ctx, `WITH head AS (
+			INSERT INTO site_feed_heads (org_id, mode, site_id, seq) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (org_id, mode, site_id) DO UPDATE SET seq = site_feed_heads.seq + excluded.seq RETURNING seq)
+		INSERT INTO site_feed (org_id, mode, site_id, seq, at, visit_id, body)
+		SELECT $1, $2, $3, head.seq - $4 + u.n, u.a, u.v, u.b::json
+		FROM head, unnest($5::timestamptz[], $6::text[], $7::text[]) WITH ORDINALITY AS u(a, v, b, n)`,
+		t.OrgID, string(t.Mode), site, len(cs), ats, visits, bodies); err != nil {
 		return fmt.Errorf("feed of site %s: %w", site, err)
 	}
 	return nil
 }
 
 // writeTx runs fn in a transaction and appends what it noted to the feeds
-// before committing.
+// last before committing.
 func (s *Store) writeTx(ctx context.Context, t cloud.Tenant, fn func(pgx.Tx, *feed) error) error {
+	if s.bound(ctx) == nil {
+		return s.Atomic(ctx, func(ctx context.Context) error { return s.writeTx(ctx, t, fn) })
+	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		f := newFeed(t)
 		if err := fn(tx, f); err != nil {
 			return err
 		}
-		return f.flush(ctx, tx)
+		// The feed's head rows are locked from the append to the commit,
+		// and every write at a site takes its head: the append is left to
+		// the end of the transaction, after its events (Atomic), so that
+		// lock is held for the append and the commit alone.
+		b := s.bound(ctx)
+		b.feeds = append(b.feeds, f)
+		return nil
 	})
 }
 
@@ -181,7 +185,13 @@ func (s *Store) liveKeys(ctx context.Context, q querier, t cloud.Tenant, now tim
 
 // readTx runs fn in a read-only REPEATABLE READ transaction: every query
 // sees one snapshot.
+//
+// Inside Atomic it reads in Atomic's transaction (READ COMMITTED, so each
+// statement sees its own snapshot there).
 func (s *Store) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	if b := s.bound(ctx); b != nil {
+		return fn(b.tx)
+	}
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return err

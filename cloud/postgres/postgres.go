@@ -249,26 +249,26 @@ func (s *Store) migrate(ctx context.Context) error {
 // inTx runs fn in a transaction, committing when it returns nil, with
 // what was recorded for the write (insertEvents). fn's error is returned
 // unchanged, after rolling back.
+//
+// Inside Atomic it runs fn and those writes in Atomic's transaction and
+// leaves the commit to Atomic; its failure fails the whole.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
+	if b := s.bound(ctx); b != nil {
+		err := fn(b.tx)
+		if err == nil {
+			var reply *cloud.IdempotencyRecord
+			if reply, err = insertEvents(ctx, b.tx, s.kek, b.took == nil); err == nil && reply != nil {
+				b.took = reply
+			}
+		}
+		if err != nil && b.err == nil {
+			b.err = err
+		}
 		return err
 	}
-	defer func() { _ = tx.Rollback(ctx) }() // after Commit: ErrTxClosed, ignored
-	if err := fn(tx); err != nil {
-		return err
-	}
-	reply, err := insertEvents(ctx, tx, s.kek)
-	if err != nil {
-		return err
-	}
-	cloud.Fail(ctx, cloud.FailBeforeCommit)
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	cloud.Fail(ctx, cloud.FailAfterCommit)
-	cloud.WriteCommitted(ctx, reply)
-	return nil
+	return s.Atomic(ctx, func(ctx context.Context) error {
+		return fn(s.bound(ctx).tx)
+	})
 }
 
 // querier is what the pool and a transaction have in common.

@@ -89,17 +89,29 @@ func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	return txc{tx}, nil
 }
 
+// Exec, Query and QueryRow run in the Atomic transaction ctx carries, if
+// any (then a statement that fails fails the transaction: PostgreSQL
+// aborts it), else each as a transaction of its own on the pool.
 func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if b := boundIn(ctx, d.Pool); b != nil {
+		return b.tx.Exec(ctx, sql, args...)
+	}
 	tag, err := d.Pool.Exec(ctx, sql, args...)
 	return tag, classify(err)
 }
 
 func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if b := boundIn(ctx, d.Pool); b != nil {
+		return b.tx.Query(ctx, sql, args...)
+	}
 	rows, err := d.Pool.Query(ctx, sql, args...)
 	return rowsc{rows}, classify(err)
 }
 
 func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if b := boundIn(ctx, d.Pool); b != nil {
+		return b.tx.QueryRow(ctx, sql, args...)
+	}
 	return rowc{d.Pool.QueryRow(ctx, sql, args...)}
 }
 

@@ -196,18 +196,34 @@ func getVisit(ctx context.Context, q querier, t cloud.Tenant, id string, lock bo
 // CreateVisit implements cloud.Store: the new visitor first, then the
 // visit, the other new visits, the messages and the audit events, all in
 // the visit's tenant.
+//
+// Its rows (visitor, visit, hosts, messages, audit) go in one batch: one
+// round trip where they were one each.
 func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
 	t := v.Tenant
 	return s.writeTx(ctx, t, func(tx pgx.Tx, f *feed) error {
+		var b pgx.Batch
 		if w.Visitor != nil {
-			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
+			b.Queue(qInsertVisitor, append(visitorArgs(t, w.Visitor.ID, *w.Visitor), w.Visitor.SelfRegistered)...)
+		}
+		for _, vt := range append([]cloud.Visit{v}, w.Visits...) {
+			args, err := visitArgs(t, vt.ID, vt)
+			if err != nil {
 				return err
 			}
+			b.Queue(qInsertVisit, args...)
+			f.visit(vt.ID)
+			if hosts := hostIDs(vt); len(hosts) > 0 {
+				b.Queue(qInsertHosts, t.OrgID, string(t.Mode), vt.ID, hosts)
+			}
 		}
-		if err := insertVisit(ctx, tx, f, t, v); err != nil {
-			return err
+		for _, m := range w.Messages {
+			b.Queue(qInsertMessage, messageArgs(t, m)...)
 		}
-		return writeAlong(ctx, tx, f, t, w)
+		for _, a := range w.Audit {
+			b.Queue(qInsertAudit, auditArgs(t, a)...)
+		}
+		return sendBatch(ctx, tx, &b, "create visit", nil)
 	})
 }
 

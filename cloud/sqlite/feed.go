@@ -175,7 +175,11 @@ func all[T any](ctx context.Context, db querier, scan func(scanner) (T, error), 
 }
 
 // readTx runs fn in a read transaction: one consistent view of the file.
+// Inside Atomic, once its transaction has begun, it reads in it.
 func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if b := s.bound(ctx); b != nil && b.tx != nil {
+		return fn(b.tx)
+	}
 	tx, err := s.r.DB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err

@@ -39,8 +39,21 @@ func (r *readDB) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// inTx returns the Atomic write transaction ctx carries for the store
+// whose read pool is r, once it has begun: reads after an Atomic call's
+// first write run in it, so that they see its writes.
+func (r *readDB) inTx(ctx context.Context) *sql.Tx {
+	if b, ok := ctx.Value(boundKey{}).(*boundTx); ok && b.s.r == r {
+		return b.tx
+	}
+	return nil
+}
+
 // QueryContext runs a prepared query.
 func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if tx := r.inTx(ctx); tx != nil {
+		return tx.QueryContext(ctx, query, args...)
+	}
 	st, err := r.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -50,6 +63,9 @@ func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*
 
 // QueryRowContext runs a prepared single-row query.
 func (r *readDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if tx := r.inTx(ctx); tx != nil {
+		return tx.QueryRowContext(ctx, query, args...)
+	}
 	st, err := r.stmt(ctx, query)
 	if err != nil {
 		// Let the error surface from Scan, as database/sql does.

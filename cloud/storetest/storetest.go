@@ -201,6 +201,7 @@ func groups() []group {
 			{"UpdatePersonNoLostUpdates", testConcurrentUpdatePerson},
 		}},
 		{"Idempotency", idempotencyTests()},
+		{"Atomic", atomicTests()},
 		{"Outages", outageTests()},
 		{"Ready", readyTests()},
 		{"Stats", statsTests()},

@@ -29,7 +29,7 @@ import (
 
 const usage = `usage:
   svc-cloud serve [--addr 127.0.0.1:8080] [--metrics-listen 127.0.0.1:8090] [--data DIR] [--database-url URL] [--demo] [--mqtt-url URL [--mqtt-dynsec-username U] [--mqtt-share-group G] | --mqtt-listen ADDR --mqtt-tls-listen ADDR] [--webhooks-allow-loopback]
-        [--no-migrate] [--drain-delay 5s] [--shutdown-timeout 15s] [--database-max-conns N] [--maintain-every 1m] [--webhook-lease 2m] [--instance-id ID]
+        [--no-migrate] [--drain-delay 5s] [--shutdown-timeout 15s] [--database-max-conns N] [--maintain-every 1m] [--webhook-lease 2m] [--instance-id ID] [--pprof]
   svc-cloud migrate [--data DIR | --database-url URL]
   svc-cloud seed [--data DIR | --database-url URL] [--plan free|growth|pro|enterprise] --json
   svc-cloud keys create --org ID --mode live|test --kind secret|publishable [--scopes a,b] --json
@@ -252,7 +252,11 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 			return fmt.Errorf("--metrics-listen %s: %w", cfg.MetricsListen, err)
 		}
 		metricsURL = "http://" + mln.Addr().String() + "/metrics"
-		servers = append(servers, &http.Server{Handler: tel.Handler(), ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout,
+		admin := tel.Handler()
+		if cfg.Pprof {
+			admin = withPprof(admin)
+		}
+		servers = append(servers, &http.Server{Handler: admin, ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout,
 			WriteTimeout: httpapi.DefaultWriteTimeout, IdleTimeout: httpapi.DefaultIdleTimeout, ErrorLog: errorLog})
 		listeners = append(listeners, mln)
 	}

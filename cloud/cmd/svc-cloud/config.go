@@ -33,8 +33,11 @@ type Config struct {
 	// MetricsListen is the admin listener's address: /metrics, /healthz
 	// and /readyz; empty for none.
 	MetricsListen string
-	DataDir       string
-	DatabaseURL   string
+	// Pprof serves Go's profiles (net/http/pprof, /debug/pprof/) on the
+	// admin listener: for measuring, off by default.
+	Pprof       bool
+	DataDir     string
+	DatabaseURL string
 	// KEK is the key-encryption key ring (SVC_KEK, base64 keys separated
 	// by commas, the current one first) and KEKFile a file holding one;
 	// with neither, DataDir/kek, made on first use.
@@ -175,6 +178,8 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", env("SVC_ADDR", DefaultAddr), "address to listen on (env SVC_ADDR)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", env("SVC_METRICS_LISTEN", DefaultMetricsListen),
 		"address of the admin listener: Prometheus /metrics, /healthz and /readyz, for the operator's network only (the API's listener answers /healthz and /readyz too); empty for none (env SVC_METRICS_LISTEN)")
+	pprofOn, _ := strconv.ParseBool(env("SVC_PPROF", "false"))
+	fs.BoolVar(&c.Pprof, "pprof", pprofOn, "serve Go's runtime profiles (/debug/pprof/) on the admin listener (--metrics-listen), which must be set; for measuring: a profile costs CPU while it runs and shows the code's paths (env SVC_PPROF)")
 	fs.StringVar(&c.DocsURL, "docs-url", env("SVC_DOCS_URL", "https://docs.svc.example"), "base of problem type URLs (env SVC_DOCS_URL)")
 	fs.StringVar(&c.RateLimits, "rate-limits", env("SVC_RATE_LIMITS", ""), "per-plan requests per minute, e.g. free=120,pro=3000 (env SVC_RATE_LIMITS)")
 	fs.StringVar(&c.PassRateLimits, "pass-rate-limits", env("SVC_PASS_RATE_LIMITS", ""), fmt.Sprintf("requests per minute to the key-free pass link, per link and per client address (default link=%d,address=%d) (env SVC_PASS_RATE_LIMITS)", httpapi.DefaultPassLinkLimit, httpapi.DefaultPassAddressLimit))
@@ -327,6 +332,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			return usageError{fmt.Sprintf("--metrics-listen %q: want host:port, or empty for none", c.MetricsListen)}
 		}
+	}
+	if c.Pprof && c.MetricsListen == "" {
+		return usageError{"--pprof needs --metrics-listen: the profiles are served on the admin listener only"}
 	}
 	if c.MaxConnsPerAddress < 0 {
 		return usageError{fmt.Sprintf("--max-conns-per-address %d: want 0 (no limit) or more", c.MaxConnsPerAddress)}

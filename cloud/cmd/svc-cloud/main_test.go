@@ -192,6 +192,7 @@ func TestCLI_UsageErrors(t *testing.T) {
 		{"serve", "--data", dir, "--log-level", "loud"},
 		{"serve", "--data", dir, "--log-format", "xml"},
 		{"serve", "--data", dir, "--metrics-listen", "8090"},
+		{"serve", "--data", dir, "--metrics-listen", "", "--pprof"},
 		{"seed", "--data", dir, "--log-format", "logfmt"},
 		{"serve", "--database-url", "mysql://x"},
 		{"serve", "--data", dir, "--mqtt-listen", "0.0.0.0:1884"},

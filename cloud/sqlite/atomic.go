@@ -1,0 +1,237 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// boundTx is an Atomic call, carried in its context. Its writes begin at
+// the first write fn makes (tx is nil until then); from there the reads of
+// the read pool (readDB) and the writes of every Store method called with
+// that context run in the writer's open transaction, inside a savepoint
+// of the call's own.
+type boundTx struct {
+	s     *Store
+	tx    *sql.Tx
+	batch *batch                   // the group of calls the transaction commits
+	took  *cloud.IdempotencyRecord // the reply a write inserted; commit reports it
+	err   error                    // the first write that failed: the whole rolls back
+}
+
+type boundKey struct{}
+
+// bound returns the Atomic call of s that ctx carries, or nil.
+func (s *Store) bound(ctx context.Context) *boundTx {
+	if b, ok := ctx.Value(boundKey{}).(*boundTx); ok && b.s == s {
+		return b
+	}
+	return nil
+}
+
+// begin starts b's writes if they have not begun: it takes the writer's
+// turn (writer.take) and opens b's savepoint in the open transaction.
+func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
+	if b.tx != nil {
+		return b.tx, nil
+	}
+	tx, bt, err := b.s.writer.take(ctx, b.s.w)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT atomic`); err != nil {
+		b.s.writer.give(bt, err)
+		return nil, err
+	}
+	b.tx, b.batch = tx, bt
+	return tx, nil
+}
+
+// Atomic implements cloud.Store.
+//
+// SQLite has one writer, so the call's writes begin at fn's first write,
+// not at its first read: the reads before it (those that plan the write:
+// site, hosts, visit type, visitor) run on the read pool, seeing the last
+// commit, and a request that reads, renders or waits before it writes
+// holds no other request's write back. What such a read decides is checked
+// again by the write: the foreign keys (a site or host gone), the unique
+// keys (the idempotency key, a team's name), and UpdateVisit reads the
+// visit again inside the transaction.
+//
+// From its first write to fn's return the call has the writer to itself,
+// in a savepoint of its own inside the writer's open transaction. When fn
+// fails, the call rolls back to its savepoint; when it succeeds, it
+// releases it and waits for the transaction to commit. The transaction
+// commits when the writer's turn passes and no other call is waiting for
+// it (or after maxBatch calls): calls that wrote while one commit was
+// under way commit together in the next (group commit). No call returns
+// before the commit that holds its writes has returned, and with
+// synchronous=FULL that commit is on disk (docs/decisions.md, "One
+// transaction per write request (issue 20)").
+func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) error {
+	if s.bound(ctx) != nil {
+		return fn(ctx)
+	}
+	b := &boundTx{s: s}
+	err := fn(context.WithValue(ctx, boundKey{}, b))
+	if err == nil {
+		err = b.err
+	}
+	if b.tx == nil {
+		// No write: nothing to commit.
+		return classify(err)
+	}
+	if err == nil {
+		err = s.finish(ctx, b)
+	}
+	if err != nil {
+		s.writer.give(b.batch, rollbackTo(b.tx))
+		return classify(err)
+	}
+	if _, err := b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE atomic`); err != nil {
+		s.writer.give(b.batch, fmt.Errorf("release savepoint: %w", err))
+		return classify(err)
+	}
+	b.batch.members++
+	cloud.Fail(ctx, cloud.FailBeforeCommit)
+	s.writer.give(b.batch, nil)
+	<-b.batch.done
+	if b.batch.err != nil {
+		return classify(b.batch.err)
+	}
+	cloud.Fail(ctx, cloud.FailAfterCommit)
+	cloud.WriteCommitted(ctx, b.took)
+	return nil
+}
+
+// rollbackTo undoes the writes of the call whose savepoint is open; an
+// error means the transaction is in a state no one should commit.
+func rollbackTo(tx *sql.Tx) error {
+	ctx := context.Background()
+	if _, err := tx.ExecContext(ctx, `ROLLBACK TO atomic`); err != nil {
+		return fmt.Errorf("roll back to savepoint: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE atomic`); err != nil {
+		return fmt.Errorf("release savepoint: %w", err)
+	}
+	return nil
+}
+
+// finish writes, in b's transaction, what was recorded for the write ctx
+// goes with: its events and audit entries, and the request's reply unless
+// an earlier write of the call inserted it.
+func (s *Store) finish(ctx context.Context, b *boundTx) error {
+	if err := insertEvents(ctx, b.tx); err != nil {
+		return err
+	}
+	if b.took != nil {
+		return nil
+	}
+	if reply := cloud.TakeReply(ctx); reply != nil {
+		if err := insertReply(ctx, b.tx, s.kek, reply); err != nil {
+			return err
+		}
+		b.took = reply
+	}
+	return nil
+}
+
+// maxBatch is the most calls one transaction commits: a bound on how long
+// the first of them waits while others keep joining.
+const maxBatch = 64
+
+// writer hands the writer connection's open transaction to one Atomic
+// call at a time, and commits it when a turn ends with no call waiting.
+type writer struct {
+	turn    chan struct{} // holds a token while a call has the writer
+	waiting chan struct{} // one token per call waiting for the turn (a counter that needs no lock)
+	tx      *sql.Tx       // the open transaction; touched only by the turn's holder
+	cur     *batch
+}
+
+// batch is the calls one transaction commits; done is closed, with err
+// set, when it has committed or failed.
+type batch struct {
+	done    chan struct{}
+	err     error
+	members int // calls whose writes it holds
+	poison  error
+}
+
+func newWriter() *writer {
+	return &writer{turn: make(chan struct{}, 1), waiting: make(chan struct{}, 1<<16)}
+}
+
+// take waits for the writer's turn and returns the open transaction,
+// beginning one (BEGIN IMMEDIATE) when none is. The wait does not end
+// with ctx: every turn taken is given back (give), so that the last call
+// of a batch commits it; a call whose context ended meanwhile gives its
+// turn straight back.
+func (w *writer) take(ctx context.Context, db *sql.DB) (*sql.Tx, *batch, error) {
+	w.waiting <- struct{}{}
+	w.turn <- struct{}{}
+	<-w.waiting
+	if w.tx == nil {
+		tx, err := beginOutliving(ctx, db)
+		if err != nil {
+			<-w.turn
+			return nil, nil, err
+		}
+		w.tx, w.cur = tx, &batch{done: make(chan struct{})}
+	}
+	if err := ctx.Err(); err != nil {
+		bt := w.cur
+		w.give(bt, nil)
+		return nil, nil, err
+	}
+	return w.tx, w.cur, nil
+}
+
+// give ends a turn. poison, when set, is why the transaction must not
+// commit: then it rolls back and every call in it fails. The transaction
+// commits when no call waits for the next turn, or it holds maxBatch
+// calls.
+func (w *writer) give(bt *batch, poison error) {
+	if poison != nil && bt.poison == nil {
+		bt.poison = poison
+	}
+	if bt.poison == nil && len(w.waiting) > 0 && bt.members < maxBatch {
+		<-w.turn // the next call goes on with the same transaction
+		return
+	}
+	switch {
+	case bt.poison != nil:
+		_ = w.tx.Rollback()
+		bt.err = errors.Join(errors.New("write transaction rolled back"), bt.poison)
+	case bt.members == 0:
+		bt.err = w.tx.Rollback()
+	default:
+		bt.err = w.tx.Commit()
+	}
+	w.tx, w.cur = nil, nil
+	close(bt.done)
+	<-w.turn
+}
+
+// beginOutliving begins a write transaction (BEGIN IMMEDIATE) that the
+// end of ctx can interrupt while it waits for SQLite's write lock (held by
+// another process: a 503 in the request's deadline, as before) but not
+// once it has begun: the transaction outlives the call that begins it,
+// and database/sql rolls a transaction back when its context ends.
+func beginOutliving(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	own, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	tx, err := db.BeginTx(own, nil)
+	if !stop() {
+		// ctx ended, and own with it: a transaction begun meanwhile is
+		// being rolled back.
+		if tx != nil {
+			_ = tx.Rollback()
+		}
+		return nil, errors.Join(ctx.Err(), err)
+	}
+	return tx, err
+}

@@ -1,0 +1,217 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+)
+
+// driverName is SQLite's driver (modernc's, with its connection hooks)
+// with every connection keeping the statements it runs prepared.
+//
+// database/sql hands a statement with arguments that was not prepared
+// through a *sql.Stmt straight to the connection (ExecerContext,
+// QueryerContext), and modernc's connection parses it each time and
+// throws it away. Parsing was 16% of the server's CPU under POST /visits
+// (docs/performance.md, issue 20): insertEvents, the idempotency record,
+// insertVisitor and the reads inside the write transaction each parse on
+// every call. The writer's hot statements were prepared up front
+// (writeStmts), but that needs each query listed and every helper to go
+// through txStmts; here every connection prepares each query text with
+// arguments once, on first use, and reuses it. Query texts come from a
+// small fixed set, so the cache stays small; maxConnStmts bounds it.
+const driverName = "sqlite-svc"
+
+// maxConnStmts bounds one connection's statements: past it, the
+// connection closes them all and starts again.
+const maxConnStmts = 512
+
+func init() {
+	// The registered "sqlite" driver itself, so that hooks registered on
+	// it (msqlite.RegisterConnectionHook) apply to these connections too.
+	db, err := sql.Open("sqlite", "")
+	if err != nil {
+		panic(err)
+	}
+	base := db.Driver()
+	_ = db.Close()
+	sql.Register(driverName, &cachingDriver{base: base})
+}
+
+type cachingDriver struct{ base driver.Driver }
+
+func (d *cachingDriver) Open(name string) (driver.Conn, error) {
+	c, err := d.base.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &cachingConn{Conn: c, stmts: map[string]*cachedStmt{}}, nil
+}
+
+// cachingConn is a connection with its statements kept prepared.
+// database/sql uses a connection from one goroutine at a time, rows'
+// Close included, so it needs no lock.
+type cachingConn struct {
+	driver.Conn
+	stmts map[string]*cachedStmt
+}
+
+type cachedStmt struct {
+	driver.Stmt
+	busy    bool // rows from it are open: a second use needs a statement of its own
+	evicted bool // dropped from the cache while busy: its rows' Close closes it
+}
+
+var (
+	_ driver.ExecerContext      = (*cachingConn)(nil)
+	_ driver.QueryerContext     = (*cachingConn)(nil)
+	_ driver.ConnBeginTx        = (*cachingConn)(nil)
+	_ driver.ConnPrepareContext = (*cachingConn)(nil)
+	_ driver.SessionResetter    = (*cachingConn)(nil)
+	_ driver.Validator          = (*cachingConn)(nil)
+	_ driver.Pinger             = (*cachingConn)(nil)
+)
+
+// stmt returns query's statement on c: the kept one, or, when rows from
+// it are still open, a new one the caller closes (oneOff).
+func (c *cachingConn) stmt(ctx context.Context, query string) (st *cachedStmt, oneOff bool, err error) {
+	if st, ok := c.stmts[query]; ok {
+		if !st.busy {
+			return st, false, nil
+		}
+		ds, err := c.prepare(ctx, query)
+		return &cachedStmt{Stmt: ds}, true, err
+	}
+	ds, err := c.prepare(ctx, query)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(c.stmts) >= maxConnStmts {
+		c.closeStmts()
+	}
+	st = &cachedStmt{Stmt: ds}
+	c.stmts[query] = st
+	return st, false, nil
+}
+
+func (c *cachingConn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+}
+
+// drop closes query's kept statement after it failed: the next use
+// prepares it anew rather than trust the state an error left.
+func (c *cachingConn) drop(query string, st *cachedStmt) {
+	if c.stmts[query] == st {
+		delete(c.stmts, query)
+	}
+	_ = st.Close()
+}
+
+func (c *cachingConn) closeStmts() {
+	for q, st := range c.stmts {
+		if st.busy {
+			st.evicted = true
+		} else {
+			_ = st.Close()
+		}
+		delete(c.stmts, q)
+	}
+}
+
+// ExecContext runs query prepared; a statement without arguments (a
+// migration, a pragma, possibly several statements) goes through as it is.
+func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if len(args) == 0 {
+		return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+	}
+	st, oneOff, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	res, err := st.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	switch {
+	case oneOff:
+		_ = st.Close()
+	case err != nil:
+		c.drop(query, st)
+	}
+	return res, err
+}
+
+// QueryContext runs query prepared, as ExecContext does.
+func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if len(args) == 0 {
+		return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	}
+	st, oneOff, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	if err != nil {
+		if oneOff {
+			_ = st.Close()
+		} else {
+			c.drop(query, st)
+		}
+		return nil, err
+	}
+	st.busy = true
+	return &cachedRows{Rows: rows, st: st, oneOff: oneOff}, nil
+}
+
+// cachedRows frees its statement for the next use when closed.
+type cachedRows struct {
+	driver.Rows
+	st     *cachedStmt
+	oneOff bool
+	closed bool
+}
+
+func (r *cachedRows) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := r.Rows.Close()
+	r.st.busy = false
+	if r.oneOff || r.st.evicted {
+		err = errors.Join(err, r.st.Close())
+	}
+	return err
+}
+
+func (c *cachingConn) Close() error {
+	c.closeStmts()
+	return c.Conn.Close()
+}
+
+func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	return c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+}
+
+func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	return c.prepare(ctx, query)
+}
+
+func (c *cachingConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+func (c *cachingConn) IsValid() bool {
+	if v, ok := c.Conn.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+func (c *cachingConn) Ping(ctx context.Context) error {
+	if p, ok := c.Conn.(driver.Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
