@@ -363,6 +363,17 @@ func (l *list) where(cond string, arg any) {
 	fmt.Fprintf(&l.sql, cond, len(l.args))
 }
 
+// whereIn adds " AND col = $n" for one value and " AND col = ANY($n)"
+// for several: the planner reads an index on col in its order only for
+// one value.
+func (l *list) whereIn(col string, values []string) {
+	if len(values) == 1 {
+		l.where(col+" = $%d", values[0])
+		return
+	}
+	l.where(col+" = ANY($%d)", values)
+}
+
 // page adds the newest-first keyset condition and asks for one row more
 // than p.Limit, which says whether more follow.
 func (l *list) page(p cloud.Page) {

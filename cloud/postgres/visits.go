@@ -252,6 +252,12 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 	return out, nil
 }
 
+// visitWaitingWith is a visit's receiver (the waiting_with filter): the
+// expression of the index visits_waiting_list (migration 0051), which
+// serves the filter only while the two are the same expression.
+const visitWaitingWith = `(CASE v.doc->'receiver'->>'kind' WHEN 'person' THEN v.doc->'receiver'->>'person_id'
+	WHEN 'team' THEN v.doc->'receiver'->>'team_id' ELSE 'reception' END)`
+
 // ListVisits implements cloud.Store.
 func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
 	l := newListOn(visitCols, visitFrom, "v.", "id", t)
@@ -260,7 +266,7 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		for i, st := range f.Status {
 			statuses[i] = string(st)
 		}
-		l.where("v.status = ANY($%d)", statuses)
+		l.whereIn("v.status", statuses)
 	}
 	if f.Type != "" {
 		l.where("v.type = $%d", f.Type)
@@ -284,9 +290,7 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		l.where("v.created_at > $%d", *f.CreatedAfter)
 	}
 	if f.WaitingWith != "" {
-		l.where(`v.host_id IS NULL AND (CASE v.doc->'receiver'->>'kind'
-			WHEN 'person' THEN v.doc->'receiver'->>'person_id'
-			WHEN 'team' THEN v.doc->'receiver'->>'team_id' ELSE 'reception' END) = $%d`, f.WaitingWith)
+		l.where(`v.host_id IS NULL AND `+visitWaitingWith+` = $%d`, f.WaitingWith)
 	}
 	l.page(p)
 	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Visit, error) {

@@ -393,8 +393,9 @@ func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn 
 // ListPeople implements cloud.Store.
 func (s *Store) ListPeople(ctx context.Context, t cloud.Tenant, f cloud.PersonFilter, p cloud.Page) ([]cloud.Person, bool, error) {
 	var q strings.Builder
-	q.WriteString(`SELECT ` + personCols + ` FROM people WHERE org_id = ? AND mode = ?`)
-	args := []any{t.OrgID, string(t.Mode)}
+	from, search, searchArgs := searchFrom("people", "person_id", f.Query)
+	q.WriteString(`SELECT ` + personCols + ` FROM ` + from + ` WHERE org_id = ? AND mode = ?` + search)
+	args := append([]any{t.OrgID, string(t.Mode)}, searchArgs...)
 	if f.Query != "" {
 		q.WriteString(` AND (instr(name_search, ?) > 0 OR instr(coalesce(email_fold, ''), ?) > 0)`)
 		args = append(args, f.Query, f.Query)

@@ -330,12 +330,48 @@ func keyset(q *strings.Builder, args []any, p cloud.Page, prefix string) []any {
 // and Position.ID, is the column key.
 func keysetOn(q *strings.Builder, args []any, p cloud.Page, prefix, key string) []any {
 	if p.After != nil {
-		fmt.Fprintf(q, " AND (%[1]screated_at < ? OR (%[1]screated_at = ? AND %[1]s%[2]s < ?))", prefix, key)
-		c := micros(p.After.CreatedAt)
-		args = append(args, c, c, p.After.ID)
+		// A row value, which SQLite reads as a range of the list's index
+		// (an OR of the two comparisons it reads from the index's start).
+		fmt.Fprintf(q, " AND (%[1]screated_at, %[1]s%[2]s) < (?, ?)", prefix, key)
+		args = append(args, micros(p.After.CreatedAt), p.After.ID)
 	}
 	fmt.Fprintf(q, " ORDER BY %[1]screated_at DESC, %[1]s%[2]s DESC LIMIT ?", prefix, key)
 	return append(args, p.Limit+1)
+}
+
+// searchFrom is the FROM clause of a list of table (people or teams)
+// searched for query (q, folded), and the condition (" AND ...", to
+// follow the tenant's) and argument that go with it. When
+// cloud.SearchIndexed(query), the list reads the rows the trigram index
+// table_search (migration 0051) finds holding every trigram of q, in
+// that order (CROSS JOIN: SQLite keeps the order written), and sorts
+// them; otherwise it reads table in list order. The caller tests q with
+// instr on the rows either way, so the answer is instr's alone: the index
+// only spares reading the rest.
+func searchFrom(table, key, query string) (from, cond string, args []any) {
+	if query == "" || !cloud.SearchIndexed(query) {
+		return table, "", nil
+	}
+	from = fmt.Sprintf(`%[1]s_search CROSS JOIN %[1]s_search_rows r ON r.row = %[1]s_search.rowid CROSS JOIN %[1]s ON %[1]s.id = r.%[2]s`, table, key)
+	// One FTS5 string: the phrase of q's trigrams, in which a double
+	// quote is written twice.
+	return from, " AND " + table + "_search MATCH ?", []any{`"` + strings.ReplaceAll(query, `"`, `""`) + `"`}
+}
+
+// whereIn adds " AND col = ?" for one value and " AND col IN (?, ...)"
+// for several (SQLite reads an index on col in its order only for one
+// value), and returns args with the values.
+func whereIn(q *strings.Builder, args []any, col string, values []string) []any {
+	q.WriteString(" AND " + col)
+	if len(values) == 1 {
+		q.WriteString(" = ?")
+	} else {
+		q.WriteString(" IN (?" + strings.Repeat(", ?", len(values)-1) + ")")
+	}
+	for _, v := range values {
+		args = append(args, v)
+	}
+	return args
 }
 
 // trim cuts a page fetched with one extra row and says whether more follow.

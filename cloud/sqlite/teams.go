@@ -228,8 +228,9 @@ func sameIDs(a, b []string) bool {
 // ListTeams implements cloud.Store.
 func (s *Store) ListTeams(ctx context.Context, t cloud.Tenant, f cloud.TeamFilter, p cloud.Page) ([]cloud.Team, bool, error) {
 	var q strings.Builder
-	q.WriteString(`SELECT ` + teamCols + ` FROM teams WHERE org_id = ? AND mode = ?`)
-	args := []any{t.OrgID, string(t.Mode)}
+	from, search, searchArgs := searchFrom("teams", "team_id", f.Query)
+	q.WriteString(`SELECT ` + teamCols + ` FROM ` + from + ` WHERE org_id = ? AND mode = ?` + search)
+	args := append([]any{t.OrgID, string(t.Mode)}, searchArgs...)
 	if f.Query != "" {
 		q.WriteString(` AND instr(name_search, ?) > 0`)
 		args = append(args, f.Query)

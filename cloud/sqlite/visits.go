@@ -243,20 +243,23 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 	return out, err
 }
 
+// visitWaitingWith is a visit's receiver (the waiting_with filter): the
+// expression of the index visits_waiting_list (migration 0051), which
+// serves the filter only while the two are the same expression.
+const visitWaitingWith = `(CASE json_extract(v.doc, '$.receiver.kind') WHEN 'person' THEN json_extract(v.doc, '$.receiver.person_id')
+	WHEN 'team' THEN json_extract(v.doc, '$.receiver.team_id') ELSE 'reception' END)`
+
 // ListVisits implements cloud.Store.
 func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
 	var q strings.Builder
 	q.WriteString(`SELECT ` + visitCols + visitFrom + ` WHERE v.org_id = ? AND v.mode = ?`)
 	args := []any{t.OrgID, string(t.Mode)}
 	if len(f.Status) > 0 {
-		// One JSON array argument, so a list of any length is one
-		// prepared statement.
-		b, err := json.Marshal(f.Status)
-		if err != nil {
-			return nil, false, fmt.Errorf("list visits: %w", err)
+		statuses := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			statuses[i] = string(st)
 		}
-		q.WriteString(` AND v.status IN (SELECT value FROM json_each(?))`)
-		args = append(args, string(b))
+		args = whereIn(&q, args, "v.status", statuses)
 	}
 	for _, c := range []struct {
 		cond, arg string
@@ -280,9 +283,7 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		args = append(args, micros(*f.CreatedAfter))
 	}
 	if f.WaitingWith != "" {
-		q.WriteString(` AND v.host_id IS NULL AND (CASE json_extract(v.doc, '$.receiver.kind')
-			WHEN 'person' THEN json_extract(v.doc, '$.receiver.person_id')
-			WHEN 'team' THEN json_extract(v.doc, '$.receiver.team_id') ELSE 'reception' END) = ?`)
+		q.WriteString(` AND v.host_id IS NULL AND ` + visitWaitingWith + ` = ?`)
 		args = append(args, f.WaitingWith)
 	}
 	args = keyset(&q, args, p, "v.")
