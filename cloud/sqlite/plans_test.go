@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -34,6 +35,9 @@ func TestListPlans(t *testing.T) {
 		var plan storetest.Plan
 		for _, q := range s.r.prepared() {
 			s.explain(t, q, &plan)
+		}
+		if os.Getenv("LISTPLANS_SHOW") != "" {
+			t.Log(plan.Text)
 		}
 		if plan.Text == "" {
 			t.Fatal("the call ran no statement")

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -339,23 +340,60 @@ func keysetOn(q *strings.Builder, args []any, p cloud.Page, prefix, key string) 
 	return append(args, p.Limit+1)
 }
 
-// searchFrom is the FROM clause of a list of table (people or teams)
-// searched for query (q, folded), and the condition (" AND ...", to
-// follow the tenant's) and argument that go with it. When
-// cloud.SearchIndexed(query), the list reads the rows the trigram index
-// table_search (migration 0051) finds holding every trigram of q, in
-// that order (CROSS JOIN: SQLite keeps the order written), and sorts
-// them; otherwise it reads table in list order. The caller tests q with
-// instr on the rows either way, so the answer is instr's alone: the index
-// only spares reading the rest.
-func searchFrom(table, key, query string) (from, cond string, args []any) {
-	if query == "" || !cloud.SearchIndexed(query) {
-		return table, "", nil
+// A nameSearch is a list of table (people or teams) that may be searched
+// by name (query, q folded): match is the test of a row (" AND ...",
+// instr of query in its folded columns, with matchArgs), which decides
+// what the list holds whichever way the rows are found.
+type nameSearch struct {
+	table, key, cols string // key: the table's ID column in table_search_rows
+	query            string
+	match            string
+	matchArgs        []any
+}
+
+// searchWindow is how many of the newest rows (after the cursor) a name
+// search tests in list order before it asks the trigram index instead.
+const searchWindow = 2000
+
+// searchList lists the rows of n.table in the tenant that hold the
+// conditions conds (" AND ...", with args) and, when n.query is set, match
+// it, newest first. SQLite has no statistics to choose with, so the list
+// chooses: a query shorter than a trigram (cloud.SearchIndexed) is tested
+// on the rows in list order; a longer one first on the searchWindow
+// newest rows, which hold a page of the matches of a query many rows
+// match, and otherwise through the trigram index table_search
+// (migration 0051), which finds the rows holding every trigram of the
+// query, fewer than searchWindow/page of the rows: those are read in the
+// index's order (CROSS JOIN: SQLite keeps the order written) and sorted.
+func searchList[T any](ctx context.Context, s *Store, n nameSearch, scan func(scanner) (T, error), t cloud.Tenant, conds string, args []any, p cloud.Page) ([]T, bool, error) {
+	tenant := []any{t.OrgID, string(t.Mode)}
+	match, matchArgs := n.match, n.matchArgs
+	if n.query == "" {
+		match, matchArgs = "", nil
 	}
-	from = fmt.Sprintf(`%[1]s_search CROSS JOIN %[1]s_search_rows r ON r.row = %[1]s_search.rowid CROSS JOIN %[1]s ON %[1]s.id = r.%[2]s`, table, key)
-	// One FTS5 string: the phrase of q's trigrams, in which a double
-	// quote is written twice.
-	return from, " AND " + table + "_search MATCH ?", []any{`"` + strings.ReplaceAll(query, `"`, `""`) + `"`}
+	var q strings.Builder
+	if !cloud.SearchIndexed(n.query) {
+		q.WriteString(`SELECT ` + n.cols + ` FROM ` + n.table + ` WHERE org_id = ? AND mode = ?` + match + conds)
+		all := keyset(&q, slices.Concat(tenant, matchArgs, args), p, "")
+		return list(ctx, s.r, scan, p.Limit, q.String(), all...)
+	}
+	q.WriteString(`SELECT ` + n.cols + ` FROM (SELECT * FROM ` + n.table + ` WHERE org_id = ? AND mode = ?` + conds)
+	all := keyset(&q, slices.Concat(tenant, args), cloud.Page{Limit: searchWindow - 1, After: p.After}, "")
+	q.WriteString(`) WHERE 1` + match + ` ORDER BY created_at DESC, id DESC LIMIT ?`)
+	all = append(append(all, matchArgs...), p.Limit+1)
+	out, more, err := list(ctx, s.r, scan, p.Limit, q.String(), all...)
+	if err != nil || more {
+		return out, more, err
+	}
+	q.Reset()
+	fmt.Fprintf(&q, `SELECT %[3]s FROM %[1]s_search CROSS JOIN %[1]s_search_rows r ON r.row = %[1]s_search.rowid
+		CROSS JOIN %[1]s ON %[1]s.id = r.%[2]s WHERE org_id = ? AND mode = ? AND %[1]s_search MATCH ?`, n.table, n.key, n.cols)
+	q.WriteString(match + conds)
+	// One FTS5 string: the phrase of the query's trigrams, in which a
+	// double quote is written twice.
+	phrase := `"` + strings.ReplaceAll(n.query, `"`, `""`) + `"`
+	all = keyset(&q, slices.Concat(tenant, []any{phrase}, matchArgs, args), p, "")
+	return list(ctx, s.r, scan, p.Limit, q.String(), all...)
 }
 
 // whereIn adds " AND col = ?" for one value and " AND col IN (?, ...)"
