@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -261,6 +262,13 @@ const visitWaitingWith = `(CASE v.doc->'receiver'->>'kind' WHEN 'person' THEN v.
 // ListVisits implements cloud.Store.
 func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
 	l := newListOn(visitCols, visitFrom, "v.", "id", t)
+	if f.HostID != "" {
+		// A host's visits are read from visit_hosts, newest first
+		// (migration 0052), in the order of the visits.
+		l = newListOn(visitCols, `visit_hosts h JOIN visits v ON v.org_id = h.org_id AND v.mode = h.mode AND v.id = h.visit_id`+
+			strings.TrimPrefix(visitFrom, `visits v`), "h.", "visit_id", t)
+		l.where("h.person_id = $%d", f.HostID)
+	}
 	if len(f.Status) > 0 {
 		statuses := make([]string, len(f.Status))
 		for i, st := range f.Status {
@@ -273,9 +281,6 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 	}
 	if f.SiteID != "" {
 		l.where("v.site_id = $%d", f.SiteID)
-	}
-	if f.HostID != "" {
-		l.where("v.id IN (SELECT h.visit_id FROM visit_hosts h WHERE h.org_id = $1 AND h.mode = $2 AND h.person_id = $%d)", f.HostID)
 	}
 	if f.VisitorID != "" {
 		l.where("v.visitor_id = $%d", f.VisitorID)

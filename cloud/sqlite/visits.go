@@ -252,7 +252,13 @@ const visitWaitingWith = `(CASE json_extract(v.doc, '$.receiver.kind') WHEN 'per
 // ListVisits implements cloud.Store.
 func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
 	var q strings.Builder
-	q.WriteString(`SELECT ` + visitCols + visitFrom + ` WHERE v.org_id = ? AND v.mode = ?`)
+	// A host's visits are read from visit_hosts, newest first (migration
+	// 0052): CROSS JOIN keeps that order of the tables.
+	from, order, key := visitFrom, "v.", "id"
+	if f.HostID != "" {
+		from, order, key = ` FROM visit_hosts h CROSS JOIN visits v ON v.id = h.visit_id`+strings.TrimPrefix(visitFrom, ` FROM visits v`), "h.", "visit_id"
+	}
+	q.WriteString(`SELECT ` + visitCols + from + ` WHERE v.org_id = ? AND v.mode = ?`)
 	args := []any{t.OrgID, string(t.Mode)}
 	if len(f.Status) > 0 {
 		statuses := make([]string, len(f.Status))
@@ -264,7 +270,7 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 	for _, c := range []struct {
 		cond, arg string
 	}{{` AND v.type = ?`, f.Type}, {` AND v.site_id = ?`, f.SiteID}, {` AND v.visitor_id = ?`, f.VisitorID},
-		{` AND v.id IN (SELECT visit_id FROM visit_hosts WHERE person_id = ?)`, f.HostID}} {
+		{` AND h.person_id = ?`, f.HostID}} {
 		if c.arg != "" {
 			q.WriteString(c.cond)
 			args = append(args, c.arg)
@@ -286,7 +292,7 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		q.WriteString(` AND v.host_id IS NULL AND ` + visitWaitingWith + ` = ?`)
 		args = append(args, f.WaitingWith)
 	}
-	args = keyset(&q, args, p, "v.")
+	args = keysetOn(&q, args, p, order, key)
 	out, more, err := list(ctx, s.r, scanVisit, p.Limit, q.String(), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list visits: %w", err)
