@@ -84,7 +84,7 @@ func (s *Service) Now() time.Time { return s.now().UTC().Truncate(time.Microseco
 // both folded.
 func Fold(s string) string { return strings.ToLower(s) }
 
-// SearchIndexed reports whether a stores' name search (the q of
+// SearchIndexed reports whether a store's name search (the q of
 // ListPeople and ListTeams, folded) can be served by its trigram index:
 // when q holds three letters or digits in a row, every name holding q
 // holds their trigram. A shorter q is matched on the rows in list order,

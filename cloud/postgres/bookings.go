@@ -393,6 +393,7 @@ func (s *Store) ListBookings(ctx context.Context, t cloud.Tenant, f cloud.Bookin
 	if f.StartsBefore != nil {
 		l.where("b.starts_at < $%d", *f.StartsBefore)
 	}
+	l.sortRows = sortWindow(f.StartsFrom, f.StartsBefore)
 	if f.CreatedAfter != nil {
 		l.where("b.created_at > $%d", *f.CreatedAfter)
 	}

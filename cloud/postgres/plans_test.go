@@ -223,5 +223,6 @@ var fillPlans = []string{
 	`INSERT INTO webhook_attempts (id, endpoint_id, event_id, org_id, mode, created_at, duration_us, succeeded)
 		SELECT 'wa_' || i, 'we_plans', 'evt_' || i, 'org_plans', 'live', '2026-01-01'::timestamptz + i * interval '1 minute', 1000, true
 		FROM generate_series(1, 5000) i`,
-	`ANALYZE`,
+	`ANALYZE sites, visits, visit_hosts, bookings, events, audit_events, attendance_events, people, teams, timesheet_periods,
+		timesheets, webhook_endpoints, webhook_deliveries, webhook_attempts`,
 }

@@ -291,6 +291,7 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 	if f.ExpectedBefore != nil {
 		l.where("v.expected_at < $%d", *f.ExpectedBefore)
 	}
+	l.sortRows = sortWindow(f.ExpectedFrom, f.ExpectedBefore)
 	if f.CreatedAfter != nil {
 		l.where("v.created_at > $%d", *f.CreatedAfter)
 	}

@@ -72,6 +72,7 @@ type options struct {
 	people   []int
 	requests int
 	only     string
+	keep     bool
 }
 
 func main() {
@@ -83,6 +84,7 @@ func main() {
 	flag.StringVar(&people, "people", "10000,100000", "people at each measure (one per -sizes entry)")
 	flag.IntVar(&o.requests, "requests", 200, "measured requests per list and filter at each size (after 10 unmeasured)")
 	flag.StringVar(&o.only, "only", "", "measure only the lists whose name holds this")
+	flag.BoolVar(&o.keep, "keep", false, "keep the database (the SQLite file, the PostgreSQL schema) and print where it is")
 	flag.Parse()
 	o.stores = strings.Split(stores, ",")
 	for _, v := range strings.Split(sizes, ",") {
@@ -156,7 +158,13 @@ func run(ctx context.Context, o options, store string) (err error) {
 		if err != nil {
 			return err
 		}
-		e.closer = append(e.closer, func() { os.RemoveAll(dir) })
+		e.closer = append(e.closer, func() {
+			if o.keep {
+				progress("kept %s", dir)
+				return
+			}
+			os.RemoveAll(dir)
+		})
 		path := filepath.Join(dir, "cloud.db")
 		s, err := sqlite.Open(ctx, path, kektest.Ring())
 		if err != nil {
@@ -184,6 +192,10 @@ func run(ctx context.Context, o options, store string) (err error) {
 			return err
 		}
 		e.closer = append(e.closer, func() {
+			if o.keep {
+				progress("kept schema %s", schema)
+				return
+			}
 			if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 				progress("drop schema %s: %v (drop it by hand)", schema, err)
 			}
