@@ -142,6 +142,7 @@ func groups() []group {
 			{"UpdateUnknown", testVisitUpdateUnknown},
 			{"UpdateConcurrent", testVisitUpdateConcurrent},
 			{"ListFilters", testVisitListFilters},
+			{"ListHostPages", testVisitListHostPages},
 			{"ListHostFilter", testVisitListHostFilter},
 			{"ListWaitingWith", testVisitListWaitingWith},
 			{"TenantIsolation", testVisitTenantIsolation},
