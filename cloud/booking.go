@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/svc-vms/svc/shared/passrule"
@@ -103,6 +104,47 @@ type BookingFilter struct {
 	StartsBefore *time.Time // starts_at before
 	CreatedAfter *time.Time // hides records older than the plan's history
 	Now          time.Time
+}
+
+// PendingCheck is what a booking stored as pending must satisfy to be
+// kept by a status filter: BookingFilter.StoredStatuses.
+type PendingCheck int
+
+// The checks of a stored pending booking's confirm_by against the
+// filter's Now.
+const (
+	PendingAny     PendingCheck = iota // kept whatever its confirm_by
+	PendingLive                        // kept while confirm_by is NULL or after Now: still pending
+	PendingExpired                     // kept once confirm_by is at or before Now: expired
+)
+
+// StoredStatuses turns the filter's statuses, which are as of Now, into
+// the statuses stored in a row and the check of a stored pending row's
+// confirm_by, so that a store matches the stored column (which an index
+// serves) rather than an expression of it: a pending booking past
+// confirm_by counts as expired. Each status is listed once, in
+// BookingStatuses order.
+func (f BookingFilter) StoredStatuses() ([]string, PendingCheck) {
+	wantPending, wantExpired := false, false
+	for _, st := range f.Status {
+		wantPending = wantPending || st == BookingPending
+		wantExpired = wantExpired || st == BookingExpired
+	}
+	var stored []string
+	for _, st := range BookingStatuses {
+		if slices.Contains(f.Status, st) || (st == BookingPending && wantExpired) {
+			stored = append(stored, string(st))
+		}
+	}
+	switch {
+	case wantPending && wantExpired:
+		return stored, PendingAny
+	case wantPending:
+		return stored, PendingLive
+	case wantExpired:
+		return stored, PendingExpired
+	}
+	return stored, PendingAny
 }
 
 // BookingWrites are records written in the same transaction as a booking

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	_ "time/tzdata" // sites name IANA zones; servers and appliances may lack zoneinfo
+	"unicode"
 
 	"github.com/svc-vms/svc/shared/contact"
 	"github.com/svc-vms/svc/shared/ids"
@@ -82,6 +83,26 @@ func (s *Service) Now() time.Time { return s.now().UTC().Truncate(time.Microseco
 // Fold is the case folding searches compare with: q and stored names are
 // both folded.
 func Fold(s string) string { return strings.ToLower(s) }
+
+// SearchIndexed reports whether a store's name search (the q of
+// ListPeople and ListTeams, folded) can be served by its trigram index:
+// when q holds three letters or digits in a row, every name holding q
+// holds their trigram. A shorter q is matched on the rows in list order,
+// which stops at a page of matches (docs/decisions.md, "Indexed lists
+// and name search (issue 20)").
+func SearchIndexed(q string) bool {
+	run := 0
+	for _, r := range q {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			run = 0
+			continue
+		}
+		if run++; run == 3 {
+			return true
+		}
+	}
+	return false
+}
 
 // ValidPhone reports whether s is an E.164 number.
 func ValidPhone(s string) bool { return contact.ValidPhone(s) }

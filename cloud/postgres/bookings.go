@@ -369,13 +369,14 @@ func (s *Store) UpdateBooking(ctx context.Context, t cloud.Tenant, id string, no
 func (s *Store) ListBookings(ctx context.Context, t cloud.Tenant, f cloud.BookingFilter, p cloud.Page) ([]cloud.Booking, bool, error) {
 	l := newListOn(bookingCols, bookingFrom, "b.", "id", t)
 	if len(f.Status) > 0 {
-		statuses := make([]string, len(f.Status))
-		for i, st := range f.Status {
-			statuses[i] = string(st)
+		stored, check := f.StoredStatuses()
+		l.whereIn("b.status", stored)
+		switch check {
+		case cloud.PendingLive:
+			l.where("(b.status <> 'pending' OR b.confirm_by IS NULL OR b.confirm_by > $%d)", f.Now)
+		case cloud.PendingExpired:
+			l.where("(b.status <> 'pending' OR b.confirm_by <= $%d)", f.Now)
 		}
-		l.args = append(l.args, f.Now, statuses)
-		fmt.Fprintf(&l.sql, ` AND (CASE WHEN b.status = 'pending' AND b.confirm_by <= $%d THEN 'expired' ELSE b.status END) = ANY($%d)`,
-			len(l.args)-1, len(l.args))
 	}
 	if f.TypeID != "" {
 		l.where("b.type_id = $%d", f.TypeID)
@@ -392,6 +393,7 @@ func (s *Store) ListBookings(ctx context.Context, t cloud.Tenant, f cloud.Bookin
 	if f.StartsBefore != nil {
 		l.where("b.starts_at < $%d", *f.StartsBefore)
 	}
+	l.sortRows = sortWindow(f.StartsFrom, f.StartsBefore)
 	if f.CreatedAfter != nil {
 		l.where("b.created_at > $%d", *f.CreatedAfter)
 	}

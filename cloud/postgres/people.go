@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -200,12 +201,27 @@ func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn 
 	return out, nil
 }
 
-// ListPeople implements cloud.Store. Query is matched with strpos, not
-// LIKE, so that % and _ in it are plain characters.
+// contains is the condition that col holds q, which the list's $%[1]d
+// will be: LIKE '%q%' with q's wildcards escaped, which a pg_trgm index
+// serves, when cloud.SearchIndexed(q); otherwise strpos, which is the same
+// test, made on the rows in list order. It returns the argument.
+func contains(col, q string) (string, any) {
+	if !cloud.SearchIndexed(q) {
+		return "strpos(" + col + ", $%[1]d) > 0", q
+	}
+	return col + " LIKE $%[1]d", "%" + likeEscaper.Replace(q) + "%"
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// ListPeople implements cloud.Store. Query is matched as a substring
+// (contains), in which % and _ are plain characters.
 func (s *Store) ListPeople(ctx context.Context, t cloud.Tenant, f cloud.PersonFilter, p cloud.Page) ([]cloud.Person, bool, error) {
 	l := newList(personCols, "people", t)
 	if f.Query != "" {
-		l.where("(strpos(name_search, $%[1]d) > 0 OR strpos(email_fold, $%[1]d) > 0)", f.Query)
+		name, arg := contains("name_search", f.Query)
+		email, _ := contains("email_fold", f.Query)
+		l.where("("+name+" OR "+email+")", arg)
 	}
 	if f.SiteID != "" {
 		l.where("site_id = $%d", f.SiteID)
@@ -387,7 +403,7 @@ func (s *Store) UpdateTeam(ctx context.Context, t cloud.Tenant, id string, fn fu
 func (s *Store) ListTeams(ctx context.Context, t cloud.Tenant, f cloud.TeamFilter, p cloud.Page) ([]cloud.Team, bool, error) {
 	l := newList(teamCols, "teams", t)
 	if f.Query != "" {
-		l.where("strpos(name_search, $%d) > 0", f.Query)
+		l.where(contains("name_search", f.Query))
 	}
 	if f.SiteID != "" {
 		l.where("(site_id = $%d OR site_id IS NULL)", f.SiteID)

@@ -340,6 +340,21 @@ type list struct {
 	args  []any
 	alias string // qualifies created_at and key in page: "" or "v."
 	key   string // the unique column ordered on after created_at, Position.ID
+	// sortRows makes page order on an expression of created_at, which no
+	// index gives: the planner then reads the rows of the list's other
+	// conditions through their index and sorts them (sortWindow).
+	sortRows bool
+}
+
+// sortWindow says whether a range from..before on a column other than
+// the list's order is short enough to read whole and sort (list.sortRows).
+// The planner would rather read the list's index newest first, testing
+// each row, expecting the range's rows to be spread evenly over it; they
+// are not (a visit is expected about when it is made), and a day in the
+// middle of 200,000 visits took 16 ms so, against 1 ms read through the
+// range's index (docs/performance.md, "Lists at scale (issue 20)").
+func sortWindow(from, before *time.Time) bool {
+	return from != nil && before != nil && before.Sub(*from) <= 31*24*time.Hour
 }
 
 // newList starts "SELECT cols FROM table WHERE org_id = $1 AND mode = $2".
@@ -363,6 +378,17 @@ func (l *list) where(cond string, arg any) {
 	fmt.Fprintf(&l.sql, cond, len(l.args))
 }
 
+// whereIn adds " AND col = $n" for one value and " AND col = ANY($n)"
+// for several: the planner reads an index on col in its order only for
+// one value.
+func (l *list) whereIn(col string, values []string) {
+	if len(values) == 1 {
+		l.where(col+" = $%d", values[0])
+		return
+	}
+	l.where(col+" = ANY($%d)", values)
+}
+
 // page adds the newest-first keyset condition and asks for one row more
 // than p.Limit, which says whether more follow.
 func (l *list) page(p cloud.Page) {
@@ -372,7 +398,11 @@ func (l *list) page(p cloud.Page) {
 		fmt.Fprintf(&l.sql, " AND (%[1]screated_at, %[1]s%[2]s) < ($%[3]d::timestamptz, $%[4]d::text)", a, k, len(l.args)-1, len(l.args))
 	}
 	l.args = append(l.args, p.Limit+1)
-	fmt.Fprintf(&l.sql, " ORDER BY %[1]screated_at DESC, %[1]s%[2]s DESC LIMIT $%[3]d", a, k, len(l.args))
+	order := a + "created_at"
+	if l.sortRows {
+		order = "(" + order + " + interval '0 s')"
+	}
+	fmt.Fprintf(&l.sql, " ORDER BY %[1]s DESC, %[2]s%[3]s DESC LIMIT $%[4]d", order, a, k, len(l.args))
 }
 
 // collect runs a list built with page and returns at most limit rows and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -268,24 +269,34 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 	return out, nil
 }
 
+// visitWaitingWith is a visit's receiver (the waiting_with filter): the
+// expression of the index visits_waiting_list (migration 0051), which
+// serves the filter only while the two are the same expression.
+const visitWaitingWith = `(CASE v.doc->'receiver'->>'kind' WHEN 'person' THEN v.doc->'receiver'->>'person_id'
+	WHEN 'team' THEN v.doc->'receiver'->>'team_id' ELSE 'reception' END)`
+
 // ListVisits implements cloud.Store.
 func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
 	l := newListOn(visitCols, visitFrom, "v.", "id", t)
+	if f.HostID != "" {
+		// A host's visits are read from visit_hosts, newest first
+		// (migration 0052), in the order of the visits.
+		l = newListOn(visitCols, `visit_hosts h JOIN visits v ON v.org_id = h.org_id AND v.mode = h.mode AND v.id = h.visit_id`+
+			strings.TrimPrefix(visitFrom, `visits v`), "h.", "visit_id", t)
+		l.where("h.person_id = $%d", f.HostID)
+	}
 	if len(f.Status) > 0 {
 		statuses := make([]string, len(f.Status))
 		for i, st := range f.Status {
 			statuses[i] = string(st)
 		}
-		l.where("v.status = ANY($%d)", statuses)
+		l.whereIn("v.status", statuses)
 	}
 	if f.Type != "" {
 		l.where("v.type = $%d", f.Type)
 	}
 	if f.SiteID != "" {
 		l.where("v.site_id = $%d", f.SiteID)
-	}
-	if f.HostID != "" {
-		l.where("v.id IN (SELECT h.visit_id FROM visit_hosts h WHERE h.org_id = $1 AND h.mode = $2 AND h.person_id = $%d)", f.HostID)
 	}
 	if f.VisitorID != "" {
 		l.where("v.visitor_id = $%d", f.VisitorID)
@@ -296,13 +307,12 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 	if f.ExpectedBefore != nil {
 		l.where("v.expected_at < $%d", *f.ExpectedBefore)
 	}
+	l.sortRows = sortWindow(f.ExpectedFrom, f.ExpectedBefore)
 	if f.CreatedAfter != nil {
 		l.where("v.created_at > $%d", *f.CreatedAfter)
 	}
 	if f.WaitingWith != "" {
-		l.where(`v.host_id IS NULL AND (CASE v.doc->'receiver'->>'kind'
-			WHEN 'person' THEN v.doc->'receiver'->>'person_id'
-			WHEN 'team' THEN v.doc->'receiver'->>'team_id' ELSE 'reception' END) = $%d`, f.WaitingWith)
+		l.where(`v.host_id IS NULL AND `+visitWaitingWith+` = $%d`, f.WaitingWith)
 	}
 	l.page(p)
 	out, more, err := collect(ctx, s.pool, l, p.Limit, func(row pgx.CollectableRow) (cloud.Visit, error) {

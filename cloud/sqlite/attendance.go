@@ -466,9 +466,8 @@ func (s *Store) ListPunches(ctx context.Context, t cloud.Tenant, f cloud.PunchFi
 		args = append(args, micros(*f.To))
 	}
 	if p.After != nil {
-		q.WriteString(` AND (occurred_at < ? OR (occurred_at = ? AND id < ?))`)
-		c := micros(p.After.CreatedAt)
-		args = append(args, c, c, p.After.ID)
+		q.WriteString(` AND (occurred_at, id) < (?, ?)`) // a range of the index, as in keysetOn
+		args = append(args, micros(p.After.CreatedAt), p.After.ID)
 	}
 	q.WriteString(` ORDER BY occurred_at DESC, id DESC LIMIT ?`)
 	return list(ctx, s.r, scanPunch, p.Limit, q.String(), append(args, p.Limit+1)...)

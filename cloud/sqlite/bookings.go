@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -341,15 +340,16 @@ func (s *Store) ListBookings(ctx context.Context, t cloud.Tenant, f cloud.Bookin
 	q.WriteString(`SELECT ` + bookingCols + bookingFrom + ` WHERE b.org_id = ? AND b.mode = ?`)
 	args := []any{t.OrgID, string(t.Mode)}
 	if len(f.Status) > 0 {
-		// One JSON array argument, so a list of any length is one
-		// prepared statement.
-		st, err := json.Marshal(f.Status)
-		if err != nil {
-			return nil, false, fmt.Errorf("list bookings: %w", err)
+		stored, check := f.StoredStatuses()
+		args = whereIn(&q, args, "b.status", stored)
+		switch check {
+		case cloud.PendingLive:
+			q.WriteString(` AND (b.status <> 'pending' OR b.confirm_by IS NULL OR b.confirm_by > ?)`)
+			args = append(args, micros(f.Now))
+		case cloud.PendingExpired:
+			q.WriteString(` AND (b.status <> 'pending' OR b.confirm_by <= ?)`)
+			args = append(args, micros(f.Now))
 		}
-		q.WriteString(` AND (CASE WHEN b.status = 'pending' AND b.confirm_by <= ? THEN 'expired' ELSE b.status END)
-			IN (SELECT value FROM json_each(?))`)
-		args = append(args, micros(f.Now), string(st))
 	}
 	for _, c := range []struct {
 		cond, arg string

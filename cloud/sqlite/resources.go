@@ -392,25 +392,21 @@ func (s *Store) UpdatePerson(ctx context.Context, t cloud.Tenant, id string, fn 
 
 // ListPeople implements cloud.Store.
 func (s *Store) ListPeople(ctx context.Context, t cloud.Tenant, f cloud.PersonFilter, p cloud.Page) ([]cloud.Person, bool, error) {
-	var q strings.Builder
-	q.WriteString(`SELECT ` + personCols + ` FROM people WHERE org_id = ? AND mode = ?`)
-	args := []any{t.OrgID, string(t.Mode)}
-	if f.Query != "" {
-		q.WriteString(` AND (instr(name_search, ?) > 0 OR instr(coalesce(email_fold, ''), ?) > 0)`)
-		args = append(args, f.Query, f.Query)
-	}
+	var conds strings.Builder
+	var args []any
 	if f.SiteID != "" {
-		q.WriteString(` AND site_id = ?`)
+		conds.WriteString(` AND site_id = ?`)
 		args = append(args, f.SiteID)
 	}
 	if f.Email != "" {
-		q.WriteString(` AND email_fold = ?`)
+		conds.WriteString(` AND email_fold = ?`)
 		args = append(args, cloud.Fold(f.Email))
 	}
 	if f.Active != nil {
-		q.WriteString(` AND active = ?`)
+		conds.WriteString(` AND active = ?`)
 		args = append(args, boolInt(*f.Active))
 	}
-	args = keyset(&q, args, p, "")
-	return list(ctx, s.r, scanPerson, p.Limit, q.String(), args...)
+	n := nameSearch{table: "people", key: "person_id", cols: personCols, query: f.Query,
+		match: ` AND (instr(name_search, ?) > 0 OR instr(coalesce(email_fold, ''), ?) > 0)`, matchArgs: []any{f.Query, f.Query}}
+	return searchList(ctx, s, n, scanPerson, t, conds.String(), args, p)
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -330,12 +331,85 @@ func keyset(q *strings.Builder, args []any, p cloud.Page, prefix string) []any {
 // and Position.ID, is the column key.
 func keysetOn(q *strings.Builder, args []any, p cloud.Page, prefix, key string) []any {
 	if p.After != nil {
-		fmt.Fprintf(q, " AND (%[1]screated_at < ? OR (%[1]screated_at = ? AND %[1]s%[2]s < ?))", prefix, key)
-		c := micros(p.After.CreatedAt)
-		args = append(args, c, c, p.After.ID)
+		// A row value, which SQLite reads as a range of the list's index
+		// (an OR of the two comparisons it reads from the index's start).
+		fmt.Fprintf(q, " AND (%[1]screated_at, %[1]s%[2]s) < (?, ?)", prefix, key)
+		args = append(args, micros(p.After.CreatedAt), p.After.ID)
 	}
 	fmt.Fprintf(q, " ORDER BY %[1]screated_at DESC, %[1]s%[2]s DESC LIMIT ?", prefix, key)
 	return append(args, p.Limit+1)
+}
+
+// A nameSearch is a list of table (people or teams) that may be searched
+// by name (query, q folded): match is the test of a row (" AND ...",
+// instr of query in its folded columns, with matchArgs), which decides
+// what the list holds whichever way the rows are found.
+type nameSearch struct {
+	table, key, cols string // key: the table's ID column in table_search_rows
+	query            string
+	match            string
+	matchArgs        []any
+}
+
+// searchWindow is how many of the newest rows (after the cursor) a name
+// search tests in list order before it asks the trigram index instead.
+const searchWindow = 2000
+
+// searchList lists the rows of n.table in the tenant that hold the
+// conditions conds (" AND ...", with args) and, when n.query is set, match
+// it, newest first. SQLite has no statistics to choose with, so the list
+// chooses: a query shorter than a trigram (cloud.SearchIndexed) is tested
+// on the rows in list order; a longer one first on the searchWindow
+// newest rows, which hold a page of the matches of a query many rows
+// match, and otherwise through the trigram index table_search
+// (migration 0051), which finds the rows holding every trigram of the
+// query, fewer than searchWindow/page of the rows: those are read in the
+// index's order (CROSS JOIN: SQLite keeps the order written) and sorted.
+func searchList[T any](ctx context.Context, s *Store, n nameSearch, scan func(scanner) (T, error), t cloud.Tenant, conds string, args []any, p cloud.Page) ([]T, bool, error) {
+	tenant := []any{t.OrgID, string(t.Mode)}
+	match, matchArgs := n.match, n.matchArgs
+	if n.query == "" {
+		match, matchArgs = "", nil
+	}
+	var q strings.Builder
+	if !cloud.SearchIndexed(n.query) {
+		q.WriteString(`SELECT ` + n.cols + ` FROM ` + n.table + ` WHERE org_id = ? AND mode = ?` + match + conds)
+		all := keyset(&q, slices.Concat(tenant, matchArgs, args), p, "")
+		return list(ctx, s.r, scan, p.Limit, q.String(), all...)
+	}
+	q.WriteString(`SELECT ` + n.cols + ` FROM (SELECT * FROM ` + n.table + ` WHERE org_id = ? AND mode = ?` + conds)
+	all := keyset(&q, slices.Concat(tenant, args), cloud.Page{Limit: searchWindow - 1, After: p.After}, "")
+	q.WriteString(`) WHERE 1` + match + ` ORDER BY created_at DESC, id DESC LIMIT ?`)
+	all = append(append(all, matchArgs...), p.Limit+1)
+	out, more, err := list(ctx, s.r, scan, p.Limit, q.String(), all...)
+	if err != nil || more {
+		return out, more, err
+	}
+	q.Reset()
+	fmt.Fprintf(&q, `SELECT %[3]s FROM %[1]s_search CROSS JOIN %[1]s_search_rows r ON r.row = %[1]s_search.rowid
+		CROSS JOIN %[1]s ON %[1]s.id = r.%[2]s WHERE org_id = ? AND mode = ? AND %[1]s_search MATCH ?`, n.table, n.key, n.cols)
+	q.WriteString(match + conds)
+	// One FTS5 string: the phrase of the query's trigrams, in which a
+	// double quote is written twice.
+	phrase := `"` + strings.ReplaceAll(n.query, `"`, `""`) + `"`
+	all = keyset(&q, slices.Concat(tenant, []any{phrase}, matchArgs, args), p, "")
+	return list(ctx, s.r, scan, p.Limit, q.String(), all...)
+}
+
+// whereIn adds " AND col = ?" for one value and " AND col IN (?, ...)"
+// for several (SQLite reads an index on col in its order only for one
+// value), and returns args with the values.
+func whereIn(q *strings.Builder, args []any, col string, values []string) []any {
+	q.WriteString(" AND " + col)
+	if len(values) == 1 {
+		q.WriteString(" = ?")
+	} else {
+		q.WriteString(" IN (?" + strings.Repeat(", ?", len(values)-1) + ")")
+	}
+	for _, v := range values {
+		args = append(args, v)
+	}
+	return args
 }
 
 // trim cuts a page fetched with one extra row and says whether more follow.

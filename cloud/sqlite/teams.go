@@ -227,26 +227,22 @@ func sameIDs(a, b []string) bool {
 
 // ListTeams implements cloud.Store.
 func (s *Store) ListTeams(ctx context.Context, t cloud.Tenant, f cloud.TeamFilter, p cloud.Page) ([]cloud.Team, bool, error) {
-	var q strings.Builder
-	q.WriteString(`SELECT ` + teamCols + ` FROM teams WHERE org_id = ? AND mode = ?`)
-	args := []any{t.OrgID, string(t.Mode)}
-	if f.Query != "" {
-		q.WriteString(` AND instr(name_search, ?) > 0`)
-		args = append(args, f.Query)
-	}
+	var conds strings.Builder
+	var args []any
 	if f.SiteID != "" {
-		q.WriteString(` AND (site_id = ? OR site_id IS NULL)`)
+		conds.WriteString(` AND (site_id = ? OR site_id IS NULL)`)
 		args = append(args, f.SiteID)
 	}
 	if f.VisitorsCanChoose != nil {
-		q.WriteString(` AND visitors_can_choose = ?`)
+		conds.WriteString(` AND visitors_can_choose = ?`)
 		args = append(args, boolInt(*f.VisitorsCanChoose))
 	}
 	if !f.IncludeArchived {
-		q.WriteString(` AND archived = 0`)
+		conds.WriteString(` AND archived = 0`)
 	}
-	args = keyset(&q, args, p, "")
-	teams, more, err := list(ctx, s.r, newTeamRow().scan, p.Limit, q.String(), args...)
+	n := nameSearch{table: "teams", key: "team_id", cols: teamCols, query: f.Query,
+		match: ` AND instr(name_search, ?) > 0`, matchArgs: []any{f.Query}}
+	teams, more, err := searchList(ctx, s, n, newTeamRow().scan, t, conds.String(), args, p)
 	if err != nil {
 		return nil, false, fmt.Errorf("list teams: %w", err)
 	}

@@ -243,25 +243,34 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 	return out, err
 }
 
+// visitWaitingWith is a visit's receiver (the waiting_with filter): the
+// expression of the index visits_waiting_list (migration 0051), which
+// serves the filter only while the two are the same expression.
+const visitWaitingWith = `(CASE json_extract(v.doc, '$.receiver.kind') WHEN 'person' THEN json_extract(v.doc, '$.receiver.person_id')
+	WHEN 'team' THEN json_extract(v.doc, '$.receiver.team_id') ELSE 'reception' END)`
+
 // ListVisits implements cloud.Store.
 func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFilter, p cloud.Page) ([]cloud.Visit, bool, error) {
 	var q strings.Builder
-	q.WriteString(`SELECT ` + visitCols + visitFrom + ` WHERE v.org_id = ? AND v.mode = ?`)
+	// A host's visits are read from visit_hosts, newest first (migration
+	// 0052): CROSS JOIN keeps that order of the tables.
+	from, order, key := visitFrom, "v.", "id"
+	if f.HostID != "" {
+		from, order, key = ` FROM visit_hosts h CROSS JOIN visits v ON v.id = h.visit_id`+strings.TrimPrefix(visitFrom, ` FROM visits v`), "h.", "visit_id"
+	}
+	q.WriteString(`SELECT ` + visitCols + from + ` WHERE v.org_id = ? AND v.mode = ?`)
 	args := []any{t.OrgID, string(t.Mode)}
 	if len(f.Status) > 0 {
-		// One JSON array argument, so a list of any length is one
-		// prepared statement.
-		b, err := json.Marshal(f.Status)
-		if err != nil {
-			return nil, false, fmt.Errorf("list visits: %w", err)
+		statuses := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			statuses[i] = string(st)
 		}
-		q.WriteString(` AND v.status IN (SELECT value FROM json_each(?))`)
-		args = append(args, string(b))
+		args = whereIn(&q, args, "v.status", statuses)
 	}
 	for _, c := range []struct {
 		cond, arg string
 	}{{` AND v.type = ?`, f.Type}, {` AND v.site_id = ?`, f.SiteID}, {` AND v.visitor_id = ?`, f.VisitorID},
-		{` AND v.id IN (SELECT visit_id FROM visit_hosts WHERE person_id = ?)`, f.HostID}} {
+		{` AND h.person_id = ?`, f.HostID}} {
 		if c.arg != "" {
 			q.WriteString(c.cond)
 			args = append(args, c.arg)
@@ -280,12 +289,10 @@ func (s *Store) ListVisits(ctx context.Context, t cloud.Tenant, f cloud.VisitFil
 		args = append(args, micros(*f.CreatedAfter))
 	}
 	if f.WaitingWith != "" {
-		q.WriteString(` AND v.host_id IS NULL AND (CASE json_extract(v.doc, '$.receiver.kind')
-			WHEN 'person' THEN json_extract(v.doc, '$.receiver.person_id')
-			WHEN 'team' THEN json_extract(v.doc, '$.receiver.team_id') ELSE 'reception' END) = ?`)
+		q.WriteString(` AND v.host_id IS NULL AND ` + visitWaitingWith + ` = ?`)
 		args = append(args, f.WaitingWith)
 	}
-	args = keyset(&q, args, p, "v.")
+	args = keysetOn(&q, args, p, order, key)
 	out, more, err := list(ctx, s.r, scanVisit, p.Limit, q.String(), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list visits: %w", err)

@@ -96,6 +96,7 @@ func groups() []group {
 			{"UpdateEmailConflict", testPersonUpdateEmailConflict},
 			{"ListFilters", testPersonListFilters},
 			{"ListQueryLiteral", testPersonListQueryLiteral},
+			{"ListQueryFollowsUpdates", testPersonListQueryFollowsUpdates},
 			{"TenantIsolation", testPersonTenantIsolation},
 		}, paginationTests(personPager)...)},
 		{"Teams", append([]test{
@@ -108,6 +109,7 @@ func groups() []group {
 			{"UpdateUnknown", testTeamUpdateUnknown},
 			{"ListFilters", testTeamListFilters},
 			{"ListQueryLiteral", testTeamListQueryLiteral},
+			{"ListQueryFollowsUpdates", testTeamListQueryFollowsUpdates},
 			{"TenantIsolation", testTeamTenantIsolation},
 		}, paginationTests(teamPager)...)},
 		{"VisitTypes", append([]test{
@@ -140,6 +142,7 @@ func groups() []group {
 			{"UpdateUnknown", testVisitUpdateUnknown},
 			{"UpdateConcurrent", testVisitUpdateConcurrent},
 			{"ListFilters", testVisitListFilters},
+			{"ListHostPages", testVisitListHostPages},
 			{"ListHostFilter", testVisitListHostFilter},
 			{"ListWaitingWith", testVisitListWaitingWith},
 			{"TenantIsolation", testVisitTenantIsolation},
@@ -1105,12 +1108,20 @@ func testPersonListQueryLiteral(t *testing.T, e *env) {
 	under := e.newPerson(t, e.a, named[cloud.Person]("under_score"))
 	e.newPerson(t, e.a, named[cloud.Person]("underXscore"))
 	e.newPerson(t, e.a, named[cloud.Person]("Plain"))
+	quoted := e.newPerson(t, e.a, named[cloud.Person](`Say "Hello" Sam`))
 	for q, want := range map[string][]string{
 		"%":   {pct.ID},
 		"0% ": {pct.ID},
 		"_":   {under.ID},
 		"r_s": {under.ID},
 		`\`:   nil,
+		// Long enough for the stores' trigram indexes (cloud.SearchIndexed).
+		"100% hu":   {pct.ID},
+		"der_sco":   {under.ID},
+		"der%sco":   nil,
+		`"hello"`:   {quoted.ID},
+		`"hello" s`: {quoted.ID},
+		`hello""`:   nil,
 	} {
 		got := e.listPeople(t, e.a, cloud.PersonFilter{Query: q})
 		if want == nil {
@@ -1118,6 +1129,32 @@ func testPersonListQueryLiteral(t *testing.T, e *env) {
 			continue
 		}
 		require.Equal(t, want, idsOf(personRow, got), "query %q", q)
+	}
+}
+
+// testPersonListQueryFollowsUpdates checks q finds a person by the name
+// and email they have now, not those they had.
+func testPersonListQueryFollowsUpdates(t *testing.T, e *env) {
+	ada := e.newPerson(t, e.a, func(p *cloud.Person) { p.Name, p.Email = "Ada Lovelace", "ada@analytical.example" })
+	grace := e.newPerson(t, e.a, named[cloud.Person]("Grace Hopper"))
+	_, err := e.s.UpdatePerson(t.Context(), e.a, ada.ID, func(x *cloud.Person) error {
+		x.Name, x.Email = "Ada King", "countess@lovelace.example"
+		return nil
+	})
+	require.NoError(t, err)
+	for q, want := range map[string][]string{
+		"lovelace":   {ada.ID}, // the email now
+		"ada lov":    nil,
+		"ada king":   {ada.ID},
+		"analytical": nil,
+		"hopper":     {grace.ID},
+	} {
+		got := idsOf(personRow, e.listPeople(t, e.a, cloud.PersonFilter{Query: q}))
+		if want == nil {
+			require.Empty(t, got, "query %q", q)
+			continue
+		}
+		require.Equal(t, want, got, "query %q", q)
 	}
 }
 
@@ -1399,6 +1436,10 @@ func testTeamListQueryLiteral(t *testing.T, e *env) {
 		"_":   {under.ID},
 		"a_b": {under.ID},
 		`\`:   nil,
+		// Long enough for the stores' trigram indexes (cloud.SearchIndexed).
+		"100% cl":  {pct.ID},
+		"a_b team": {under.ID},
+		"a%b team": nil,
 	} {
 		got := e.listTeams(t, e.a, cloud.TeamFilter{Query: q})
 		if want == nil {
@@ -1407,6 +1448,19 @@ func testTeamListQueryLiteral(t *testing.T, e *env) {
 		}
 		require.Equal(t, want, idsOf(teamRow, got), "query %q", q)
 	}
+}
+
+// testTeamListQueryFollowsUpdates checks q finds a team by the name it
+// has now, not the one it had.
+func testTeamListQueryFollowsUpdates(t *testing.T, e *env) {
+	tm := e.newTeam(t, e.a, named[cloud.Team]("Reception"))
+	_, err := e.s.UpdateTeam(t.Context(), e.a, tm.ID, func(x *cloud.Team) error {
+		x.Name = "Front Desk"
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, e.listTeams(t, e.a, cloud.TeamFilter{Query: "reception"}))
+	require.Equal(t, []string{tm.ID}, idsOf(teamRow, e.listTeams(t, e.a, cloud.TeamFilter{Query: "front desk"})))
 }
 
 func testTeamTenantIsolation(t *testing.T, e *env) {

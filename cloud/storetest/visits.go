@@ -912,6 +912,37 @@ func testVisitUpdateConcurrent(t *testing.T, e *env) {
 	require.Len(t, e.listMessages(t, e.a, cloud.MessageFilter{VisitID: v.ID}), workers)
 }
 
+// testVisitListHostPages checks a host's visits, lead or co-host, come
+// newest first over several pages, as every list's do, and that a change
+// of a visit's hosts moves it in or out of the list, not in its order.
+func testVisitListHostPages(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	p, other := e.newPerson(t, e.a), e.newPerson(t, e.a)
+	var want []cloud.Visit
+	for i := range 5 {
+		hosts := hostedBy(p)
+		if i%2 == 1 {
+			hosts = hostedBy(other, p)
+		}
+		want = append(want, e.newVisit(t, e.a, s.ID, hosts))
+	}
+	e.newVisit(t, e.a, s.ID, hostedBy(other))
+	require.Equal(t, newestIDs(visitRow, want...), idsOf(visitRow, e.listVisits(t, e.a, cloud.VisitFilter{HostID: p.ID})))
+	// The oldest visit is handed to another host only, then back.
+	_, err := e.s.UpdateVisit(t.Context(), e.a, want[0].ID, func(v *cloud.Visit, w *cloud.VisitWrites) error {
+		hostedBy(other)(v, w)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, newestIDs(visitRow, want[1:]...), idsOf(visitRow, e.listVisits(t, e.a, cloud.VisitFilter{HostID: p.ID})))
+	_, err = e.s.UpdateVisit(t.Context(), e.a, want[0].ID, func(v *cloud.Visit, w *cloud.VisitWrites) error {
+		hostedBy(p)(v, w)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, newestIDs(visitRow, want...), idsOf(visitRow, e.listVisits(t, e.a, cloud.VisitFilter{HostID: p.ID})))
+}
+
 func testVisitListFilters(t *testing.T, e *env) {
 	s1, s2 := e.newSite(t, e.a), e.newSite(t, e.a)
 	p1, p2, p3 := e.newPerson(t, e.a), e.newPerson(t, e.a), e.newPerson(t, e.a)
