@@ -999,7 +999,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 				if err := putVisitValue(tx.Bucket(bucketCloud), v); err != nil {
 					return err
 				}
-				if x, ok := cur.visits[u.shard()][u]; ok {
+				if x, ok := cur.visits.get(u); ok {
 					v = merge(x.visit(v.ID, u), v)
 				}
 			}
@@ -1011,7 +1011,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 			if _, ok := e.visit(u); ok {
 				continue
 			}
-			if x, ok := cur.visits[u.shard()][u]; ok {
+			if x, ok := cur.visits.get(u); ok {
 				if err := c.putVisit(tx, e, x.visit(visitID(u), u)); err != nil {
 					return err
 				}

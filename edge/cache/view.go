@@ -15,20 +15,12 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// shardBits sets the number of visit shards, 1<<shardBits. A write copies
-// the shards it touches, so a scan costs n>>shardBits entries copied: about
-// 400 for 100,000 visits.
-const shardBits = 8
-
-const shards = 1 << shardBits
-
 // View is the cache's state as of one committed write. It never changes:
 // each write builds a new View and swaps it in, so the gate path reads it
 // without locks and a decision sees one consistent state. Its methods are
 // safe for concurrent use.
 type View struct {
-	visits   [shards]map[uid]visitEntry // never modified once the View is published
-	nVisits  int
+	visits   trie[visitEntry] // like every trie of the View, never written once published
 	gates    map[string]protocol.Gate
 	keys     map[string]protocol.Key     // retired ones included
 	keySet   passtoken.KeySet            // the organisation's keys not retired
@@ -39,17 +31,17 @@ type View struct {
 	seq      uint64
 	syncedAt time.Time
 	outbox   int
-	people   byUID[protocol.Person]
-	punches  byUID[protocol.Fact] // by person: the last punch recorded here
+	people   trie[protocol.Person]
+	punches  trie[protocol.Fact] // by person: the last punch recorded here
 
 	// The reception kiosk's (kiosk.go).
 	teams     map[string]protocol.Team
 	types     map[string]protocol.VisitType
-	waiting   byUID[struct{}] // checked-in visits with needs_someone
-	onSite    byUID[struct{}] // checked-in visits
-	byCode    byUID[[]uid]    // codeKey → visits
-	byVisitor byUID[[]uid]    // nameKey of the folded visitor name → visits
-	pending   byUID[struct{}] // visits a waiting fact names
+	waiting   trie[struct{}]  // checked-in visits with needs_someone
+	onSite    trie[struct{}]  // checked-in visits
+	byCode    trie[visitRefs] // codeKey → visits
+	byVisitor trie[visitRefs] // nameKey of the folded visitor name → visits
+	pending   trie[struct{}]  // visits a waiting fact names
 	search    *peopleIndex    // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
@@ -79,7 +71,7 @@ func (v *View) Visit(id string) (protocol.Visit, bool) {
 	if !ok {
 		return protocol.Visit{}, false
 	}
-	e, ok := v.visits[u.shard()][u]
+	e, ok := v.visits.get(u)
 	if !ok {
 		return protocol.Visit{}, false
 	}
@@ -183,7 +175,7 @@ func (v *View) SyncedAt() time.Time { return v.syncedAt }
 
 // Counts returns the sizes of the View and of the outbox.
 func (v *View) Counts() Counts {
-	return Counts{Visits: v.nVisits, Gates: len(v.gates), Keys: len(v.keys), People: v.people.n, Outbox: v.outbox}
+	return Counts{Visits: v.visits.len(), Gates: len(v.gates), Keys: len(v.keys), People: v.people.len(), Outbox: v.outbox}
 }
 
 // noTime stands for a nil time in a visitEntry.
@@ -536,126 +528,43 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
 	return nil
 }
 
-// byUID is a copy-on-write map keyed by uid, split into shards as the
-// visits are, so a write copies the array of shard pointers and the one
-// shard it touches rather than every entry: people and their punches
-// change one at a time. The zero value is empty; a published one is never
-// written.
-type byUID[V any] struct {
-	s *[shards]map[uid]V // nil when empty
-	n int
-}
-
-func (m byUID[V]) get(u uid) (V, bool) {
-	if m.s == nil {
-		var zero V
-		return zero, false
-	}
-	x, ok := m.s[u.shard()][u]
-	return x, ok
-}
-
-// byUIDEdit changes a byUID for the next View, copying what it writes the
-// first time.
-type byUIDEdit[V any] struct {
-	own    bool // the array is this edit's
-	copied [shards]bool
-}
-
-func (e *byUIDEdit[V]) put(m *byUID[V], u uid, x V) {
-	if !e.own {
-		var arr [shards]map[uid]V
-		if m.s != nil {
-			arr = *m.s
-		}
-		m.s, e.own = &arr, true
-	}
-	s := u.shard()
-	if !e.copied[s] {
-		c := make(map[uid]V, len(m.s[s])+1)
-		maps.Copy(c, m.s[s])
-		m.s[s], e.copied[s] = c, true
-	}
-	if _, ok := m.s[s][u]; !ok {
-		m.n++
-	}
-	m.s[s][u] = x
-}
-
-func (e *byUIDEdit[V]) del(m *byUID[V], u uid) {
-	if _, ok := m.get(u); !ok {
-		return
-	}
-	if !e.own {
-		arr := *m.s
-		m.s, e.own = &arr, true
-	}
-	s := u.shard()
-	if !e.copied[s] {
-		m.s[s], e.copied[s] = maps.Clone(m.s[s]), true
-	}
-	delete(m.s[s], u)
-	m.n--
-}
-
-// edit builds the next View from the current one. Maps reachable from a
-// published View are never written: edit copies a visit shard, the gates
-// or the keys the first time it changes them.
+// edit builds the next View from the current one. What is reachable from
+// a published View is never written: the tries copy the nodes the edit
+// changes the first time (gen names the edit's own), and the gates, keys,
+// teams and types maps are copied whole the first time they change (a
+// site has few of each).
 type edit struct {
 	v          View
-	copied     [shards]bool
+	gen        uint64
 	gatesCopy  bool
 	keysCopy   bool
 	keysChange bool
-	people     byUIDEdit[protocol.Person]
-	punches    byUIDEdit[protocol.Fact]
 	in         *interner
 
 	teamsCopy, typesCopy bool
 	peopleChange         bool
-	waiting, onSite      byUIDEdit[struct{}]
-	pending              byUIDEdit[struct{}]
-	byCode, byVisitor    byUIDEdit[[]uid]
+	full                 bool // a View from nothing: compacted when done
 }
 
 func newEdit(cur *View, in *interner) *edit {
-	return &edit{v: *cur, in: in}
+	return &edit{v: *cur, in: in, gen: newGen()}
 }
 
-func (e *edit) visit(u uid) (visitEntry, bool) {
-	x, ok := e.v.visits[u.shard()][u]
-	return x, ok
-}
+func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
 func (e *edit) putVisit(u uid, x visitEntry) {
-	s := u.shard()
-	if !e.copied[s] {
-		m := make(map[uid]visitEntry, len(e.v.visits[s])+1)
-		maps.Copy(m, e.v.visits[s])
-		e.v.visits[s] = m
-		e.copied[s] = true
-	}
-	old, had := e.v.visits[s][u]
-	if !had {
-		e.v.nVisits++
-	}
-	e.v.visits[s][u] = x
+	old, had := e.v.visits.get(u)
+	e.v.visits.put(e.gen, u, x)
 	e.index(u, old, had, x, true)
 }
 
-// deleteVisit removes a visit from the edit, copying its shard first.
+// deleteVisit removes a visit from the edit.
 func (e *edit) deleteVisit(u uid) {
-	s := u.shard()
-	old, ok := e.v.visits[s][u]
+	old, ok := e.v.visits.get(u)
 	if !ok {
 		return
 	}
-	if !e.copied[s] {
-		e.v.visits[s] = maps.Clone(e.v.visits[s])
-		e.copied[s] = true
-	}
-	delete(e.v.visits[s], u)
-	e.v.nVisits--
+	e.v.visits.del(e.gen, u)
 	e.index(u, old, true, visitEntry{}, false)
 }
 
@@ -665,7 +574,7 @@ func (e *edit) putPerson(p protocol.Person) error {
 	if !ok {
 		return fmt.Errorf("id %q is not a person ID", p.ID)
 	}
-	e.people.put(&e.v.people, u, p)
+	e.v.people.put(e.gen, u, p)
 	e.peopleChange = true
 	return nil
 }
@@ -676,7 +585,7 @@ func (e *edit) putPunch(f protocol.Fact) error {
 	if !ok {
 		return fmt.Errorf("person_id %q is not a person ID", f.PersonID)
 	}
-	e.punches.put(&e.v.punches, u, f)
+	e.v.punches.put(e.gen, u, f)
 	return nil
 }
 
@@ -690,7 +599,7 @@ func (e *edit) restorePunch(personID string, last *protocol.Fact) error {
 	if !ok {
 		return fmt.Errorf("person_id %q is not a person ID", personID)
 	}
-	e.punches.del(&e.v.punches, u)
+	e.v.punches.del(e.gen, u)
 	return nil
 }
 
@@ -733,6 +642,17 @@ func (e *edit) setSettings(s protocol.Settings) error {
 
 // done returns the new View.
 func (e *edit) done() (*View, error) {
+	if e.full {
+		v := &e.v
+		v.visits.compact(e.gen)
+		v.people.compact(e.gen)
+		v.punches.compact(e.gen)
+		v.waiting.compact(e.gen)
+		v.onSite.compact(e.gen)
+		v.byCode.compact(e.gen)
+		v.byVisitor.compact(e.gen)
+		v.pending.compact(e.gen)
+	}
 	if e.peopleChange || e.v.search == nil {
 		e.v.search = buildPeopleIndex(e.v.people)
 	}
@@ -795,11 +715,7 @@ func badgeSets(keys map[string]protocol.Key) (map[string]passtoken.KeySet, error
 
 // newFullEdit starts a View from nothing, for Open and ReplaceSnapshot.
 func newFullEdit(in *interner) *edit {
-	e := &edit{in: in, gatesCopy: true, keysCopy: true, keysChange: true}
-	for i := range e.v.visits {
-		e.v.visits[i] = map[uid]visitEntry{}
-		e.copied[i] = true
-	}
+	e := &edit{in: in, gen: newGen(), full: true, gatesCopy: true, keysCopy: true, keysChange: true}
 	e.v.gates = map[string]protocol.Gate{}
 	e.v.keys = map[string]protocol.Key{}
 	e.v.teams, e.v.types, e.teamsCopy, e.typesCopy = map[string]protocol.Team{}, map[string]protocol.VisitType{}, true, true

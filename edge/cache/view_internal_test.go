@@ -45,15 +45,18 @@ func TestVisitUID_RoundTrip(t *testing.T) {
 	}
 }
 
-func TestVisitUID_ShardsSpread(t *testing.T) {
-	var n [shards]int
-	for range 100 * shards {
+func TestVisitUID_HashSpreads(t *testing.T) {
+	// The trie's first two levels take the hash's low 10 bits: UUIDv7s
+	// made in one millisecond must spread over them.
+	const buckets = 1 << (2 * chunkBits)
+	var n [buckets]int
+	for range 100 * buckets {
 		u, _ := visitUID(ids.New(ids.Visit))
-		n[u.shard()]++
+		n[u.hash()%buckets]++
 	}
-	for s, c := range n {
-		require.Greater(t, c, 40, "shard %d holds %d of %d", s, c, 100*shards)
-		require.Less(t, c, 170, "shard %d holds %d of %d", s, c, 100*shards)
+	for b, c := range n {
+		require.Greater(t, c, 40, "bucket %d holds %d of %d", b, c, 100*buckets)
+		require.Less(t, c, 170, "bucket %d holds %d of %d", b, c, 100*buckets)
 	}
 }
 
