@@ -81,8 +81,9 @@
 // an atomic pointer swap, so a decision reads one consistent state without
 // locks. Writers are serialised, so Views appear in commit order.
 //
-// Visits are packed (a 192-byte entry keyed by the visit's 16-byte UUID,
-// times as Unix microseconds, host names and gates shared) in a persistent
+// Visits are packed (a 120-byte entry keyed by the visit's 16-byte UUID,
+// times as Unix microseconds, hosts, teams and gates shared, what few
+// visits have behind one pointer) in a persistent
 // hash trie (trie.go): 32-way interior nodes over leaves of up to about
 // 8 KB of entries, keyed by a hash of the UUID. A write copies the path to
 // each leaf it changes (for 100,000 visits a leaf of about 3 entries and

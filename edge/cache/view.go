@@ -204,30 +204,44 @@ type visitGates struct {
 	entered string   // gate_id; empty while unknown
 }
 
-// visitEntry is a protocol.Visit packed for the View: 184 bytes without
+// visitEntry is a protocol.Visit packed for the View: 120 bytes without
 // the names' bytes, against about 450 bytes and five allocations for a
-// decoded protocol.Visit.
+// decoded protocol.Visit. What most visits share (host, team, type,
+// gates) is interned; what few visits have (another visit's pass, a
+// re-entry, a receiver, a waiting time) is behind extra.
 type visitEntry struct {
 	expectedAt, expectedUntil int64 // Unix microseconds, or noTime
 	checkedInAt, checkedOutAt int64
-	forVisit                  uid
-	reenteredAs               uid         // when flagReentered
 	gates                     *visitGates // nil: every gate, and gate_id unknown
 	visitorName               string
-	hostName                  string // interned
-	typeKey                   string // interned
+	typeKey                   string   // interned
+	host                      *hostRef // interned; nil: neither host_id nor host_name
 	team                      *teamRef
 	visitor                   *visitorRef
-	receiver                  *receiverRef // nil: never handed over
-	hostID                    uid          // when hasHost
-	waitingSince              int64
+	extra                     *visitExtra // nil for most visits
 	uses                      int32
 	before, after             int16 // window, minutes
 	dailyFrom, dailyUntil     int16 // when flagDaily
 	status                    uint8 // index in statuses
 	flags                     uint8
 	source, audience          uint8 // indexes in storedSources, storedAudiences
-	hasHost                   bool
+}
+
+// hostRef is a visit's host, interned: the visits of a host share one.
+type hostRef struct {
+	id    uid // when hasID
+	hasID bool
+	name  string
+}
+
+// visitExtra holds what few visits have.
+type visitExtra struct {
+	forVisit     uid // the visit holding the pass, when hasFor
+	reenteredAs  uid // when flagReentered
+	waitingSince int64
+	receiver     receiverRef // when hasReceiver
+	hasFor       bool
+	hasReceiver  bool
 }
 
 // teamRef is a visit's team, interned: the visits of a team share one.
@@ -237,7 +251,7 @@ type teamRef struct {
 }
 
 // receiverRef is whom a visit nobody has taken waits with after a
-// hand-over (protocol.Visit.Receiver): rare, so a pointer, nil for most.
+// hand-over (protocol.Visit.Receiver): rare, so in visitExtra.
 type receiverRef struct {
 	kind uint8 // an index in storedReceivers
 	id   uid   // the person or team; zero for reception
@@ -268,13 +282,25 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 		Revoked:     e.flags&flagRevoked != 0,
 		ForVisitID:  id,
 		VisitorName: e.visitorName,
-		HostName:    e.hostName,
 	}
-	if e.forVisit != u {
-		v.ForVisitID = visitID(e.forVisit)
-	}
-	if e.flags&flagReentered != 0 {
-		v.ReenteredAs = visitID(e.reenteredAs)
+	if x := e.extra; x != nil {
+		if x.hasFor {
+			v.ForVisitID = visitID(x.forVisit)
+		}
+		if e.flags&flagReentered != 0 {
+			v.ReenteredAs = visitID(x.reenteredAs)
+		}
+		v.WaitingSince = fromMicros(x.waitingSince)
+		if x.hasReceiver {
+			r := x.receiver
+			v.Receiver = storedReceivers[r.kind]
+			switch v.Receiver {
+			case protocol.ToPerson:
+				v.ReceiverID = personID(r.id)
+			case protocol.ToTeam:
+				v.ReceiverID = formatUID(ids.Team, r.id)
+			}
+		}
 	}
 	if e.flags&flagDaily != 0 {
 		v.Rules.Daily = &protocol.Daily{From: passrule.Clock(e.dailyFrom), Until: passrule.Clock(e.dailyUntil)}
@@ -287,9 +313,12 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	}
 	v.AtDesk = e.flags&flagAtDesk != 0
 	v.Type, v.Source, v.Audience = e.typeKey, storedSources[e.source], storedAudiences[e.audience]
-	v.NeedsSomeone, v.WaitingSince = e.flags&flagNeedsSomeone != 0, fromMicros(e.waitingSince)
-	if e.hasHost {
-		v.HostID = personID(e.hostID)
+	v.NeedsSomeone = e.flags&flagNeedsSomeone != 0
+	if h := e.host; h != nil {
+		v.HostName = h.name
+		if h.hasID {
+			v.HostID = personID(h.id)
+		}
 	}
 	if e.team != nil {
 		v.TeamID, v.TeamName = formatUID(ids.Team, e.team.id), e.team.name
@@ -299,15 +328,6 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 			v.VisitorID = formatUID(ids.Visitor, r.id)
 		}
 		v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.email, r.phone, r.company
-	}
-	if r := e.receiver; r != nil {
-		v.Receiver = storedReceivers[r.kind]
-		switch v.Receiver {
-		case protocol.ToPerson:
-			v.ReceiverID = personID(r.id)
-		case protocol.ToTeam:
-			v.ReceiverID = formatUID(ids.Team, r.id)
-		}
 	}
 	return v
 }
@@ -355,11 +375,12 @@ type interner struct {
 	gates    map[string]*visitGates
 	teams    map[teamRef]*teamRef
 	visitors map[visitorRef]*visitorRef
+	hosts    map[hostRef]*hostRef
 }
 
 func newInterner() *interner {
 	return &interner{names: map[string]string{}, gates: map[string]*visitGates{}, teams: map[teamRef]*teamRef{},
-		visitors: map[visitorRef]*visitorRef{}}
+		visitors: map[visitorRef]*visitorRef{}, hosts: map[hostRef]*hostRef{}}
 }
 
 func (in *interner) team(id uid, name string) *teamRef {
@@ -369,6 +390,18 @@ func (in *interner) team(id uid, name string) *teamRef {
 	}
 	r := &teamRef{id: id, name: in.name(name)}
 	in.teams[*r] = r
+	return r
+}
+
+func (in *interner) host(k hostRef) *hostRef {
+	if k == (hostRef{}) {
+		return nil
+	}
+	if r, ok := in.hosts[k]; ok {
+		return r
+	}
+	r := &hostRef{id: k.id, hasID: k.hasID, name: in.name(k.name)}
+	in.hosts[*r] = r
 	return r
 }
 
@@ -428,15 +461,19 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 		checkedOutAt:  toMicros(v.CheckedOutAt),
 		gates:         in.visitGates(v.Rules.GateIDs, v.GateID),
 		visitorName:   v.VisitorName,
-		hostName:      in.name(v.HostName),
 		before:        int16(v.Rules.Window.Before),
 		after:         int16(v.Rules.Window.After),
 	}
-	if e.forVisit, ok = visitUID(v.ForVisitID); !ok {
+	var x visitExtra
+	holder, ok := visitUID(v.ForVisitID)
+	if !ok {
 		return uid{}, visitEntry{}, fmt.Errorf("for_visit_id %q is not a visit ID", v.ForVisitID)
 	}
+	if holder != u {
+		x.forVisit, x.hasFor = holder, true
+	}
 	if v.ReenteredAs != "" {
-		if e.reenteredAs, ok = visitUID(v.ReenteredAs); !ok {
+		if x.reenteredAs, ok = visitUID(v.ReenteredAs); !ok {
 			return uid{}, visitEntry{}, fmt.Errorf("reentered_as %q is not a visit ID", v.ReenteredAs)
 		}
 		e.flags |= flagReentered
@@ -469,14 +506,17 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	if v.AtDesk {
 		e.flags |= flagAtDesk
 	}
-	if err := in.kiosk(v, &e); err != nil {
+	if err := in.kiosk(v, &e, &x); err != nil {
 		return uid{}, visitEntry{}, err
+	}
+	if x != (visitExtra{waitingSince: noTime}) {
+		e.extra = &x
 	}
 	return u, e, nil
 }
 
 // kiosk packs the fields the reception kiosk shows.
-func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
+func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error {
 	src, aud := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
 	if src < 0 || aud < 0 {
 		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
@@ -485,14 +525,16 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
 	if v.NeedsSomeone {
 		e.flags |= flagNeedsSomeone
 	}
-	e.waitingSince = toMicros(v.WaitingSince)
+	x.waitingSince = toMicros(v.WaitingSince)
 	var ok bool
+	h := hostRef{name: v.HostName}
 	if v.HostID != "" {
-		if e.hostID, ok = personUID(v.HostID); !ok {
+		if h.id, ok = personUID(v.HostID); !ok {
 			return fmt.Errorf("host_id %q is not a person ID", v.HostID)
 		}
-		e.hasHost = true
+		h.hasID = true
 	}
+	e.host = in.host(h)
 	if v.TeamID != "" {
 		t, ok := parseUID(ids.Team, v.TeamID)
 		if !ok {
@@ -513,17 +555,16 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
 		if k < 0 {
 			return fmt.Errorf("receiver %q unknown", v.Receiver)
 		}
-		rr := &receiverRef{kind: uint8(k)}
+		x.receiver, x.hasReceiver = receiverRef{kind: uint8(k)}, true
 		if v.ReceiverID != "" {
 			prefix := ids.Person
 			if v.Receiver == protocol.ToTeam {
 				prefix = ids.Team
 			}
-			if rr.id, ok = parseUID(prefix, v.ReceiverID); !ok {
+			if x.receiver.id, ok = parseUID(prefix, v.ReceiverID); !ok {
 				return fmt.Errorf("receiver_id %q is not a %s ID", v.ReceiverID, prefix)
 			}
 		}
-		e.receiver = rr
 	}
 	return nil
 }
