@@ -188,6 +188,7 @@ type CloudState struct {
 	FactsRejected   uint64 // ErrRejected
 	FactsFailed     uint64 // a transient error: not acknowledged
 	FactBatches     uint64 // ApplyFacts calls
+	FactsQueued     int    // received and waiting for the next batch
 	AckReplies      uint64
 	ResyncsAnswered uint64 // with changes
 	Snapshots       uint64 // resyncs answered with a snapshot
@@ -253,7 +254,8 @@ func (c *Cloud) State() CloudState {
 	return CloudState{
 		Connected:    c.connected.Load(),
 		FactsApplied: c.applied.Load(), FactsRejected: c.rejected.Load(), FactsFailed: c.failed.Load(), FactBatches: c.batches.Load(),
-		AckReplies: c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
+		FactsQueued: c.facts.len(),
+		AckReplies:  c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
 		Statuses: c.statuses.Load(), ChangesSent: c.sent.Load(),
 		Dropped: c.dropped.Load() + c.facts.droppedCount() + c.resync.droppedCount() + c.status.droppedCount(),
 	}
