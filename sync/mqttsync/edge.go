@@ -420,7 +420,8 @@ type inMsg struct {
 // handleAll decodes and applies the messages taken at once, reporting
 // whether they acknowledged facts (so the window has room). Each write is
 // a durable transaction, so what came together is written together: the
-// acknowledgements of every reply among them in one Ack, first, and then
+// acknowledgements of every reply among them in one Ack, first (after
+// publishing the facts that take their place in the window), and then
 // the rest in order, runs of feed batches that follow on from one another
 // applied as one run. Taking the acknowledgements first changes no
 // outcome: a visit's feed change applied while its fact waits is kept as
@@ -459,7 +460,18 @@ func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
 			e.drop(m, "not a topic this edge reads")
 		}
 	}
-	acked := len(acks) > 0 && e.onAcks(acks)
+	acked := false
+	if len(acks) > 0 {
+		// The window's room goes to the next facts at once: they are read
+		// past the last one published, so the acknowledged ones, still in
+		// the outbox until Ack commits, are not published again, and the
+		// cloud works on the next facts while the edge writes the Ack.
+		for _, id := range acks {
+			delete(e.inflight, id)
+		}
+		e.flush(c)
+		acked = e.onAcks(acks)
+	}
 	var run []protocol.Change
 	for _, m := range rest {
 		if m.batch != nil {
@@ -536,9 +548,14 @@ func (e *Edge) applyRun(cs []protocol.Change) bool {
 func (e *Edge) onAcks(acks []string) bool {
 	removed, err := e.cfg.Store.Ack(acks)
 	if err != nil {
-		// The facts stay in the outbox and in flight; republished
-		// after AckTimeout, they are acknowledged again.
+		// The facts stay in the outbox; the next flush reads from the
+		// oldest and publishes them again (they are out of the window),
+		// and the cloud acknowledges them again.
 		e.log.Error("remove acknowledged facts", "error", err)
+		for _, id := range acks {
+			delete(e.inflight, id)
+		}
+		e.published = 0
 		return false
 	}
 	for _, id := range acks {

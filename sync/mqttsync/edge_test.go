@@ -1,6 +1,7 @@
 package mqttsync
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -362,4 +363,45 @@ func TestEdge_FlushReadsPastInFlight(t *testing.T) {
 		}
 	}
 	assert.Equal(t, ids[10:110], again, "from the oldest")
+}
+
+// An acknowledgement's room in the window goes to the next facts before
+// the Ack is written, so the cloud works on them meanwhile; when the Ack
+// fails, the acknowledged facts are published again from the oldest.
+func TestEdge_AckPublishesNextFirst(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	e.cfg.Window = 3
+	ids := store.record(6)
+	e.flush(rec)
+	rec.take()
+	ack := func(ids ...string) message {
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})}
+	}
+	factIDs := func(msgs []message) []string {
+		var out []string
+		for _, m := range msgs {
+			var f protocol.Fact
+			if protocol.Decode(m.payload, &f) == nil {
+				out = append(out, f.ID)
+			}
+		}
+		return out
+	}
+	var before []string
+	store.onAck = func([]string) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		before = factIDs(rec.pubs)
+	}
+	require.True(t, e.handle(rec, ack(ids[0], ids[1])))
+	assert.Equal(t, ids[3:5], before, "published before the Ack was written")
+	assert.Equal(t, ids[3:5], factIDs(rec.take()))
+	assert.Equal(t, 4, store.outboxLen())
+
+	store.ackErr = errors.New("disk full")
+	require.False(t, e.handle(rec, ack(ids[2])))
+	assert.Equal(t, ids[5:6], factIDs(rec.take()), "the next fact went out")
+	store.ackErr = nil
+	require.True(t, e.handle(rec, ack(ids[3])))
+	assert.Equal(t, ids[2:3], factIDs(rec.take()), "the fact whose Ack failed is published again, in the room made")
 }

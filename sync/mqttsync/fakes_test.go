@@ -53,6 +53,7 @@ type fakeEdge struct {
 	applies   int                // Apply calls
 	acks      int                // Ack calls
 	read      int                // facts OutboxAfter returned
+	ackErr    error              // Ack fails with it when set
 }
 
 func newFakeEdge(edgeID string) *fakeEdge {
@@ -149,6 +150,9 @@ func (s *fakeEdge) Ack(ids []string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ackErr != nil {
+		return 0, s.ackErr
+	}
 	s.acks++
 	gone := make(map[string]bool, len(ids))
 	for _, id := range ids {
