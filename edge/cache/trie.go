@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 	"sync/atomic"
@@ -267,61 +266,32 @@ func (n *tnode[V]) del(gen uint64, h uint64, depth int, u uid, removed *bool) *t
 	return m
 }
 
-// compact rebuilds the trie in edit gen with every slice at its length
-// and nothing else allocated, for an edit that put many entries (a
-// snapshot, or the load at Open): appends left spare capacity, and the
-// copies they made are garbage the rebuild lets go of in one piece.
+// compact cuts the slices of the nodes edit gen owns to their length,
+// for an edit that put many entries (a snapshot, or the load at Open):
+// its appends left spare capacity. It works node by node, so the trie is
+// never held twice; nodes of earlier Views are not the edit's, and are
+// already at their length.
 func (t *trie[V]) compact(gen uint64) {
-	if t.root == nil {
+	if t.root != nil {
+		t.root.compact(gen)
+	}
+}
+
+func (n *tnode[V]) compact(gen uint64) {
+	if n.gen != gen {
 		return
 	}
-	ents := make([]tent[V], 0, t.n)
-	t.all(func(u uid, v V) bool {
-		ents = append(ents, tent[V]{u, v})
-		return true
-	})
-	// In the order of the hash's chunks, first chunk first: each node's
-	// entries are then one run, and each kid's a run within it.
-	slices.SortFunc(ents, func(a, b tent[V]) int { return cmp.Compare(chunkOrder(a.k.hash()), chunkOrder(b.k.hash())) })
-	t.root = buildNode(gen, 0, ents)
-}
-
-// chunkOrder reverses the order of h's 5-bit chunks, so that sorting by it
-// sorts by chunk 0, then chunk 1, and so on.
-func chunkOrder(h uint64) uint64 {
-	var r uint64
-	for d := range trieDepth {
-		r = r<<chunkBits | uint64(chunk(h, d))
+	if cap(n.ents) > len(n.ents) {
+		ents := make([]tent[V], len(n.ents))
+		copy(ents, n.ents)
+		n.ents = ents
 	}
-	return r<<(64-trieDepth*chunkBits) | h>>(trieDepth*chunkBits) // the last, shorter chunk
-}
-
-// buildNode makes the node at depth of ents, sorted by chunkOrder.
-func buildNode[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
-	if len(ents) <= leafMax[V]() || depth >= trieDepth {
-		leaf := make([]tent[V], len(ents))
-		copy(leaf, ents)
-		return &tnode[V]{gen: gen, ents: leaf}
+	if cap(n.kids) > len(n.kids) {
+		kids := make([]*tnode[V], len(n.kids))
+		copy(kids, n.kids)
+		n.kids = kids
 	}
-	n := &tnode[V]{gen: gen}
-	for i := 0; i < len(ents); {
-		c := chunk(ents[i].k.hash(), depth)
-		j := i + 1
-		for j < len(ents) && chunk(ents[j].k.hash(), depth) == c {
-			j++
-		}
-		n.mask |= 1 << c
-		i = j
+	for _, k := range n.kids {
+		k.compact(gen)
 	}
-	n.kids = make([]*tnode[V], 0, bits.OnesCount32(n.mask))
-	for i := 0; i < len(ents); {
-		c := chunk(ents[i].k.hash(), depth)
-		j := i + 1
-		for j < len(ents) && chunk(ents[j].k.hash(), depth) == c {
-			j++
-		}
-		n.kids = append(n.kids, buildNode(gen, depth+1, ents[i:j]))
-		i = j
-	}
-	return n
 }

@@ -108,10 +108,8 @@ func TestTrie_MatchesMap(t *testing.T) {
 				checkTrie(t, before, beforeModel, false) // persistent: untouched by the edit
 			}
 			if step%50 == 0 {
-				compacted := cur
-				compacted.compact(newGen())
-				checkTrie(t, compacted, model, true)
-				checkTrie(t, cur, model, false) // compact builds anew
+				cur.compact(gen)
+				checkTrie(t, cur, model, false)
 			}
 		}
 	}
@@ -217,4 +215,29 @@ func TestTrie_SecondWriteInAnEditWritesInPlace(t *testing.T) {
 	require.Zero(t, allocs, "the edit owns the path it copied")
 	got, _ := tr.get(u)
 	require.Equal(t, 3, got)
+}
+
+// A snapshot's edit fills leaves by appending; compact leaves every node
+// it owns at its length, and the trie unchanged.
+func TestTrie_CompactCutsSpareCapacity(t *testing.T) {
+	var tr trie[int]
+	model := map[uid]int{}
+	gen := newGen()
+	for i := range 5000 {
+		u, _ := visitUID(ids.New(ids.Visit))
+		tr.put(gen, u, i)
+		model[u] = i
+	}
+	spare := 0
+	var count func(n *tnode[int])
+	count = func(n *tnode[int]) {
+		spare += cap(n.ents) - len(n.ents) + cap(n.kids) - len(n.kids)
+		for _, k := range n.kids {
+			count(k)
+		}
+	}
+	count(tr.root)
+	require.Positive(t, spare, "appends leave spare capacity")
+	tr.compact(gen)
+	checkTrie(t, tr, model, true)
 }
