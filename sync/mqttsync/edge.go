@@ -466,10 +466,14 @@ func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
 		// past the last one published, so the acknowledged ones, still in
 		// the outbox until Ack commits, are not published again, and the
 		// cloud works on the next facts while the edge writes the Ack.
-		for _, id := range acks {
-			delete(e.inflight, id)
+		// (A flush that reads from the oldest, published 0, would send
+		// them again: it waits for the Ack.)
+		if e.published > 0 {
+			for _, id := range acks {
+				delete(e.inflight, id)
+			}
+			e.flush(c)
 		}
-		e.flush(c)
 		acked = e.onAcks(acks)
 	}
 	var run []protocol.Change

@@ -403,5 +403,19 @@ func TestEdge_AckPublishesNextFirst(t *testing.T) {
 	assert.Equal(t, ids[5:6], factIDs(rec.take()), "the next fact went out")
 	store.ackErr = nil
 	require.True(t, e.handle(rec, ack(ids[3])))
+	e.flush(rec)
 	assert.Equal(t, ids[2:3], factIDs(rec.take()), "the fact whose Ack failed is published again, in the room made")
+	assert.Equal(t, 3, store.outboxLen(), "ids[2], ids[4] and ids[5] wait")
+
+	// Reading from the oldest (after a failed Ack, here, or a fact timed
+	// out), the acknowledged facts are written first, so they are not
+	// published again.
+	store.ackErr = errors.New("disk full")
+	require.False(t, e.handle(rec, ack(ids[4])))
+	store.ackErr = nil
+	rec.take()
+	require.True(t, e.handle(rec, ack(ids[2], ids[4], ids[5])))
+	e.flush(rec)
+	assert.Empty(t, factIDs(rec.take()), "nothing acknowledged goes out again")
+	assert.Zero(t, store.outboxLen())
 }
