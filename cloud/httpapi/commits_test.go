@@ -6,54 +6,20 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-	msqlite "modernc.org/sqlite"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/postgres"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/cloud/sqlite"
+	"github.com/svc-vms/svc/cloud/sqlite/sqlitetest"
 )
-
-// sqliteCommits counts the commits of write transactions on each SQLite
-// file the test binary opens, by path (a connection hook registers a
-// commit hook on every connection the driver opens).
-var sqliteCommits = struct {
-	once sync.Once
-	mu   sync.Mutex
-	n    map[string]*atomic.Int64
-}{n: map[string]*atomic.Int64{}}
-
-func sqliteCommitCounter(path string) *atomic.Int64 {
-	sqliteCommits.once.Do(func() {
-		msqlite.RegisterConnectionHook(func(conn msqlite.ExecQuerierContext, dsn string) error {
-			sqliteCommits.mu.Lock()
-			var c *atomic.Int64
-			for p, n := range sqliteCommits.n {
-				if strings.Contains(dsn, p) {
-					c = n
-				}
-			}
-			sqliteCommits.mu.Unlock()
-			if h, ok := conn.(msqlite.HookRegisterer); ok && c != nil {
-				h.RegisterCommitHook(func() int32 { c.Add(1); return 0 })
-			}
-			return nil
-		})
-	})
-	sqliteCommits.mu.Lock()
-	defer sqliteCommits.mu.Unlock()
-	c := &atomic.Int64{}
-	sqliteCommits.n[path] = c
-	return c
-}
 
 // txTracer counts, from the client's side, the transactions a pgx pool
 // runs: each statement outside BEGIN … COMMIT is a transaction of its own.
@@ -153,7 +119,7 @@ func TestCommitsPerPost(t *testing.T) {
 	}{
 		{"sqlite", func(t *testing.T) (cloud.Store, counter) {
 			path := filepath.Join(t.TempDir(), "cloud.db")
-			c := sqliteCommitCounter(path)
+			c := sqlitetest.CommitCounter(path)
 			s, err := sqlite.Open(context.Background(), path, kektest.Ring())
 			require.NoError(t, err)
 			t.Cleanup(func() { s.Close() })

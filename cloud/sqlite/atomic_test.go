@@ -3,47 +3,17 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	msqlite "modernc.org/sqlite"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
+	"github.com/svc-vms/svc/cloud/sqlite/sqlitetest"
 	"github.com/svc-vms/svc/shared/ids"
 )
-
-var commitHook struct {
-	once sync.Once
-	mu   sync.Mutex
-	n    map[string]*atomic.Int64
-}
-
-// commitsOf counts the commits on connections to the file at path.
-func commitsOf(path string) *atomic.Int64 {
-	commitHook.once.Do(func() {
-		commitHook.n = map[string]*atomic.Int64{}
-		msqlite.RegisterConnectionHook(func(conn msqlite.ExecQuerierContext, dsn string) error {
-			commitHook.mu.Lock()
-			defer commitHook.mu.Unlock()
-			for p, c := range commitHook.n {
-				if h, ok := conn.(msqlite.HookRegisterer); ok && strings.Contains(dsn, p) {
-					h.RegisterCommitHook(func() int32 { c.Add(1); return 0 })
-				}
-			}
-			return nil
-		})
-	})
-	commitHook.mu.Lock()
-	defer commitHook.mu.Unlock()
-	c := &atomic.Int64{}
-	commitHook.n[path] = c
-	return c
-}
 
 // TestAtomic_GroupCommit holds the writer in one Atomic call while two
 // more wait for it, then lets them run: the three share one commit, the
@@ -52,7 +22,7 @@ func commitsOf(path string) *atomic.Int64 {
 func TestAtomic_GroupCommit(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cloud.db")
-	commits := commitsOf(path)
+	commits := sqlitetest.CommitCounter(path)
 	s, err := Open(ctx, path, kektest.Ring())
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
