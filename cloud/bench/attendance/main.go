@@ -59,10 +59,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/signal"
@@ -1029,14 +1027,10 @@ type timesheetsPage struct {
 
 // api serves httpapi in this process and measures the two GETs.
 func (e *env) api(ctx context.Context, r *report) error {
-	// The rate limit is raised so it does not bind, but still counted on
-	// every request, as in the other benches.
-	srv, err := httpapi.New(ctx, httpapi.Config{Service: e.svc, RateLimits: map[cloud.Plan]int{cloud.PlanEnterprise: 1 << 30},
-		Logger: slog.New(slog.DiscardHandler)})
+	ts, err := benchutil.API(ctx, e.svc)
 	if err != nil {
 		return err
 	}
-	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * e.o.concurrency}}
 	defer client.CloseIdleConnections()

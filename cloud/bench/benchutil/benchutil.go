@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +17,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
 )
 
 // SQLTracer counts and times the statements of a PostgreSQL pool while it
@@ -145,4 +150,16 @@ func AnalyzeSchema(ctx context.Context, conn *pgx.Conn, schema string, vacuum bo
 		}
 	}
 	return nil
+}
+
+// API serves httpapi on svc in this process, as the load programs measure
+// it: the full middleware stack, the rate limit raised so that it does not
+// bind but still counted on every request, and no log.
+func API(ctx context.Context, svc *cloud.Service) (*httptest.Server, error) {
+	srv, err := httpapi.New(ctx, httpapi.Config{Service: svc, RateLimits: map[cloud.Plan]int{cloud.PlanEnterprise: 1 << 30},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	return httptest.NewServer(srv), nil
 }

@@ -39,7 +39,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -241,12 +240,10 @@ func run(ctx context.Context, o options, store string) (err error) {
 	}
 	e.endpoint = ep.ID
 
-	srv, err := httpapi.New(ctx, httpapi.Config{Service: e.svc, RateLimits: map[cloud.Plan]int{cloud.PlanEnterprise: 1 << 30},
-		Logger: slog.New(slog.DiscardHandler)})
+	api, err := benchutil.API(ctx, e.svc)
 	if err != nil {
 		return err
 	}
-	api := httptest.NewServer(srv)
 	defer api.Close()
 	bare := httptest.NewServer(baseline())
 	defer bare.Close()
