@@ -7,7 +7,7 @@ import (
 )
 
 // BootState is ab.txt, the A/B state on the boot partition that U-Boot's
-// boot script (firmware-images/spike/boot.cmd) reads on every boot:
+// boot script (firmware-images/boot.cmd) reads on every boot:
 //
 //	slot=a      the committed slot
 //	trial=b     a slot to start once on trial; empty: none
