@@ -146,27 +146,47 @@ func edgeArgs(cloud string, simulate bool, updateEvery string) []string {
 	return args
 }
 
-// superviseEdge runs svc-edge forever, starting it again after it exits:
-// at once after a clean exit (an update asked for a restart), after a
-// delay that grows to a minute after failures.
+// superviseEdge runs svc-edge forever, starting it again after it exits
+// (restartEdge has the delays).
 func superviseEdge(args []string, out io.Writer) {
-	delay := time.Second
-	for {
+	restartEdge(func() error {
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			log.Printf("mkdir %s: %v", dataDir, err)
 		}
 		cmd := exec.Command(edgeBin, args...)
 		cmd.Stdout, cmd.Stderr = out, out
 		cmd.Env = append(os.Environ(), "HOME="+dataDir)
-		start := time.Now()
-		err := cmd.Run()
-		log.Printf("svc-edge exited: %v", err)
-		if err == nil || time.Since(start) > 5*time.Minute {
-			delay = time.Second
-		} else if delay < time.Minute {
-			delay *= 2
+		return cmd.Run()
+	}, time.Now, func(d time.Duration) bool { time.Sleep(d); return true })
+}
+
+// The delays between svc-edge's runs.
+const (
+	restartFirst = time.Second     // after a clean exit (an update asked for a restart), and the first after a run that lasted
+	restartMax   = time.Minute     // the longest, after failures in a row
+	restartReset = 5 * time.Minute // a run this long starts the delays again from restartFirst, however it ended
+)
+
+// restartEdge calls run (one run of svc-edge) again and again, waiting
+// with wait between runs: restartFirst after a clean exit or a run that
+// lasted restartReset; after failures in a row, twice the last delay
+// each time, up to restartMax (2 s, 4 s ... 32 s, then a minute), so a
+// svc-edge that cannot start does not spin on the CPU and flood the log.
+// It returns when wait returns false (only tests do).
+func restartEdge(run func() error, now func() time.Time, wait func(time.Duration) bool) {
+	delay := restartFirst
+	for {
+		start := now()
+		err := run()
+		if err == nil || now().Sub(start) >= restartReset {
+			delay = restartFirst
+		} else {
+			delay = min(2*delay, restartMax)
 		}
-		time.Sleep(delay)
+		log.Printf("svc-edge exited: %v; starting it again in %s", err, delay)
+		if !wait(delay) {
+			return
+		}
 	}
 }
 
