@@ -92,6 +92,9 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 		t.Fatal("releases keygen printed no public key")
 	}
 	v1 := buildImage(t, filepath.Join(dir, "v1"), "1.0.0", m[1])
+	t.Run("RebuildIsIdentical", func(t *testing.T) {
+		reproducible(t, v1, filepath.Join(dir, "v1-again"), "1.0.0", m[1])
+	})
 	v2 := buildImage(t, filepath.Join(dir, "v2"), "2.0.0", m[1])
 	broken := brokenRoot(t, v2, filepath.Join(dir, "broken.sqfs"))
 
