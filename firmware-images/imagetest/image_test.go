@@ -66,6 +66,13 @@ var (
 	permMissing = regexp.MustCompile(`data partition: .*(without /perm|damaged)|no log on the data partition`)
 )
 
+// gokrazy's Boot, in init, says whether it found a hardware watchdog to
+// ping (qemu's i6300esb here, the BCM2835's on a Pi).
+var (
+	watchdogFound   = regexp.MustCompile(`found hardware watchdog "([^"]*)" with timeout (\S+), pinging`)
+	watchdogMissing = regexp.MustCompile(`disabling hardware watchdog`)
+)
+
 // cardGrowth is how much bigger than the image the test's disk is, as an
 // SD card is: the first boot makes the data partition in that space.
 const cardGrowth = 256 << 20
@@ -138,6 +145,16 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	}
 	if l, err := con.find(0, permMissing, 0); err == nil {
 		t.Errorf("the console says the data partition is missing: %s", l[0])
+	}
+	// The watchdog that resets a hung appliance (a trial that hangs is
+	// rolled back only through it) is found and pinged.
+	if l, err := con.find(0, watchdogFound, 0); err != nil {
+		t.Errorf("the console does not say the hardware watchdog was found: %v", err)
+	} else {
+		t.Logf("console: %s", l[0])
+	}
+	if l, err := con.find(0, watchdogMissing, 0); err == nil {
+		t.Errorf("the console says there is no hardware watchdog: %s", l[0])
 	}
 
 	c.gateReader(t, con, e)
