@@ -122,12 +122,10 @@ func (s *Summariser) handle(e event) {
 	case "build-fail":
 		s.failed = true
 	case "output":
-		switch {
-		case s.verbose:
-			s.w.WriteString(e.Output)
-		case e.Test != "":
+		if e.Test != "" { // kept for the reason of a skip, the output of a failure
 			s.pending[key] = append(s.pending[key], e.Output)
-		case e.Output != "PASS\n":
+		}
+		if s.verbose || e.Test == "" && e.Output != "PASS\n" {
 			s.w.WriteString(e.Output)
 		}
 	case "skip":
@@ -158,12 +156,16 @@ func (s *Summariser) handle(e event) {
 	}
 }
 
-// flush prints a failed test's output without test2json's framing, its
+// flush prints a failed test's output (non-verbose: the verbose has
+// printed it already) without test2json's framing, its
 // "--- FAIL" line first as plain go test has it (under -json, go test -v
 // underneath, the test's messages come before it).
 func (s *Summariser) flush(key [2]string) {
 	var head, body []string
 	for _, l := range s.pending[key] {
+		if s.verbose {
+			break
+		}
 		switch {
 		case slices.ContainsFunc(framing, func(f string) bool { return strings.HasPrefix(l, f) }):
 		case strings.HasPrefix(l, "--- "):

@@ -53,6 +53,8 @@ func TestSummariser_Verbose(t *testing.T) {
 	require.Contains(t, out.String(), "=== RUN   TestPass\n    a_test.go:6: quiet\n--- PASS: TestPass (0.00s)\n")
 	require.Contains(t, out.String(), "--- SKIP: TestSite (0.00s)\n")
 	require.Contains(t, s.Summary(), "SKIPPED: 3 tests")
+	require.Contains(t, s.Summary(), "  1: SVC_TEST_POSTGRES_URL is not set\n")
+	require.Equal(t, 1, strings.Count(out.String(), "boom"), "a failure's output printed once")
 }
 
 // Nothing skipped: no summary, and a run that passed is not failed. A
