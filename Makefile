@@ -26,7 +26,7 @@ ASYNCAPI_VERSION := 6.2.0
 ASYNCAPI_DIR := $(TOOLS)/asyncapi
 ASYNCAPI := $(ASYNCAPI_DIR)/node_modules/.bin/asyncapi
 
-.PHONY: run run-cloud run-edge test vet unit lint-openapi clients lint-asyncapi build cross bench clean image image-test prometheus dashboard-check
+.PHONY: run run-cloud run-edge test vet tidy-check lint unit lint-openapi clients lint-asyncapi build cross bench clean image image-test prometheus dashboard-check
 
 BIN       := $(TOOLS)/bin
 
@@ -63,25 +63,65 @@ run-edge: $(BIN)/svc-cloud $(BIN)/svc-edge
 $(BIN)/svc-cloud $(BIN)/svc-edge:
 	$(GO) build -o $(BIN)/ ./$(if $(findstring cloud,$@),cloud,edge)/cmd/$(notdir $@)
 
-## test: vet, every test (PostgreSQL and Mosquitto suites when SVC_TEST_* are set), OpenAPI lint, generated Go and TypeScript clients run against svc-cloud, AsyncAPI lint, cross-builds, the image booted under qemu (skipped without qemu and Debian's image tools)
-test: vet browser-tools unit lint-openapi clients lint-asyncapi cross image-test
+## test: vet, go.mod tidy, staticcheck, every test (PostgreSQL and Mosquitto suites when SVC_TEST_* are set), OpenAPI lint, generated Go and TypeScript clients run against svc-cloud, AsyncAPI lint, cross-builds, the image booted under qemu (skipped without qemu and Debian's image tools); ends with the tests that were skipped and why
+test: vet tidy-check lint browser-tools unit lint-openapi clients lint-asyncapi cross image-test
+	@cat $(SKIPPED)/unit.txt $(SKIPPED)/image-test.txt 2>/dev/null || true
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	cd firmware-images && $(GO) vet ./...
 
+## tidy-check: fails when go mod tidy would change go.mod or go.sum, in the root module or in firmware-images (issue 19)
+tidy-check:
+	@for dir in . firmware-images; do \
+	  echo "go mod tidy -diff ($$dir)"; \
+	  (cd $$dir && $(GO) mod tidy -diff) || { echo "go.mod or go.sum in $$dir is not tidy: run go mod tidy there"; exit 1; }; \
+	done
+
+## lint: staticcheck (its default checks: docs/decisions.md, "Lint and tidy") on both modules, installed through the Go proxy into ./.tools
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+lint: $(STATICCHECK)
+	$(STATICCHECK) ./...
+	cd firmware-images && $(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN=$(dir $@) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# The tests run under go test -json, read back by shared/testsummary: it
+# prints what plain go test prints (image-test: -v) and then which tests
+# were skipped and why, with the line that runs the PostgreSQL and
+# Mosquitto suites; make test prints both lists again at its end. The
+# exit status is go test's or, failing that, the summariser's.
+SKIPPED := $(TOOLS)/skipped
+TESTSUMMARY := $(BIN)/testsummary
+.PHONY: $(TESTSUMMARY)
+$(TESTSUMMARY):
+	@mkdir -p $(SKIPPED)
+	$(GO) build -o $@ ./shared/testsummary
+
+# GO_TEST_JSON runs go test -json with the arguments given and pipes it
+# through the summariser, which writes its list of skipped tests to the
+# file given.
+GO_TEST_JSON = rc=$$(mktemp); \
+	{ $(GO) test -json $(1); echo $$? >$$rc; } | $(TESTSUMMARY) $(2); sum=$$?; \
+	code=$$(cat $$rc); rm -f $$rc; [ "$$code" = 0 ] && [ "$$sum" = 0 ]
+
 # The QR tests read passes back with zbarimg (Debian's zbar-tools), an
 # independent decoder, found on PATH unless SVC_TEST_ZBARIMG names it.
 # The metrics tests lint scrapes with promtool: the one .ci/run extracts
 # into .tools/prometheus, else promtool on PATH.
-unit:
-	SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" \
+# UNIT_PKGS narrows the packages (make unit UNIT_PKGS=./cloud/postgres).
+UNIT_PKGS ?= ./...
+unit: $(TESTSUMMARY)
+	@echo "go test -json -count=1 -timeout 15m $(UNIT_PKGS) | testsummary"
+	@export SVC_TEST_ZBARIMG="$${SVC_TEST_ZBARIMG:-$$(command -v zbarimg || true)}" \
 	SVC_TEST_CHROMIUM="$${SVC_TEST_CHROMIUM:-$$(command -v chromium || true)}" \
 	SVC_TEST_PROMTOOL="$${SVC_TEST_PROMTOOL:-$(wildcard $(PROMETHEUS_DIR)/usr/bin/promtool)}" \
 	SVC_TEST_NODE_MODULES="$${SVC_TEST_NODE_MODULES:-$(if $(wildcard $(PLAYWRIGHT)),$(TOOLS)/node_modules)}" \
-	SVC_TESTDATA="$${SVC_TESTDATA:-$(firstword $(wildcard $(CURDIR)/../shared/testdata /work/shared/testdata))}" \
-	$(GO) test -count=1 -timeout 15m ./...
+	SVC_TESTDATA="$${SVC_TESTDATA:-$(firstword $(wildcard $(CURDIR)/../shared/testdata /work/shared/testdata))}"; \
+	$(call GO_TEST_JSON,-count=1 -timeout 15m $(UNIT_PKGS),-o $(SKIPPED)/unit.txt)
 
 ## lint-openapi: lint the OpenAPI document with Spectral (spectral:oas), installed from npm into ./.tools
 lint-openapi: $(SPECTRAL)
@@ -194,8 +234,9 @@ image:
 	CLOUD=$(CLOUD) RELEASE_KEYS=$(RELEASE_KEYS) $(if $(VERSION),VERSION=$(VERSION)) firmware-images/mkimage.sh $(IMAGE_TARGET)
 
 ## image-test: boots the qemu image under qemu-system-aarch64 (Debian's qemu-system-arm, u-boot-qemu) against a svc-cloud on the host: enrolment code on the console and status page, claimed, online, a pass admitted at a gate, an update that commits and a broken one that rolls back; and builds the Pi image (skipped without the tools; CI requires them)
-image-test:
-	cd firmware-images && $(GO) test -count=1 -timeout 15m -v ./imagetest
+image-test: $(TESTSUMMARY)
+	@echo "cd firmware-images && go test -json -count=1 -timeout 15m -v ./imagetest | testsummary -v"
+	@cd firmware-images && $(call GO_TEST_JSON,-count=1 -timeout 15m -v ./imagetest,-v -o $(SKIPPED)/image-test.txt)
 
 ## bench: load-test GET and POST /teams, POST /visits and check-in on SQLite and PostgreSQL beside a bare echo handler (needs wrk)
 bench:

@@ -943,9 +943,7 @@ func (s *Service) Summaries(ctx context.Context, t Tenant, f SummaryFilter, p Pa
 	}
 	out := make([]DaySummary, 0, len(keys))
 	for _, k := range keys {
-		for _, d := range Summarise(k.PersonID, punches[k.PersonID], k.Day, k.Day) {
-			out = append(out, d)
-		}
+		out = append(out, Summarise(k.PersonID, punches[k.PersonID], k.Day, k.Day)...)
 	}
 	return out, more, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -533,14 +532,4 @@ func (a *App) publishReaders(s *site) {
 		}
 	}
 	a.readers.Store(&out)
-}
-
-// gateIDs are the gates driven now, sorted.
-func (set *hwSet) gateIDs() []string {
-	ids := make([]string, 0, len(set.gates))
-	for id := range set.gates {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }

@@ -82,7 +82,7 @@ func letters(q string) int {
 func (s *Server) searchPeople(w http.ResponseWriter, r *http.Request, rq *request) {
 	out := []personJSON{}
 	for _, p := range s.people(r.URL.Query().Get("q")) {
-		out = append(out, personJSON{ID: p.ID, Name: p.Name, JobTitle: p.JobTitle})
+		out = append(out, personJSON(p))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)

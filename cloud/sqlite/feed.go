@@ -57,9 +57,6 @@ func (f *feed) add(site string, c protocol.Change) {
 	f.other = append(f.other, siteChange{site: site, c: c})
 }
 
-// empty reports whether the transaction appends nothing.
-func (f *feed) empty() bool { return len(f.visits) == 0 && len(f.other) == 0 }
-
 // flush appends the changes, site by site in ID order.
 func (f *feed) flush(ctx context.Context) error {
 	all := slices.Clone(f.other)

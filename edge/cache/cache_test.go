@@ -539,10 +539,6 @@ func TestOutbox_OrderStatsAndAck(t *testing.T) {
 }
 
 func TestApply_ConflictRule(t *testing.T) {
-	type step struct {
-		cloud func(v protocol.Visit) protocol.Visit
-		want  func(local, cloud protocol.Visit) protocol.Visit
-	}
 	newRules := protocol.Rules{Window: protocol.Window{Before: 5, After: 5}, SingleUse: true, GateIDs: []string{gateID}}
 	for name, tc := range map[string]struct {
 		cloud func(v protocol.Visit) protocol.Visit // what the cloud sends while the check-in is pending

@@ -127,7 +127,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				s.Logger.Info("trial requested; restarting the system into it", "slot", t.Slot.Name, "version", t.Slot.Version)
 				return s.reboot(ctx)
 			case LaunchRunning:
-				if _, err := s.trial(ctx, t); err != nil || ctx.Err() != nil {
+				if _, err := s.trial(ctx); err != nil || ctx.Err() != nil {
 					return err
 				}
 				if cur, err := s.Slots.Current(ctx); err != nil {
@@ -137,7 +137,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				}
 				continue // committed: the release runs on as the current one
 			}
-			ran, err = s.trial(ctx, t)
+			ran, err = s.trial(ctx)
 		} else {
 			ran, err = s.runCurrent(ctx)
 		}
@@ -235,9 +235,9 @@ func (s *Supervisor) runCurrent(ctx context.Context) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// trial starts t's slot once and commits it when its health check passes,
-// or rolls back.
-func (s *Supervisor) trial(ctx context.Context, t Trial) (time.Duration, error) {
+// trial begins the pending trial (Slots.BeginTrial), starts its slot once
+// and commits it when its health check passes, or rolls back.
+func (s *Supervisor) trial(ctx context.Context) (time.Duration, error) {
 	t, err := s.Slots.BeginTrial(ctx, s.Now())
 	if err != nil {
 		return 0, err

@@ -150,7 +150,7 @@ func TestSupervisor_Trial(t *testing.T) {
 			tctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			done := make(chan error, 1)
-			go func() { _, err := s.trial(tctx, tr); done <- err }()
+			go func() { _, err := s.trial(tctx); done <- err }()
 			if tc.outcome == Committed {
 				// A committed release runs on: stop it once the result is in.
 				waitFor(t, func() bool { _, ok, _ := d.LastResult(); return ok })

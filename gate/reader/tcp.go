@@ -109,7 +109,7 @@ func (t *TCP) Run(ctx context.Context) error {
 			}()
 			t.o.Logger.Info("tcp reader: connected", "remote", remote)
 			err := readLines(ctx, c, t.o, "remote", remote)
-			if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil { // readLines returns only when r fails
 				t.o.Logger.Warn("tcp reader: connection failed", "remote", remote, "error", err.Error())
 				return
 			}

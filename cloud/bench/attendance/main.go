@@ -1047,11 +1047,11 @@ func (e *env) api(ctx context.Context, r *report) error {
 			}
 			c := d.Counts
 			if sum := c.Open + c.ToConfirm + c.ToApprove + c.Approved; sum != len(e.want) || c.ToConfirm != len(e.want) || d.Status != "closed" {
-				return fmt.Errorf("October is %s with counts %+v (sum %d); want closed with %d to_confirm", d.Status, c, sum, len(e.want))
+				return fmt.Errorf("the October period is %s with counts %+v (sum %d); want closed with %d to_confirm", d.Status, c, sum, len(e.want))
 			}
 			return nil
 		}
-		return fmt.Errorf("October (%s) is not on the page: %s", e.period.ID, body)
+		return fmt.Errorf("the October period (%s) is not on the page: %s", e.period.ID, body)
 	}
 	sheets := ts.URL + "/v1/timesheets?" + url.Values{"period_id": {e.period.ID}, "limit": {"100"}}.Encode()
 	checkSheets := func(body []byte) error {

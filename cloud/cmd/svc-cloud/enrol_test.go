@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,7 +39,7 @@ var svcEdge = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "svc-edge")
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/svc-vms/svc/edge/cmd/svc-edge")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/svc-vms/svc/edge/cmd/svc-edge")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build svc-edge: %w\n%s", err, out)
