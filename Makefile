@@ -50,7 +50,7 @@ ENROL = [ -f $(DATA)/edge.json ] || { \
 # fault"), and it signals make and anything else in the process group.
 run: $(BIN)/svc-cloud $(BIN)/svc-edge
 	@pids=; enrol=; \
-	trap 'trap - INT TERM; kill $$pids $$enrol 2>/dev/null; wait; exit 0' INT TERM; \
+	trap 'trap "" INT TERM; kill $$pids $$enrol 2>/dev/null; wait; exit 0' INT TERM; \
 	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback & pids=$$!; \
 	$(ENROL); \
 	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate & pids="$$pids $$!"; \
