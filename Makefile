@@ -43,11 +43,21 @@ ENROL = [ -f $(DATA)/edge.json ] || { \
 	  wait $$enrol || exit 1; }
 
 ## run: start the cloud API (SQLite under ./data, embedded MQTT broker) with a demo organisation, and one demo edge with simulated relays, enrolled by code
+# On Ctrl-C or a kill of make, the trap stops the children it started, by
+# PID, waits for them (svc-cloud drains for --drain-delay first) and exits
+# 0. It must not be `kill 0`: that signals the shell itself too, which runs
+# the trap again, recursing until dash overflows its stack ("Segmentation
+# fault"), and it signals make and anything else in the process group.
+# The PIDs are in $(DATA)/svc-cloud.pid and svc-edge.pid, to stop one half
+# alone (the README's outage: kill $$(cat data/svc-cloud.pid)).
+PIDS = $(DATA)/svc-cloud.pid $(DATA)/svc-edge.pid
 run: $(BIN)/svc-cloud $(BIN)/svc-edge
-	@trap 'kill 0' INT TERM; \
-	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback & \
+	@pids=; enrol=; \
+	trap 'trap "" INT TERM; kill $$pids $$enrol 2>/dev/null; wait; rm -f $(PIDS); exit 0' INT TERM; \
+	(umask 077; mkdir -p $(DATA)); \
+	$(BIN)/svc-cloud serve --data $(DATA) --demo --webhooks-allow-loopback & pids=$$!; echo $$! > $(DATA)/svc-cloud.pid; \
 	$(ENROL); \
-	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate & \
+	$(BIN)/svc-edge run --config $(DATA)/edge.json --simulate & pids="$$pids $$!"; echo $$! > $(DATA)/svc-edge.pid; \
 	wait
 
 ## run-cloud, run-edge: the two halves of make run, one per terminal (stop and start either alone; run-edge enrols the edge the first time, with run-cloud serving)

@@ -176,11 +176,13 @@ func pathTemplate(path string) string {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
 
-// Maintain runs Purge every interval until ctx ends.
+// Maintain runs Purge every interval until ctx ends. Each sweep is
+// logged at debug, with the interval (svc-cloud serve --maintain-every).
 func (s *Server) Maintain(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		s.log.Debug("maintenance sweep", "every", interval)
 		if err := s.Purge(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("purge", "err", err)
 		}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/webhook"
 	"github.com/svc-vms/svc/shared/lockedbuf"
+	"github.com/svc-vms/svc/shared/ratelog"
 )
 
 // receiver is a webhook receiver on this machine: it verifies every
@@ -746,5 +749,42 @@ func TestWebhooks_LeaseIsSettable(t *testing.T) {
 		jobs, err = h.svc.ClaimWebhooks(ctx, 10)
 		require.NoError(t, err)
 		require.Len(t, jobs, 1, "claimable again when the %s lease ends, not after the default %s", cloud.MinWebhookLease, cloud.WebhookLease)
+	})
+}
+
+// A receiver that is down fails every attempt, and each failure is a
+// warning: a flood of them passes ratelog.DefaultBurst lines a minute,
+// the rest are counted, and the first line of the next minute says how
+// many were dropped (issue 19: a flood cannot fill a disk).
+func TestWebhooks_FailedAttemptWarningsAreRateLimited(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		d := withHooks(t, h)
+		var logs lockedbuf.Buffer
+		d.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		var ahead atomic.Int64 // the dispatcher's clock runs this far ahead of the real one
+		d.Clock = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+		r := newReceiver(t, -1)
+		subscribe(t, h, r, "person.created")
+		const n = 3 * ratelog.DefaultBurst
+		for i := range n {
+			resp := h.post("/v1/people", map[string]any{"name": fmt.Sprintf("Person %d", i)})
+			require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Raw)
+		}
+		warnings := func() int { return strings.Count(logs.String(), `msg="webhook attempt failed"`) }
+
+		require.Equal(t, n, drain(t, d), "every event's first attempt, each failed")
+		require.Equal(t, ratelog.DefaultBurst, warnings(), "%s", logs.String())
+		require.NotContains(t, logs.String(), "suppressed=")
+
+		// A minute on, every retry fails too.
+		h.clock.Advance(ratelog.DefaultEvery)
+		ahead.Add(int64(ratelog.DefaultEvery))
+		require.Equal(t, n, drain(t, d), "every event's second attempt")
+		require.Equal(t, 2*ratelog.DefaultBurst, warnings(), "%s", logs.String())
+		require.Equal(t, 1, strings.Count(logs.String(), fmt.Sprintf("suppressed=%d", n-ratelog.DefaultBurst)),
+			"the first warning of the new minute counts the dropped ones: %s", logs.String())
+		requests, _, _ := r.snapshot()
+		require.Len(t, requests, n, "every event reached the receiver")
 	})
 }

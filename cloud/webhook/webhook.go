@@ -155,7 +155,8 @@ type Dispatcher struct {
 	// retry step.
 	Grace time.Duration
 	// Clock gives the time a delivery is signed at (time.Now when nil):
-	// the receiver's clock, not the service's, judges it.
+	// the receiver's clock, not the service's, judges it. The limit on
+	// failed-attempt warnings counts its minutes by it too.
 	Clock func() time.Time
 	// Observe, when set, is told what each attempt Send makes came to
 	// (one of Results), for metrics.
@@ -172,9 +173,12 @@ func (d *Dispatcher) init() {
 		if d.Log == nil {
 			d.Log = slog.New(slog.DiscardHandler)
 		}
+		if d.Clock == nil {
+			d.Clock = time.Now
+		}
 		// A receiver that is down fails every attempt: its warnings are
 		// rate-limited, so that a flood cannot fill a disk.
-		d.Log = slog.New(ratelog.New(d.Log.Handler(), 0, 0, nil))
+		d.Log = slog.New(ratelog.New(d.Log.Handler(), 0, 0, d.Clock))
 		if d.Batch <= 0 {
 			d.Batch = 32
 		}
@@ -189,9 +193,6 @@ func (d *Dispatcher) init() {
 		}
 		if d.Grace <= 0 {
 			d.Grace = d.Timeout
-		}
-		if d.Clock == nil {
-			d.Clock = time.Now
 		}
 	})
 }
