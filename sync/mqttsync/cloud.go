@@ -89,8 +89,11 @@ type CloudConfig struct {
 	// FeedLimit bounds the changes handed over by one PublishFeeds call.
 	// Default 5000.
 	FeedLimit int
-	// AckEvery is how long acknowledgements gather before they are sent
-	// (at most protocol.MaxAcks in one reply). Default 10ms.
+	// AckEvery is how long acknowledgements may gather before they are
+	// sent (at most protocol.MaxAcks in one reply). Zero, the default,
+	// sends each commit's as soon as it returns: a commit is already a
+	// batch, and acknowledgements that come while the last ones are
+	// being sent go out together.
 	AckEvery time.Duration
 	// SnapshotAfter is how far behind an edge may be (in changes) and
 	// still be sent changes rather than a snapshot. Default 5000.
@@ -152,7 +155,6 @@ func (c *CloudConfig) setDefaults() {
 	}
 	def(&c.PollEvery, 100*time.Millisecond)
 	def(&c.PublishEvery, 15*time.Millisecond)
-	def(&c.AckEvery, 10*time.Millisecond)
 	def(&c.StoreTimeout, 30*time.Second)
 	def(&c.KeepAlive, defaultKeepAlive)
 	def(&c.ConnectTimeout, defaultConnectTimeout)
@@ -186,6 +188,7 @@ type CloudState struct {
 	FactsRejected   uint64 // ErrRejected
 	FactsFailed     uint64 // a transient error: not acknowledged
 	FactBatches     uint64 // ApplyFacts calls
+	FactsQueued     int    // received and waiting for the next batch
 	AckReplies      uint64
 	ResyncsAnswered uint64 // with changes
 	Snapshots       uint64 // resyncs answered with a snapshot
@@ -251,7 +254,8 @@ func (c *Cloud) State() CloudState {
 	return CloudState{
 		Connected:    c.connected.Load(),
 		FactsApplied: c.applied.Load(), FactsRejected: c.rejected.Load(), FactsFailed: c.failed.Load(), FactBatches: c.batches.Load(),
-		AckReplies: c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
+		FactsQueued: c.facts.len(),
+		AckReplies:  c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
 		Statuses: c.statuses.Load(), ChangesSent: c.sent.Load(),
 		Dropped: c.dropped.Load() + c.facts.droppedCount() + c.resync.droppedCount() + c.status.droppedCount(),
 	}
@@ -387,39 +391,119 @@ type ackKey struct {
 }
 
 // factsWorker applies facts in the order they arrive, up to FactBatch of
-// them at once, and acknowledges them in batches: when AckEvery has passed
-// since the first waiting acknowledgement, or protocol.MaxAcks wait for
-// one edge.
+// them at once: the facts that arrive while a batch is being applied wait
+// in the inbox and go into the next batch together (group commit). Their
+// acknowledgements are queued once the batch's ApplyFacts has returned,
+// that is once it is committed, never before, and another goroutine
+// sends them, so the next batch is not held up by the broker.
 func (c *Cloud) factsWorker(ctx context.Context) {
-	pending := make(map[ackKey][]string)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	armed := false
-	ack := func(k ackKey, id string) {
-		pending[k] = append(pending[k], id)
-		if len(pending[k]) >= protocol.MaxAcks {
-			c.sendAcks(k, pending[k])
-			delete(pending, k)
-		}
-	}
+	q := newAckQueue()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.ackSender(ctx, q) })
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.facts.ready:
-			// What remains signals ready again, so acknowledgements due
-			// meanwhile go out between batches.
-			c.applyFacts(ctx, c.facts.take(c.cfg.FactBatch), ack)
-			if len(pending) > 0 && !armed {
-				timer.Reset(c.cfg.AckEvery)
-				armed = true
-			}
+			// What remains signals ready again.
+			c.applyFacts(ctx, c.facts.take(c.cfg.FactBatch), q.add)
+			q.signal()
+		}
+	}
+}
+
+// ackQueue holds the acknowledgements of committed facts until the
+// sender takes them, per edge in the order they came.
+type ackQueue struct {
+	ready chan struct{}
+
+	mu      sync.Mutex
+	pending map[ackKey][]string
+	order   []ackKey  // the keys of pending, first waiting first
+	since   time.Time // when the oldest waiting one came
+}
+
+func newAckQueue() *ackQueue {
+	return &ackQueue{ready: make(chan struct{}, 1), pending: make(map[ackKey][]string)}
+}
+
+// add queues the acknowledgement of a committed fact.
+func (q *ackQueue) add(k ackKey, id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		q.since = time.Now()
+	}
+	if _, ok := q.pending[k]; !ok {
+		q.order = append(q.order, k)
+	}
+	q.pending[k] = append(q.pending[k], id)
+}
+
+func (q *ackQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// ackReply is one reply's acknowledgements.
+type ackReply struct {
+	k   ackKey
+	ids []string
+}
+
+// take removes what is due at now: everything when every is zero or the
+// oldest has waited every, else only full replies (protocol.MaxAcks). It
+// returns how long until the rest is due; zero when nothing waits.
+func (q *ackQueue) take(now time.Time, every time.Duration) ([]ackReply, time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	all := every <= 0 || now.Sub(q.since) >= every
+	var out []ackReply
+	keep := q.order[:0]
+	for _, k := range q.order {
+		ids := q.pending[k]
+		for len(ids) >= protocol.MaxAcks || all && len(ids) > 0 {
+			n := min(len(ids), protocol.MaxAcks)
+			out = append(out, ackReply{k, ids[:n:n]})
+			ids = ids[n:]
+		}
+		if len(ids) == 0 {
+			delete(q.pending, k)
+			continue
+		}
+		q.pending[k] = ids
+		keep = append(keep, k)
+	}
+	q.order = keep
+	if len(keep) == 0 {
+		return out, 0
+	}
+	return out, max(time.Millisecond, every-now.Sub(q.since))
+}
+
+// ackSender sends the queued acknowledgements: each commit's at once, or
+// per AckEvery when it is set (full replies at once). While it sends,
+// more gather, and go out together next.
+func (c *Cloud) ackSender(ctx context.Context, q *ackQueue) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.ready:
 		case <-timer.C:
-			armed = false
-			for k, ids := range pending {
-				c.sendAcks(k, ids)
-				delete(pending, k)
-			}
+		}
+		replies, wait := q.take(time.Now(), c.cfg.AckEvery)
+		for _, r := range replies {
+			c.sendAcks(r.k, r.ids)
+		}
+		if wait > 0 {
+			timer.Reset(wait)
 		}
 	}
 }

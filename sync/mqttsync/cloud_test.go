@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-vms/svc/shared/ratelog"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -566,4 +567,75 @@ func TestCloud_LogsARejectedFactOnceAndAFloodRateLimited(t *testing.T) {
 	c.applyFacts(context.Background(), flood, got.ack)
 	assert.Equal(t, uint64(10_000), c.State().Dropped)
 	assert.LessOrEqual(t, strings.Count(buf.String(), `msg="message dropped"`), ratelog.DefaultBurst)
+}
+
+// heldToken is a publication the broker has not acknowledged until
+// release is closed.
+type heldToken struct{ release chan struct{} }
+
+func (t heldToken) Wait() bool { <-t.release; return true }
+func (t heldToken) WaitTimeout(d time.Duration) bool {
+	select {
+	case <-t.release:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+func (t heldToken) Done() <-chan struct{} { return t.release }
+func (t heldToken) Error() error          { return nil }
+
+// holdingRecorder records publications, each acknowledged by the broker
+// only once release is closed.
+type holdingRecorder struct {
+	*recorder
+	release chan struct{}
+}
+
+func (r holdingRecorder) Publish(topic string, qos byte, retained bool, payload any) paho.Token {
+	r.recorder.Publish(topic, qos, retained, payload)
+	return heldToken{r.release}
+}
+
+// A broker slow to take an acknowledgement does not hold up the next
+// batch: the acknowledgements are sent by a goroutine of their own, and
+// those of the batches committed meanwhile go out together after it.
+func TestCloud_AckSendDoesNotHoldUpTheNextBatch(t *testing.T) {
+	store := newFakeCloud()
+	site, edge := newSite(), ids.New(ids.Edge)
+	store.addEdge(site, edge)
+	c, rec := newTestCloud(t, store)
+	c.cfg.WriteTimeout = time.Minute
+	held := holdingRecorder{recorder: rec, release: make(chan struct{})}
+	c.setClient(held)
+	fe := newFakeEdge(edge)
+	fe.record(3)
+	facts, _ := fe.Outbox(0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.factsWorker(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	c.facts.push(message{site.Facts(edge), encode(t, &facts[0])})
+	waitFor(t, 10*time.Second, "the first acknowledgement to be sent", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.pubs) == 1
+	})
+	// The broker has not acknowledged it; two more facts come.
+	c.facts.push(message{site.Facts(edge), encode(t, &facts[1])})
+	c.facts.push(message{site.Facts(edge), encode(t, &facts[2])})
+	waitFor(t, 10*time.Second, "the next facts to be applied", func() bool {
+		return store.isApplied(facts[1].ID) && store.isApplied(facts[2].ID)
+	})
+	close(held.release)
+	waitFor(t, 10*time.Second, "the second acknowledgement", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.pubs) == 2
+	})
+	rs := replies(t, rec.take())
+	assert.Equal(t, []string{facts[0].ID}, rs[0].Acks)
+	assert.Equal(t, []string{facts[1].ID, facts[2].ID}, rs[1].Acks, "acknowledged together")
 }

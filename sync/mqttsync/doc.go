@@ -66,9 +66,14 @@
 // again, since edges republish facts and ask again for resyncs.
 //
 // Facts are applied through CloudStore.ApplyFacts in arrival order, the
-// waiting ones of a site together (up to FactBatch), and acknowledged in
-// batches (per edge, AckEvery after the first waiting acknowledgement or
-// at protocol.MaxAcks). A fact rejected (ErrRejected) or failing is not
+// waiting ones of a site together (up to FactBatch): those that arrive
+// while a batch is applied go into the next (group commit). A batch's
+// facts are acknowledged once its ApplyFacts has returned (committed),
+// per edge, by a sender of their own, which sends what gathered while it
+// was sending together (or, with AckEvery set, AckEvery after the first
+// waiting acknowledgement, or at protocol.MaxAcks). The edge half applies
+// the acknowledgements that reached it together in one Ack, and runs of
+// feed batches that follow on as one Apply. A fact rejected (ErrRejected) or failing is not
 // acknowledged: the edge keeps it and publishes it again. A batch that
 // fails as a whole is tried again fact by fact, so one fact that cannot
 // be applied does not hold up the others.
