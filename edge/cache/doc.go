@@ -118,10 +118,13 @@
 // once. A pending visit that a snapshot lacks (a re-entry made here while
 // offline) is kept.
 //
-// The merge only holds while the facts wait. The cloud publishes its change
-// of a visit as soon as it has committed the gate's fact and acknowledges
-// the fact later (batched, about 10 ms), so that change usually arrives
-// while the visit is still pending and is merged. So the cache also keeps,
+// The merge only holds while the facts wait. The sync's edge half
+// (sync/mqttsync) removes a fact only once the cache has applied the feed
+// up to the acknowledgement's Seq, the cloud's feed head after the commit
+// that applied the fact, so the cloud's change of each visit the fact
+// made has arrived while the visit was still pending and was merged (an
+// acknowledgement from a cloud that sends no Seq is taken at once, and
+// the change then usually, not always, came first). So the cache also keeps,
 // for each pending visit, the cloud's latest version of it as received
 // (bucket "cloud", visit ID → protocol.Visit, written in the transaction of
 // the Apply or snapshot that brought it, checked at Open like the other

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -420,16 +421,20 @@ type ackQueue struct {
 
 	mu      sync.Mutex
 	pending map[ackKey][]string
-	order   []ackKey  // the keys of pending, first waiting first
-	since   time.Time // when the oldest waiting one came
+	seq     map[ackKey]uint64 // the largest feed head of a key's pending ones, 0 when none asked for it
+	order   []ackKey          // the keys of pending, first waiting first
+	since   time.Time         // when the oldest waiting one came
 }
 
 func newAckQueue() *ackQueue {
-	return &ackQueue{ready: make(chan struct{}, 1), pending: make(map[ackKey][]string)}
+	return &ackQueue{ready: make(chan struct{}, 1), pending: make(map[ackKey][]string), seq: make(map[ackKey]uint64)}
 }
 
-// add queues the acknowledgement of a committed fact.
-func (q *ackQueue) add(k ackKey, id string) {
+// add queues the acknowledgement of a committed fact, with the site's feed
+// head after its commit when the fact asked for it (else 0). A reply
+// carries the largest head of the facts it acknowledges: each fact's
+// changes are at or before it.
+func (q *ackQueue) add(k ackKey, id string, seq uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.order) == 0 {
@@ -439,6 +444,7 @@ func (q *ackQueue) add(k ackKey, id string) {
 		q.order = append(q.order, k)
 	}
 	q.pending[k] = append(q.pending[k], id)
+	q.seq[k] = max(q.seq[k], seq)
 }
 
 func (q *ackQueue) signal() {
@@ -452,6 +458,7 @@ func (q *ackQueue) signal() {
 type ackReply struct {
 	k   ackKey
 	ids []string
+	seq uint64
 }
 
 // take removes what is due at now: everything when every is zero or the
@@ -467,11 +474,12 @@ func (q *ackQueue) take(now time.Time, every time.Duration) ([]ackReply, time.Du
 		ids := q.pending[k]
 		for len(ids) >= protocol.MaxAcks || all && len(ids) > 0 {
 			n := min(len(ids), protocol.MaxAcks)
-			out = append(out, ackReply{k, ids[:n:n]})
+			out = append(out, ackReply{k, ids[:n:n], q.seq[k]})
 			ids = ids[n:]
 		}
 		if len(ids) == 0 {
 			delete(q.pending, k)
+			delete(q.seq, k)
 			continue
 		}
 		q.pending[k] = ids
@@ -500,7 +508,7 @@ func (c *Cloud) ackSender(ctx context.Context, q *ackQueue) {
 		}
 		replies, wait := q.take(time.Now(), c.cfg.AckEvery)
 		for _, r := range replies {
-			c.sendAcks(r.k, r.ids)
+			c.sendAcks(r.k, r.ids, r.seq)
 		}
 		if wait > 0 {
 			timer.Reset(wait)
@@ -512,13 +520,15 @@ func (c *Cloud) ackSender(ctx context.Context, q *ackQueue) {
 type siteFacts struct {
 	site  protocol.Site
 	facts []protocol.Fact
+	seq   []bool // facts[i] asked for its acknowledgement with the feed's Seq
 }
 
 // applyFacts decodes msgs and applies their facts, site by site (in the
 // order each site's first fact came, each site's in arrival order), each
 // site's as one batch, and hands ack where each applied fact's
-// acknowledgement goes.
-func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey, string)) {
+// acknowledgement goes, with the site's feed head read after the commit
+// when the fact asked for it (protocol.Fact.AckSeq).
+func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey, string, uint64)) {
 	var sites []siteFacts
 	for _, m := range msgs {
 		site, f, ok := c.decodeFact(m)
@@ -530,19 +540,24 @@ func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey,
 			i = len(sites)
 			sites = append(sites, siteFacts{site: site})
 		}
+		// What the publication asked for is not the fact's: the store
+		// keeps the fact without it.
+		sites[i].seq = append(sites[i].seq, f.AckSeq)
+		f.AckSeq = false
 		sites[i].facts = append(sites[i].facts, f)
 	}
 	for _, sf := range sites {
 		errs, err := c.storeApply(ctx, sf.site, sf.facts)
 		if err == nil {
+			head := c.ackHead(ctx, sf.site, sf.seq)
 			for i, f := range sf.facts {
-				c.factDone(ctx, sf.site, f, errs[i], ack)
+				c.factDone(ctx, sf.site, f, sf.seq[i], head, errs[i], ack)
 			}
 			continue
 		}
 		if len(sf.facts) == 1 || ctx.Err() != nil {
-			for _, f := range sf.facts {
-				c.factDone(ctx, sf.site, f, err, ack)
+			for i, f := range sf.facts {
+				c.factDone(ctx, sf.site, f, sf.seq[i], feedHead{}, err, ack)
 			}
 			continue
 		}
@@ -550,18 +565,45 @@ func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey,
 		// that cannot be applied does not hold up the others; with the
 		// store down, this costs what applying one at a time always did.
 		c.log.Warn("apply a batch of facts; trying them one by one", "site_id", sf.site.SiteID, "facts", len(sf.facts), "error", err)
-		for _, f := range sf.facts {
+		for i, f := range sf.facts {
 			if ctx.Err() != nil {
-				c.factDone(ctx, sf.site, f, ctx.Err(), ack)
+				c.factDone(ctx, sf.site, f, sf.seq[i], feedHead{}, ctx.Err(), ack)
 				continue
 			}
 			errs, err := c.storeApply(ctx, sf.site, []protocol.Fact{f})
+			var head feedHead
 			if err == nil {
 				err = errs[0]
+				head = c.ackHead(ctx, sf.site, sf.seq[i:i+1])
 			}
-			c.factDone(ctx, sf.site, f, err, ack)
+			c.factDone(ctx, sf.site, f, sf.seq[i], head, err, ack)
 		}
 	}
+}
+
+// feedHead is a site's feed head read after a commit, for the
+// acknowledgements that carry it; err when it could not be read.
+type feedHead struct {
+	seq uint64
+	err error
+}
+
+// ackHead reads the site's feed head when one of the facts asked for it
+// (seq), after their commit: every change they made is at or before it,
+// since each fact's changes are appended in the transaction that applies
+// it. It is the head after the commit, not the commit's own last
+// sequence, so it may be later than needed: the edge then waits for a
+// few more changes it was going to apply anyway.
+func (c *Cloud) ackHead(ctx context.Context, site protocol.Site, seq []bool) feedHead {
+	if !slices.Contains(seq, true) {
+		return feedHead{}
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	// No change follows the largest sequence: the call returns the head
+	// alone.
+	_, head, err := c.cfg.Store.Changes(sctx, site, math.MaxInt64, 1)
+	return feedHead{seq: head, err: err}
 }
 
 // storeApply is one ApplyFacts call, bounded by StoreTimeout.
@@ -599,11 +641,24 @@ func (c *Cloud) decodeFact(m message) (protocol.Site, protocol.Fact, bool) {
 
 // factDone counts and logs a fact's outcome and hands an applied fact's
 // acknowledgement to ack.
-func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fact, err error, ack func(ackKey, string)) {
+func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fact, wantSeq bool, head feedHead, err error, ack func(ackKey, string, uint64)) {
 	switch {
+	case err == nil && wantSeq && head.err != nil:
+		// Applied, but an acknowledgement without the head would let the
+		// edge take an older version of a visit than this fact made: it is
+		// not acknowledged, and its next publication is (applying is
+		// idempotent).
+		c.applied.Add(1)
+		if ctx.Err() == nil {
+			c.log.Error("read the site's feed head to acknowledge a fact; the edge will publish it again", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", head.err)
+		}
 	case err == nil:
 		c.applied.Add(1)
-		ack(ackKey{site, f.EdgeID}, f.ID)
+		var seq uint64
+		if wantSeq {
+			seq = head.seq
+		}
+		ack(ackKey{site, f.EdgeID}, f.ID, seq)
 	case errors.Is(err, ErrRejected):
 		c.rejected.Add(1)
 		if c.rejectedSeen.add(f.ID) {
@@ -617,8 +672,8 @@ func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fac
 	}
 }
 
-func (c *Cloud) sendAcks(k ackKey, ids []string) {
-	b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})
+func (c *Cloud) sendAcks(k ackKey, ids []string, seq uint64) {
+	b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplyAck, Acks: ids, Seq: seq})
 	if err == nil {
 		err = wait(c.publish(k.site.Replies(k.edgeID), b), c.cfg.WriteTimeout)
 	}

@@ -281,7 +281,7 @@ func TestCloud_FactOnAnotherEdgesTopicIsDropped(t *testing.T) {
 	facts, _ := fe.Outbox(0)
 
 	var acked []string
-	ack := func(_ ackKey, id string) { acked = append(acked, id) }
+	ack := func(_ ackKey, id string, _ uint64) { acked = append(acked, id) }
 	c.applyFacts(context.Background(), []message{{site.Facts(other), encode(t, &facts[0])}}, ack)
 	assert.Empty(t, acked, "not applied")
 	assert.Zero(t, store.callCount(), "the store never saw it")
@@ -316,7 +316,7 @@ type acked struct {
 	ids map[ackKey][]string
 }
 
-func (a *acked) ack(k ackKey, id string) {
+func (a *acked) ack(k ackKey, id string, _ uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ids == nil {
@@ -638,4 +638,35 @@ func TestCloud_AckSendDoesNotHoldUpTheNextBatch(t *testing.T) {
 	rs := replies(t, rec.take())
 	assert.Equal(t, []string{facts[0].ID}, rs[0].Acks)
 	assert.Equal(t, []string{facts[1].ID, facts[2].ID}, rs[1].Acks, "acknowledged together")
+}
+
+// A fact that asks for it (protocol.Fact.AckSeq) is acknowledged with the
+// site's feed head read after its commit, so the edge can wait until its
+// cache holds the change the fact made; one that does not, from an older
+// edge, is acknowledged without it. What the publication asked for is
+// not stored with the fact.
+func TestCloud_AcknowledgesWithTheFeedHeadWhenAsked(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	c, _ := newTestCloud(t, store)
+	facts := edgeFacts(store, site, 2)
+	head := store.addVisits(site, 3)
+	require.NotZero(t, head)
+	facts[0].AckSeq = true
+
+	seqs := map[string]uint64{}
+	c.applyFacts(context.Background(), factMsgs(t, site, facts...), func(_ ackKey, id string, seq uint64) { seqs[id] = seq })
+	assert.Equal(t, map[string]uint64{facts[0].ID: head, facts[1].ID: 0}, seqs)
+	store.mu.Lock()
+	stored := store.applied[facts[0].ID]
+	store.mu.Unlock()
+	assert.False(t, stored.AckSeq, "not stored with the fact")
+
+	q := newAckQueue()
+	k := ackKey{site, facts[0].EdgeID}
+	q.add(k, facts[0].ID, head)
+	q.add(k, facts[1].ID, head-1)
+	replies, _ := q.take(time.Now(), 0)
+	require.Len(t, replies, 1)
+	assert.Equal(t, head, replies[0].seq, "a reply carries the largest head of the facts it acknowledges")
 }

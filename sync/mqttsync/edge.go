@@ -228,7 +228,10 @@ type Edge struct {
 	// connection: every outbox fact at or below it is in flight (a fact
 	// that leaves the window unacknowledged sets it back to 0), so flush
 	// reads on past it.
-	published   uint64
+	published uint64
+	// held are the acknowledgements waiting for the feed to reach their
+	// Seq (holdAck), in the order they came.
+	held        []protocol.Reply
 	rs          *resync   // the outstanding request, if any
 	highest     uint64    // the highest sequence seen on the feed
 	syncedAt    time.Time // see EdgeState.SyncedAt
@@ -420,16 +423,10 @@ type inMsg struct {
 // handleAll decodes and applies the messages taken at once, reporting
 // whether they acknowledged facts (so the window has room). Each write is
 // a durable transaction, so what came together is written together: the
-// acknowledgements of every reply among them in one Ack, first (after
-// publishing the facts that take their place in the window), and then
-// the rest in order, runs of feed batches that follow on from one another
-// applied as one run. Taking the acknowledgements first changes no
-// outcome: a visit's feed change applied while its fact waits is kept as
-// the cloud's latest version and taken whole by the Ack, and one applied
-// after the Ack is taken whole, so either way the visit ends as the
-// cloud's latest version of it.
+// feed batches and replies in order, runs of batches that follow on from
+// one another applied as one run, then the acknowledgements of every ack
+// among them that the cache's feed has reached in one Ack (releaseAcks).
 func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
-	var acks []string
 	rest := make([]inMsg, 0, len(msgs))
 	for _, m := range msgs {
 		site, kind, edgeID, err := protocol.ParseTopic(m.topic)
@@ -452,7 +449,7 @@ func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
 			}
 			e.contact()
 			if r.Kind == protocol.ReplyAck {
-				acks = append(acks, r.Acks...)
+				e.holdAck(r)
 				continue
 			}
 			rest = append(rest, inMsg{reply: &r})
@@ -461,21 +458,6 @@ func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
 		}
 	}
 	acked := false
-	if len(acks) > 0 {
-		// The window's room goes to the next facts at once: they are read
-		// past the last one published, so the acknowledged ones, still in
-		// the outbox until Ack commits, are not published again, and the
-		// cloud works on the next facts while the edge writes the Ack.
-		// (A flush that reads from the oldest, published 0, would send
-		// them again: it waits for the Ack.)
-		if e.published > 0 {
-			for _, id := range acks {
-				delete(e.inflight, id)
-			}
-			e.flush(c)
-		}
-		acked = e.onAcks(acks)
-	}
 	var run []protocol.Change
 	for _, m := range rest {
 		if m.batch != nil {
@@ -499,7 +481,65 @@ func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
 	if len(run) > 0 {
 		e.onBatch(c, protocol.Batch{Changes: run})
 	}
-	return acked
+	return e.releaseAcks(c) || acked
+}
+
+// maxHeld bounds the acknowledgements waiting for the feed. Their facts
+// stay in flight, so the window bounds them, but for a fact published
+// again (AckTimeout, a new connection) the cloud acknowledges again; past
+// the bound the oldest are dropped, and their facts, still in the outbox,
+// are published and acknowledged again.
+const maxHeld = 1024
+
+// holdAck keeps an acknowledgement until the cache's feed reaches its
+// Seq (protocol.Reply.Seq; 0 from a cloud that sends none, released at
+// once). Removing a fact from the outbox ends the cache's merge of the
+// visit it names, which then takes the cloud's latest version of the
+// visit received meanwhile: the acknowledgement can arrive before the
+// feed change the fact made (the cloud sends each from its own loop), and
+// taken then, that version is an earlier one. A check-out acknowledged
+// before its change arrived would put the visitor back inside.
+func (e *Edge) holdAck(r protocol.Reply) {
+	if len(e.held) == maxHeld {
+		e.log.Warn("acknowledgements waiting for the feed dropped; their facts will be published again", "facts", len(e.held[0].Acks), "seq", e.held[0].Seq, "cache_seq", e.cfg.Store.Seq())
+		e.held = slices.Delete(e.held, 0, 1)
+	}
+	e.held = append(e.held, r)
+}
+
+// releaseAcks removes from the outbox, in one Ack, the facts of the held
+// acknowledgements the cache's feed has reached, reporting whether it
+// did. The window's room goes to the next facts first: they are read past
+// the last one published, so the acknowledged ones, still in the outbox
+// until Ack commits, are not published again, and the cloud works on the
+// next facts while the edge writes the Ack. (A flush that reads from the
+// oldest, published 0, would send them again: it waits for the Ack.)
+func (e *Edge) releaseAcks(c paho.Client) bool {
+	if len(e.held) == 0 {
+		return false
+	}
+	seq := e.cfg.Store.Seq()
+	var ids []string
+	keep := e.held[:0]
+	for _, r := range e.held {
+		if r.Seq > seq {
+			keep = append(keep, r)
+			continue
+		}
+		ids = append(ids, r.Acks...)
+	}
+	clear(e.held[len(keep):])
+	e.held = keep
+	if len(ids) == 0 {
+		return false
+	}
+	if e.published > 0 {
+		for _, id := range ids {
+			delete(e.inflight, id)
+		}
+		e.flush(c)
+	}
+	return e.onAcks(ids)
 }
 
 func (e *Edge) drop(m message, why string) {
@@ -570,9 +610,6 @@ func (e *Edge) onAcks(acks []string) bool {
 }
 
 func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
-	if r.Kind == protocol.ReplyAck {
-		return e.onAcks(r.Acks)
-	}
 	if e.rs == nil || r.RequestID != e.rs.id {
 		e.log.Debug("reply to an earlier request ignored", "request_id", r.RequestID)
 		return false
@@ -702,6 +739,7 @@ func (e *Edge) flush(c paho.Client) {
 		if len(e.inflight) >= e.cfg.Window {
 			break
 		}
+		f.AckSeq = true // this edge holds acknowledgements for the feed
 		b, err := protocol.Encode(f)
 		if err != nil {
 			if !e.badFacts[f.ID] {

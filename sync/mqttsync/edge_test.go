@@ -419,3 +419,45 @@ func TestEdge_AckPublishesNextFirst(t *testing.T) {
 	assert.Empty(t, factIDs(rec.take()), "nothing acknowledged goes out again")
 	assert.Zero(t, store.outboxLen())
 }
+
+// An acknowledgement carrying the feed's Seq waits until the cache has
+// applied the feed up to it: removing a fact from the outbox makes the
+// cache take the cloud's latest version of the visit it names, and before
+// the change the fact made has arrived, that version is an earlier one (a
+// check-out acknowledged first put the visitor back inside). Facts go out
+// asking for such acknowledgements; one without Seq, from a cloud that
+// sends none, is taken at once.
+func TestEdge_HoldsAnAckUntilTheFeedReachesItsSeq(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	ids := store.record(4)
+	e.flush(rec)
+	for _, m := range rec.take() {
+		var f protocol.Fact
+		require.NoError(t, protocol.Decode(m.payload, &f))
+		assert.True(t, f.AckSeq, "a published fact asks for the feed's Seq in its acknowledgement")
+	}
+	feed := func(from, to uint64) message {
+		return message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(from, to)})}
+	}
+	ack := func(seq uint64, ids ...string) message {
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids, Seq: seq})}
+	}
+
+	require.False(t, e.handle(rec, ack(5, ids[0])))
+	assert.Zero(t, store.acks, "held: the feed is at 0")
+	require.False(t, e.handle(rec, feed(1, 3)))
+	assert.Zero(t, store.acks, "held: the feed is at 3")
+	assert.Equal(t, 4, store.outboxLen())
+	require.True(t, e.handle(rec, feed(4, 5)))
+	assert.Equal(t, []string{ids[0]}, store.acked, "released once the feed reached 5")
+
+	// Together with the batch that reaches its Seq, whatever the order
+	// they came in: the batch is applied first.
+	require.True(t, e.handleAll(rec, []message{ack(7, ids[1]), ack(6, ids[2]), feed(6, 7)}))
+	assert.Equal(t, []string{ids[0], ids[1], ids[2]}, store.acked)
+	assert.Equal(t, 2, store.acks, "the two in one Ack")
+
+	require.True(t, e.handle(rec, ack(0, ids[3])), "no Seq: taken at once")
+	assert.Zero(t, store.outboxLen())
+	assert.Empty(t, e.held)
+}
