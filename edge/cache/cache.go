@@ -1004,7 +1004,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 				if err := putVisitValue(tx.Bucket(bucketCloud), v); err != nil {
 					return err
 				}
-				if x, ok := cur.visits[u.shard()][u]; ok {
+				if x, ok := cur.visits.get(u); ok {
 					v = merge(x.visit(v.ID, u), v)
 				}
 			}
@@ -1016,7 +1016,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 			if _, ok := e.visit(u); ok {
 				continue
 			}
-			if x, ok := cur.visits[u.shard()][u]; ok {
+			if x, ok := cur.visits.get(u); ok {
 				if err := c.putVisit(tx, e, x.visit(visitID(u), u)); err != nil {
 					return err
 				}
@@ -1196,11 +1196,22 @@ func (c *Cache) restorePunch(tx *bolt.Tx, e *edit, r *PunchRestore) error {
 // Outbox returns up to limit facts waiting for acknowledgement, oldest
 // (lowest counter) first; limit ≤ 0 means all. It returns bbolt's errors
 // and a *CorruptError for a row that no longer decodes.
-func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) {
+func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) { return c.OutboxAfter(0, limit) }
+
+// OutboxAfter returns up to limit facts waiting for acknowledgement whose
+// counter is past after, lowest counter first; limit ≤ 0 means all. The
+// sync half reads on from the last fact it published rather than reading
+// (and decoding) again those in flight. It returns bbolt's errors and a
+// *CorruptError for a row that no longer decodes.
+func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 	var out []protocol.Fact
 	err := c.read(func(tx *bolt.Tx) error {
 		cur := tx.Bucket(bucketOutbox).Cursor()
-		for k, b := cur.First(); k != nil && (limit <= 0 || len(out) < limit); k, b = cur.Next() {
+		k, b := cur.First()
+		if after > 0 {
+			k, b = cur.Seek(u64(after + 1))
+		}
+		for ; k != nil && (limit <= 0 || len(out) < limit); k, b = cur.Next() {
 			_, f, err := decodeRow(b)
 			if err != nil {
 				return corrupt(bucketOutbox, k, err)

@@ -81,18 +81,20 @@
 // an atomic pointer swap, so a decision reads one consistent state without
 // locks. Writers are serialised, so Views appear in commit order.
 //
-// Visits are packed (a 184-byte entry keyed by the visit's 16-byte UUID,
-// times as Unix microseconds, host names and gates shared) and split
-// into 256 shards by a hash of the UUID. A write copies only the shards it
-// touches, about n/256 entries each, and the array of shard pointers. That
-// keeps a scan's Record at a few hundred entries copied for 100,000
-// visits, with no background merging and no pauses, where copying one map
-// would cost all n; a lookup is one hash and one map probe. A full Apply
-// batch (500 changes) touches most shards, so it copies about n entries:
-// n/500 a change. A two-level base-and-overlay scheme would copy less per
-// write but needs a periodic O(n) merge; a persistent trie costs more
-// pointers per lookup and per entry. 100,000 visits take about 21 MB of
-// heap.
+// Visits are packed (a 120-byte entry keyed by the visit's 16-byte UUID,
+// times as Unix microseconds, hosts, teams and gates shared, what few
+// visits have behind one pointer) in a persistent
+// hash trie (trie.go): 32-way interior nodes over leaves of up to about
+// 8 KB of entries, keyed by a hash of the UUID. A write copies the path to
+// each leaf it changes (for 100,000 visits a leaf of about 3 entries and
+// three interior nodes) and shares every other node with the View before,
+// so its cost follows the change, not the number of visits: a scan's
+// Record or an acknowledgement of 100 facts copies a few KB a visit, where
+// the 256 map shards before it copied about n/256 entries per shard
+// touched, and a batch touching most shards all n. Nodes an edit has
+// copied are its own and written in place, so a batch that touches a leaf
+// twice copies it once. A lookup is a hash and four pointer hops. People,
+// last punches and the kiosk's indexes are tries too.
 //
 // # Conflicts between the cloud and the gate
 //
@@ -116,10 +118,13 @@
 // once. A pending visit that a snapshot lacks (a re-entry made here while
 // offline) is kept.
 //
-// The merge only holds while the facts wait. The cloud publishes its change
-// of a visit as soon as it has committed the gate's fact and acknowledges
-// the fact later (batched, about 10 ms), so that change usually arrives
-// while the visit is still pending and is merged. So the cache also keeps,
+// The merge only holds while the facts wait. The sync's edge half
+// (sync/mqttsync) removes a fact only once the cache has applied the feed
+// up to the acknowledgement's Seq, the cloud's feed head after the commit
+// that applied the fact, so the cloud's change of each visit the fact
+// made has arrived while the visit was still pending and was merged (an
+// acknowledgement from a cloud that sends no Seq is taken at once, and
+// the change then usually, not always, came first). So the cache also keeps,
 // for each pending visit, the cloud's latest version of it as received
 // (bucket "cloud", visit ID → protocol.Visit, written in the transaction of
 // the Apply or snapshot that brought it, checked at Open like the other

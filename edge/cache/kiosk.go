@@ -50,47 +50,76 @@ func waiting(x visitEntry) bool { return checkedIn(x) && x.flags&flagNeedsSomeon
 // index updates the kiosk's indexes for visit u going from old (when had)
 // to x (when has).
 func (e *edit) index(u uid, old visitEntry, had bool, x visitEntry, has bool) {
-	set := func(ed *byUIDEdit[struct{}], m *byUID[struct{}], was, is bool) {
+	set := func(m *trie[struct{}], was, is bool) {
 		switch {
 		case is && !was:
-			ed.put(m, u, struct{}{})
+			m.put(e.gen, u, struct{}{})
 		case was && !is:
-			ed.del(m, u)
+			m.del(e.gen, u)
 		}
 	}
-	set(&e.waiting, &e.v.waiting, had && waiting(old), has && waiting(x))
-	set(&e.onSite, &e.v.onSite, had && checkedIn(old), has && checkedIn(x))
+	set(&e.v.waiting, had && waiting(old), has && waiting(x))
+	set(&e.v.onSite, had && checkedIn(old), has && checkedIn(x))
 	if had != has {
-		e.multi(&e.byCode, &e.v.byCode, codeKey(u), u, has)
+		e.multi(&e.v.byCode, codeKey(u), u, has)
 	}
 	if had && has && old.visitorName == x.visitorName {
 		return
 	}
 	if had {
 		if k, ok := nameKey(old.visitorName); ok {
-			e.multi(&e.byVisitor, &e.v.byVisitor, k, u, false)
+			e.multi(&e.v.byVisitor, k, u, false)
 		}
 	}
 	if has {
 		if k, ok := nameKey(x.visitorName); ok {
-			e.multi(&e.byVisitor, &e.v.byVisitor, k, u, true)
+			e.multi(&e.v.byVisitor, k, u, true)
 		}
 	}
 }
 
-// multi adds u to (or removes it from) the list under k.
-func (e *edit) multi(ed *byUIDEdit[[]uid], m *byUID[[]uid], k, u uid, add bool) {
-	cur, _ := m.get(k)
+// visitRefs are the visits under one key of an index: nearly always one
+// (a short code, or a visitor's name, that no other visit has), held
+// inline; rest holds the others.
+type visitRefs struct {
+	first uid
+	rest  *[]uid // nil: first only
+}
+
+// list returns the visits, a new slice.
+func (r visitRefs) list() []uid {
+	out := []uid{r.first}
+	if r.rest != nil {
+		out = append(out, *r.rest...)
+	}
+	return out
+}
+
+func refsOf(us []uid) visitRefs {
+	r := visitRefs{first: us[0]}
+	if len(us) > 1 {
+		rest := slices.Clone(us[1:])
+		r.rest = &rest
+	}
+	return r
+}
+
+// multi adds u to (or removes it from) the visits under k.
+func (e *edit) multi(m *trie[visitRefs], k, u uid, add bool) {
+	var cur []uid
+	if r, ok := m.get(k); ok {
+		cur = r.list()
+	}
 	i := slices.Index(cur, u)
 	switch {
 	case add && i < 0:
-		ed.put(m, k, append(slices.Clip(cur), u))
+		m.put(e.gen, k, refsOf(append(cur, u)))
 	case !add && i >= 0:
 		if len(cur) == 1 {
-			ed.del(m, k)
+			m.del(e.gen, k)
 			return
 		}
-		ed.put(m, k, slices.Delete(slices.Clone(cur), i, i+1))
+		m.put(e.gen, k, refsOf(slices.Delete(cur, i, i+1)))
 	}
 }
 
@@ -99,9 +128,9 @@ func (e *edit) markPending(u uid, pending bool) {
 	_, was := e.v.pending.get(u)
 	switch {
 	case pending && !was:
-		e.pending.put(&e.v.pending, u, struct{}{})
+		e.v.pending.put(e.gen, u, struct{}{})
 	case !pending && was:
-		e.pending.del(&e.v.pending, u)
+		e.v.pending.del(e.gen, u)
 	}
 }
 
@@ -146,25 +175,21 @@ type wordRef struct {
 	pos  int16 // the word's place in the name
 }
 
-func buildPeopleIndex(m byUID[protocol.Person]) *peopleIndex {
+func buildPeopleIndex(m trie[protocol.Person]) *peopleIndex {
 	ix := &peopleIndex{}
-	if m.s == nil {
-		return ix
-	}
-	for s := range m.s {
-		for u, p := range m.s[s] {
-			if !p.Active {
-				continue // the kiosk lists active people only
-			}
-			f := textfold.Fold(p.Name)
-			words := strings.Fields(f)
-			i := int32(len(ix.people))
-			ix.people = append(ix.people, indexed{u: u, folded: f, words: words})
-			for j, w := range words {
-				ix.words = append(ix.words, wordRef{word: w, p: i, pos: int16(min(j, 1<<15-1))})
-			}
+	m.all(func(u uid, p protocol.Person) bool {
+		if !p.Active {
+			return true // the kiosk lists active people only
 		}
-	}
+		f := textfold.Fold(p.Name)
+		words := strings.Fields(f)
+		i := int32(len(ix.people))
+		ix.people = append(ix.people, indexed{u: u, folded: f, words: words})
+		for j, w := range words {
+			ix.words = append(ix.words, wordRef{word: w, p: i, pos: int16(min(j, 1<<15-1))})
+		}
+		return true
+	})
 	slices.SortFunc(ix.words, func(a, b wordRef) int {
 		return cmp.Or(strings.Compare(a.word, b.word), cmp.Compare(a.p, b.p))
 	})
@@ -299,11 +324,15 @@ func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
 		}
 		k = k<<5 | uint64(d)
 	}
-	us, _ := v.byCode.get(uid{lo: k})
+	r, ok := v.byCode.get(uid{lo: k})
+	if !ok {
+		return protocol.Visit{}, false
+	}
+	us := r.list()
 	var best protocol.Visit
 	found := false
 	for _, u := range us {
-		x, ok := v.visits[u.shard()][u]
+		x, ok := v.visits.get(u)
 		if !ok {
 			continue
 		}
@@ -360,18 +389,14 @@ func (v *View) OnSite() []protocol.Visit {
 	return out
 }
 
-func (v *View) collect(set byUID[struct{}]) []protocol.Visit {
-	out := make([]protocol.Visit, 0, set.n)
-	if set.s == nil {
-		return out
-	}
-	for s := range set.s {
-		for u := range set.s[s] {
-			if x, ok := v.visits[u.shard()][u]; ok {
-				out = append(out, x.visit(visitID(u), u))
-			}
+func (v *View) collect(set trie[struct{}]) []protocol.Visit {
+	out := make([]protocol.Visit, 0, set.len())
+	set.all(func(u uid, _ struct{}) bool {
+		if x, ok := v.visits.get(u); ok {
+			out = append(out, x.visit(visitID(u), u))
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -384,10 +409,14 @@ func (v *View) VisitsByVisitorName(name string) []protocol.Visit {
 		return nil
 	}
 	want := textfold.Fold(name)
-	us, _ := v.byVisitor.get(k)
+	r, ok := v.byVisitor.get(k)
+	if !ok {
+		return nil
+	}
+	us := r.list()
 	var out []protocol.Visit
 	for _, u := range us {
-		x, ok := v.visits[u.shard()][u]
+		x, ok := v.visits.get(u)
 		if ok && textfold.Fold(x.visitorName) == want { // the hash may collide
 			out = append(out, x.visit(visitID(u), u))
 		}

@@ -25,13 +25,12 @@ func (c *Cache) Prune(before time.Time) (int, error) {
 	cutoff := before.UnixMicro()
 	loc := cur.Location()
 	var gone []uid
-	for s := range cur.visits {
-		for u, x := range cur.visits[s] {
-			if end, ok := x.end(loc); ok && end < cutoff && c.pending[u] == 0 {
-				gone = append(gone, u)
-			}
+	cur.visits.all(func(u uid, x visitEntry) bool {
+		if end, ok := x.end(loc); ok && end < cutoff && c.pending[u] == 0 {
+			gone = append(gone, u)
 		}
-	}
+		return true
+	})
 	if len(gone) == 0 {
 		return 0, nil
 	}

@@ -83,7 +83,7 @@ func TestPrune_ThenRecordAndApply(t *testing.T) {
 	n, err := c.Prune(t0.Add(24 * time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	// The shards Prune copied are written again as usual.
+	// The nodes Prune copied are written again as usual.
 	record(t, c, checkInFact(kept.ID), checkedIn(kept))
 	apply(t, c, 3, ended)
 	require.Equal(t, 2, c.View().Counts().Visits)

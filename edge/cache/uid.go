@@ -69,9 +69,3 @@ func appendID(b []byte, prefix string, u uid) []byte {
 	}
 	return b
 }
-
-// shard picks one of the View's visit shards. UUIDv7 puts the time in the
-// high bits; mixing both halves spreads IDs made by anything else too.
-func (u uid) shard() int {
-	return int((u.hi ^ u.lo) * 0x9e3779b97f4a7c15 >> (64 - shardBits))
-}

@@ -15,20 +15,12 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
-// shardBits sets the number of visit shards, 1<<shardBits. A write copies
-// the shards it touches, so a scan costs n>>shardBits entries copied: about
-// 400 for 100,000 visits.
-const shardBits = 8
-
-const shards = 1 << shardBits
-
 // View is the cache's state as of one committed write. It never changes:
 // each write builds a new View and swaps it in, so the gate path reads it
 // without locks and a decision sees one consistent state. Its methods are
 // safe for concurrent use.
 type View struct {
-	visits   [shards]map[uid]visitEntry // never modified once the View is published
-	nVisits  int
+	visits   trie[visitEntry] // like every trie of the View, never written once published
 	gates    map[string]protocol.Gate
 	keys     map[string]protocol.Key     // retired ones included
 	keySet   passtoken.KeySet            // the organisation's keys not retired
@@ -39,17 +31,17 @@ type View struct {
 	seq      uint64
 	syncedAt time.Time
 	outbox   int
-	people   byUID[protocol.Person]
-	punches  byUID[protocol.Fact] // by person: the last punch recorded here
+	people   trie[protocol.Person]
+	punches  trie[protocol.Fact] // by person: the last punch recorded here
 
 	// The reception kiosk's (kiosk.go).
 	teams     map[string]protocol.Team
 	types     map[string]protocol.VisitType
-	waiting   byUID[struct{}] // checked-in visits with needs_someone
-	onSite    byUID[struct{}] // checked-in visits
-	byCode    byUID[[]uid]    // codeKey → visits
-	byVisitor byUID[[]uid]    // nameKey of the folded visitor name → visits
-	pending   byUID[struct{}] // visits a waiting fact names
+	waiting   trie[struct{}]  // checked-in visits with needs_someone
+	onSite    trie[struct{}]  // checked-in visits
+	byCode    trie[visitRefs] // codeKey → visits
+	byVisitor trie[visitRefs] // nameKey of the folded visitor name → visits
+	pending   trie[struct{}]  // visits a waiting fact names
 	search    *peopleIndex    // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
@@ -79,7 +71,7 @@ func (v *View) Visit(id string) (protocol.Visit, bool) {
 	if !ok {
 		return protocol.Visit{}, false
 	}
-	e, ok := v.visits[u.shard()][u]
+	e, ok := v.visits.get(u)
 	if !ok {
 		return protocol.Visit{}, false
 	}
@@ -183,7 +175,7 @@ func (v *View) SyncedAt() time.Time { return v.syncedAt }
 
 // Counts returns the sizes of the View and of the outbox.
 func (v *View) Counts() Counts {
-	return Counts{Visits: v.nVisits, Gates: len(v.gates), Keys: len(v.keys), People: v.people.n, Outbox: v.outbox}
+	return Counts{Visits: v.visits.len(), Gates: len(v.gates), Keys: len(v.keys), People: v.people.len(), Outbox: v.outbox}
 }
 
 // noTime stands for a nil time in a visitEntry.
@@ -212,30 +204,44 @@ type visitGates struct {
 	entered string   // gate_id; empty while unknown
 }
 
-// visitEntry is a protocol.Visit packed for the View: 184 bytes without
+// visitEntry is a protocol.Visit packed for the View: 120 bytes without
 // the names' bytes, against about 450 bytes and five allocations for a
-// decoded protocol.Visit.
+// decoded protocol.Visit. What most visits share (host, team, type,
+// gates) is interned; what few visits have (another visit's pass, a
+// re-entry, a receiver, a waiting time) is behind extra.
 type visitEntry struct {
 	expectedAt, expectedUntil int64 // Unix microseconds, or noTime
 	checkedInAt, checkedOutAt int64
-	forVisit                  uid
-	reenteredAs               uid         // when flagReentered
 	gates                     *visitGates // nil: every gate, and gate_id unknown
 	visitorName               string
-	hostName                  string // interned
-	typeKey                   string // interned
+	typeKey                   string   // interned
+	host                      *hostRef // interned; nil: neither host_id nor host_name
 	team                      *teamRef
 	visitor                   *visitorRef
-	receiver                  *receiverRef // nil: never handed over
-	hostID                    uid          // when hasHost
-	waitingSince              int64
+	extra                     *visitExtra // nil for most visits
 	uses                      int32
 	before, after             int16 // window, minutes
 	dailyFrom, dailyUntil     int16 // when flagDaily
 	status                    uint8 // index in statuses
 	flags                     uint8
 	source, audience          uint8 // indexes in storedSources, storedAudiences
-	hasHost                   bool
+}
+
+// hostRef is a visit's host, interned: the visits of a host share one.
+type hostRef struct {
+	id    uid // when hasID
+	hasID bool
+	name  string
+}
+
+// visitExtra holds what few visits have.
+type visitExtra struct {
+	forVisit     uid // the visit holding the pass, when hasFor
+	reenteredAs  uid // when flagReentered
+	waitingSince int64
+	receiver     receiverRef // when hasReceiver
+	hasFor       bool
+	hasReceiver  bool
 }
 
 // teamRef is a visit's team, interned: the visits of a team share one.
@@ -245,7 +251,7 @@ type teamRef struct {
 }
 
 // receiverRef is whom a visit nobody has taken waits with after a
-// hand-over (protocol.Visit.Receiver): rare, so a pointer, nil for most.
+// hand-over (protocol.Visit.Receiver): rare, so in visitExtra.
 type receiverRef struct {
 	kind uint8 // an index in storedReceivers
 	id   uid   // the person or team; zero for reception
@@ -276,13 +282,25 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 		Revoked:     e.flags&flagRevoked != 0,
 		ForVisitID:  id,
 		VisitorName: e.visitorName,
-		HostName:    e.hostName,
 	}
-	if e.forVisit != u {
-		v.ForVisitID = visitID(e.forVisit)
-	}
-	if e.flags&flagReentered != 0 {
-		v.ReenteredAs = visitID(e.reenteredAs)
+	if x := e.extra; x != nil {
+		if x.hasFor {
+			v.ForVisitID = visitID(x.forVisit)
+		}
+		if e.flags&flagReentered != 0 {
+			v.ReenteredAs = visitID(x.reenteredAs)
+		}
+		v.WaitingSince = fromMicros(x.waitingSince)
+		if x.hasReceiver {
+			r := x.receiver
+			v.Receiver = storedReceivers[r.kind]
+			switch v.Receiver {
+			case protocol.ToPerson:
+				v.ReceiverID = personID(r.id)
+			case protocol.ToTeam:
+				v.ReceiverID = formatUID(ids.Team, r.id)
+			}
+		}
 	}
 	if e.flags&flagDaily != 0 {
 		v.Rules.Daily = &protocol.Daily{From: passrule.Clock(e.dailyFrom), Until: passrule.Clock(e.dailyUntil)}
@@ -295,9 +313,12 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	}
 	v.AtDesk = e.flags&flagAtDesk != 0
 	v.Type, v.Source, v.Audience = e.typeKey, storedSources[e.source], storedAudiences[e.audience]
-	v.NeedsSomeone, v.WaitingSince = e.flags&flagNeedsSomeone != 0, fromMicros(e.waitingSince)
-	if e.hasHost {
-		v.HostID = personID(e.hostID)
+	v.NeedsSomeone = e.flags&flagNeedsSomeone != 0
+	if h := e.host; h != nil {
+		v.HostName = h.name
+		if h.hasID {
+			v.HostID = personID(h.id)
+		}
 	}
 	if e.team != nil {
 		v.TeamID, v.TeamName = formatUID(ids.Team, e.team.id), e.team.name
@@ -307,15 +328,6 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 			v.VisitorID = formatUID(ids.Visitor, r.id)
 		}
 		v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.email, r.phone, r.company
-	}
-	if r := e.receiver; r != nil {
-		v.Receiver = storedReceivers[r.kind]
-		switch v.Receiver {
-		case protocol.ToPerson:
-			v.ReceiverID = personID(r.id)
-		case protocol.ToTeam:
-			v.ReceiverID = formatUID(ids.Team, r.id)
-		}
 	}
 	return v
 }
@@ -363,11 +375,12 @@ type interner struct {
 	gates    map[string]*visitGates
 	teams    map[teamRef]*teamRef
 	visitors map[visitorRef]*visitorRef
+	hosts    map[hostRef]*hostRef
 }
 
 func newInterner() *interner {
 	return &interner{names: map[string]string{}, gates: map[string]*visitGates{}, teams: map[teamRef]*teamRef{},
-		visitors: map[visitorRef]*visitorRef{}}
+		visitors: map[visitorRef]*visitorRef{}, hosts: map[hostRef]*hostRef{}}
 }
 
 func (in *interner) team(id uid, name string) *teamRef {
@@ -377,6 +390,18 @@ func (in *interner) team(id uid, name string) *teamRef {
 	}
 	r := &teamRef{id: id, name: in.name(name)}
 	in.teams[*r] = r
+	return r
+}
+
+func (in *interner) host(k hostRef) *hostRef {
+	if k == (hostRef{}) {
+		return nil
+	}
+	if r, ok := in.hosts[k]; ok {
+		return r
+	}
+	r := &hostRef{id: k.id, hasID: k.hasID, name: in.name(k.name)}
+	in.hosts[*r] = r
 	return r
 }
 
@@ -436,15 +461,19 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 		checkedOutAt:  toMicros(v.CheckedOutAt),
 		gates:         in.visitGates(v.Rules.GateIDs, v.GateID),
 		visitorName:   v.VisitorName,
-		hostName:      in.name(v.HostName),
 		before:        int16(v.Rules.Window.Before),
 		after:         int16(v.Rules.Window.After),
 	}
-	if e.forVisit, ok = visitUID(v.ForVisitID); !ok {
+	var x visitExtra
+	holder, ok := visitUID(v.ForVisitID)
+	if !ok {
 		return uid{}, visitEntry{}, fmt.Errorf("for_visit_id %q is not a visit ID", v.ForVisitID)
 	}
+	if holder != u {
+		x.forVisit, x.hasFor = holder, true
+	}
 	if v.ReenteredAs != "" {
-		if e.reenteredAs, ok = visitUID(v.ReenteredAs); !ok {
+		if x.reenteredAs, ok = visitUID(v.ReenteredAs); !ok {
 			return uid{}, visitEntry{}, fmt.Errorf("reentered_as %q is not a visit ID", v.ReenteredAs)
 		}
 		e.flags |= flagReentered
@@ -477,14 +506,17 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	if v.AtDesk {
 		e.flags |= flagAtDesk
 	}
-	if err := in.kiosk(v, &e); err != nil {
+	if err := in.kiosk(v, &e, &x); err != nil {
 		return uid{}, visitEntry{}, err
+	}
+	if x != (visitExtra{waitingSince: noTime}) {
+		e.extra = &x
 	}
 	return u, e, nil
 }
 
 // kiosk packs the fields the reception kiosk shows.
-func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
+func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error {
 	src, aud := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
 	if src < 0 || aud < 0 {
 		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
@@ -493,14 +525,16 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
 	if v.NeedsSomeone {
 		e.flags |= flagNeedsSomeone
 	}
-	e.waitingSince = toMicros(v.WaitingSince)
+	x.waitingSince = toMicros(v.WaitingSince)
 	var ok bool
+	h := hostRef{name: v.HostName}
 	if v.HostID != "" {
-		if e.hostID, ok = personUID(v.HostID); !ok {
+		if h.id, ok = personUID(v.HostID); !ok {
 			return fmt.Errorf("host_id %q is not a person ID", v.HostID)
 		}
-		e.hasHost = true
+		h.hasID = true
 	}
+	e.host = in.host(h)
 	if v.TeamID != "" {
 		t, ok := parseUID(ids.Team, v.TeamID)
 		if !ok {
@@ -521,141 +555,57 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry) error {
 		if k < 0 {
 			return fmt.Errorf("receiver %q unknown", v.Receiver)
 		}
-		rr := &receiverRef{kind: uint8(k)}
+		x.receiver, x.hasReceiver = receiverRef{kind: uint8(k)}, true
 		if v.ReceiverID != "" {
 			prefix := ids.Person
 			if v.Receiver == protocol.ToTeam {
 				prefix = ids.Team
 			}
-			if rr.id, ok = parseUID(prefix, v.ReceiverID); !ok {
+			if x.receiver.id, ok = parseUID(prefix, v.ReceiverID); !ok {
 				return fmt.Errorf("receiver_id %q is not a %s ID", v.ReceiverID, prefix)
 			}
 		}
-		e.receiver = rr
 	}
 	return nil
 }
 
-// byUID is a copy-on-write map keyed by uid, split into shards as the
-// visits are, so a write copies the array of shard pointers and the one
-// shard it touches rather than every entry: people and their punches
-// change one at a time. The zero value is empty; a published one is never
-// written.
-type byUID[V any] struct {
-	s *[shards]map[uid]V // nil when empty
-	n int
-}
-
-func (m byUID[V]) get(u uid) (V, bool) {
-	if m.s == nil {
-		var zero V
-		return zero, false
-	}
-	x, ok := m.s[u.shard()][u]
-	return x, ok
-}
-
-// byUIDEdit changes a byUID for the next View, copying what it writes the
-// first time.
-type byUIDEdit[V any] struct {
-	own    bool // the array is this edit's
-	copied [shards]bool
-}
-
-func (e *byUIDEdit[V]) put(m *byUID[V], u uid, x V) {
-	if !e.own {
-		var arr [shards]map[uid]V
-		if m.s != nil {
-			arr = *m.s
-		}
-		m.s, e.own = &arr, true
-	}
-	s := u.shard()
-	if !e.copied[s] {
-		c := make(map[uid]V, len(m.s[s])+1)
-		maps.Copy(c, m.s[s])
-		m.s[s], e.copied[s] = c, true
-	}
-	if _, ok := m.s[s][u]; !ok {
-		m.n++
-	}
-	m.s[s][u] = x
-}
-
-func (e *byUIDEdit[V]) del(m *byUID[V], u uid) {
-	if _, ok := m.get(u); !ok {
-		return
-	}
-	if !e.own {
-		arr := *m.s
-		m.s, e.own = &arr, true
-	}
-	s := u.shard()
-	if !e.copied[s] {
-		m.s[s], e.copied[s] = maps.Clone(m.s[s]), true
-	}
-	delete(m.s[s], u)
-	m.n--
-}
-
-// edit builds the next View from the current one. Maps reachable from a
-// published View are never written: edit copies a visit shard, the gates
-// or the keys the first time it changes them.
+// edit builds the next View from the current one. What is reachable from
+// a published View is never written: the tries copy the nodes the edit
+// changes the first time (gen names the edit's own), and the gates, keys,
+// teams and types maps are copied whole the first time they change (a
+// site has few of each).
 type edit struct {
 	v          View
-	copied     [shards]bool
+	gen        uint64
 	gatesCopy  bool
 	keysCopy   bool
 	keysChange bool
-	people     byUIDEdit[protocol.Person]
-	punches    byUIDEdit[protocol.Fact]
 	in         *interner
 
 	teamsCopy, typesCopy bool
 	peopleChange         bool
-	waiting, onSite      byUIDEdit[struct{}]
-	pending              byUIDEdit[struct{}]
-	byCode, byVisitor    byUIDEdit[[]uid]
+	full                 bool // a View from nothing: compacted when done
 }
 
 func newEdit(cur *View, in *interner) *edit {
-	return &edit{v: *cur, in: in}
+	return &edit{v: *cur, in: in, gen: newGen()}
 }
 
-func (e *edit) visit(u uid) (visitEntry, bool) {
-	x, ok := e.v.visits[u.shard()][u]
-	return x, ok
-}
+func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
 func (e *edit) putVisit(u uid, x visitEntry) {
-	s := u.shard()
-	if !e.copied[s] {
-		m := make(map[uid]visitEntry, len(e.v.visits[s])+1)
-		maps.Copy(m, e.v.visits[s])
-		e.v.visits[s] = m
-		e.copied[s] = true
-	}
-	old, had := e.v.visits[s][u]
-	if !had {
-		e.v.nVisits++
-	}
-	e.v.visits[s][u] = x
+	old, had := e.v.visits.get(u)
+	e.v.visits.put(e.gen, u, x)
 	e.index(u, old, had, x, true)
 }
 
-// deleteVisit removes a visit from the edit, copying its shard first.
+// deleteVisit removes a visit from the edit.
 func (e *edit) deleteVisit(u uid) {
-	s := u.shard()
-	old, ok := e.v.visits[s][u]
+	old, ok := e.v.visits.get(u)
 	if !ok {
 		return
 	}
-	if !e.copied[s] {
-		e.v.visits[s] = maps.Clone(e.v.visits[s])
-		e.copied[s] = true
-	}
-	delete(e.v.visits[s], u)
-	e.v.nVisits--
+	e.v.visits.del(e.gen, u)
 	e.index(u, old, true, visitEntry{}, false)
 }
 
@@ -665,7 +615,7 @@ func (e *edit) putPerson(p protocol.Person) error {
 	if !ok {
 		return fmt.Errorf("id %q is not a person ID", p.ID)
 	}
-	e.people.put(&e.v.people, u, p)
+	e.v.people.put(e.gen, u, p)
 	e.peopleChange = true
 	return nil
 }
@@ -676,7 +626,7 @@ func (e *edit) putPunch(f protocol.Fact) error {
 	if !ok {
 		return fmt.Errorf("person_id %q is not a person ID", f.PersonID)
 	}
-	e.punches.put(&e.v.punches, u, f)
+	e.v.punches.put(e.gen, u, f)
 	return nil
 }
 
@@ -690,7 +640,7 @@ func (e *edit) restorePunch(personID string, last *protocol.Fact) error {
 	if !ok {
 		return fmt.Errorf("person_id %q is not a person ID", personID)
 	}
-	e.punches.del(&e.v.punches, u)
+	e.v.punches.del(e.gen, u)
 	return nil
 }
 
@@ -733,6 +683,17 @@ func (e *edit) setSettings(s protocol.Settings) error {
 
 // done returns the new View.
 func (e *edit) done() (*View, error) {
+	if e.full {
+		v := &e.v
+		v.visits.compact(e.gen)
+		v.people.compact(e.gen)
+		v.punches.compact(e.gen)
+		v.waiting.compact(e.gen)
+		v.onSite.compact(e.gen)
+		v.byCode.compact(e.gen)
+		v.byVisitor.compact(e.gen)
+		v.pending.compact(e.gen)
+	}
 	if e.peopleChange || e.v.search == nil {
 		e.v.search = buildPeopleIndex(e.v.people)
 	}
@@ -795,11 +756,7 @@ func badgeSets(keys map[string]protocol.Key) (map[string]passtoken.KeySet, error
 
 // newFullEdit starts a View from nothing, for Open and ReplaceSnapshot.
 func newFullEdit(in *interner) *edit {
-	e := &edit{in: in, gatesCopy: true, keysCopy: true, keysChange: true}
-	for i := range e.v.visits {
-		e.v.visits[i] = map[uid]visitEntry{}
-		e.copied[i] = true
-	}
+	e := &edit{in: in, gen: newGen(), full: true, gatesCopy: true, keysCopy: true, keysChange: true}
 	e.v.gates = map[string]protocol.Gate{}
 	e.v.keys = map[string]protocol.Key{}
 	e.v.teams, e.v.types, e.teamsCopy, e.typesCopy = map[string]protocol.Team{}, map[string]protocol.VisitType{}, true, true

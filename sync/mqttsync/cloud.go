@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -89,8 +90,11 @@ type CloudConfig struct {
 	// FeedLimit bounds the changes handed over by one PublishFeeds call.
 	// Default 5000.
 	FeedLimit int
-	// AckEvery is how long acknowledgements gather before they are sent
-	// (at most protocol.MaxAcks in one reply). Default 10ms.
+	// AckEvery is how long acknowledgements may gather before they are
+	// sent (at most protocol.MaxAcks in one reply). Zero, the default,
+	// sends each commit's as soon as it returns: a commit is already a
+	// batch, and acknowledgements that come while the last ones are
+	// being sent go out together.
 	AckEvery time.Duration
 	// SnapshotAfter is how far behind an edge may be (in changes) and
 	// still be sent changes rather than a snapshot. Default 5000.
@@ -152,7 +156,6 @@ func (c *CloudConfig) setDefaults() {
 	}
 	def(&c.PollEvery, 100*time.Millisecond)
 	def(&c.PublishEvery, 15*time.Millisecond)
-	def(&c.AckEvery, 10*time.Millisecond)
 	def(&c.StoreTimeout, 30*time.Second)
 	def(&c.KeepAlive, defaultKeepAlive)
 	def(&c.ConnectTimeout, defaultConnectTimeout)
@@ -186,6 +189,7 @@ type CloudState struct {
 	FactsRejected   uint64 // ErrRejected
 	FactsFailed     uint64 // a transient error: not acknowledged
 	FactBatches     uint64 // ApplyFacts calls
+	FactsQueued     int    // received and waiting for the next batch
 	AckReplies      uint64
 	ResyncsAnswered uint64 // with changes
 	Snapshots       uint64 // resyncs answered with a snapshot
@@ -251,7 +255,8 @@ func (c *Cloud) State() CloudState {
 	return CloudState{
 		Connected:    c.connected.Load(),
 		FactsApplied: c.applied.Load(), FactsRejected: c.rejected.Load(), FactsFailed: c.failed.Load(), FactBatches: c.batches.Load(),
-		AckReplies: c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
+		FactsQueued: c.facts.len(),
+		AckReplies:  c.acks.Load(), ResyncsAnswered: c.answered.Load(), Snapshots: c.snapshots.Load(),
 		Statuses: c.statuses.Load(), ChangesSent: c.sent.Load(),
 		Dropped: c.dropped.Load() + c.facts.droppedCount() + c.resync.droppedCount() + c.status.droppedCount(),
 	}
@@ -387,39 +392,126 @@ type ackKey struct {
 }
 
 // factsWorker applies facts in the order they arrive, up to FactBatch of
-// them at once, and acknowledges them in batches: when AckEvery has passed
-// since the first waiting acknowledgement, or protocol.MaxAcks wait for
-// one edge.
+// them at once: the facts that arrive while a batch is being applied wait
+// in the inbox and go into the next batch together (group commit). Their
+// acknowledgements are queued once the batch's ApplyFacts has returned,
+// that is once it is committed, never before, and another goroutine
+// sends them, so the next batch is not held up by the broker.
 func (c *Cloud) factsWorker(ctx context.Context) {
-	pending := make(map[ackKey][]string)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	armed := false
-	ack := func(k ackKey, id string) {
-		pending[k] = append(pending[k], id)
-		if len(pending[k]) >= protocol.MaxAcks {
-			c.sendAcks(k, pending[k])
-			delete(pending, k)
-		}
-	}
+	q := newAckQueue()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.ackSender(ctx, q) })
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.facts.ready:
-			// What remains signals ready again, so acknowledgements due
-			// meanwhile go out between batches.
-			c.applyFacts(ctx, c.facts.take(c.cfg.FactBatch), ack)
-			if len(pending) > 0 && !armed {
-				timer.Reset(c.cfg.AckEvery)
-				armed = true
-			}
+			// What remains signals ready again.
+			c.applyFacts(ctx, c.facts.take(c.cfg.FactBatch), q.add)
+			q.signal()
+		}
+	}
+}
+
+// ackQueue holds the acknowledgements of committed facts until the
+// sender takes them, per edge in the order they came.
+type ackQueue struct {
+	ready chan struct{}
+
+	mu      sync.Mutex
+	pending map[ackKey][]string
+	seq     map[ackKey]uint64 // the largest feed head of a key's pending ones, 0 when none asked for it
+	order   []ackKey          // the keys of pending, first waiting first
+	since   time.Time         // when the oldest waiting one came
+}
+
+func newAckQueue() *ackQueue {
+	return &ackQueue{ready: make(chan struct{}, 1), pending: make(map[ackKey][]string), seq: make(map[ackKey]uint64)}
+}
+
+// add queues the acknowledgement of a committed fact, with the site's feed
+// head after its commit when the fact asked for it (else 0). A reply
+// carries the largest head of the facts it acknowledges: each fact's
+// changes are at or before it.
+func (q *ackQueue) add(k ackKey, id string, seq uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		q.since = time.Now()
+	}
+	if _, ok := q.pending[k]; !ok {
+		q.order = append(q.order, k)
+	}
+	q.pending[k] = append(q.pending[k], id)
+	q.seq[k] = max(q.seq[k], seq)
+}
+
+func (q *ackQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// ackReply is one reply's acknowledgements.
+type ackReply struct {
+	k   ackKey
+	ids []string
+	seq uint64
+}
+
+// take removes what is due at now: everything when every is zero or the
+// oldest has waited every, else only full replies (protocol.MaxAcks). It
+// returns how long until the rest is due; zero when nothing waits.
+func (q *ackQueue) take(now time.Time, every time.Duration) ([]ackReply, time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	all := every <= 0 || now.Sub(q.since) >= every
+	var out []ackReply
+	keep := q.order[:0]
+	for _, k := range q.order {
+		ids := q.pending[k]
+		for len(ids) >= protocol.MaxAcks || all && len(ids) > 0 {
+			n := min(len(ids), protocol.MaxAcks)
+			out = append(out, ackReply{k, ids[:n:n], q.seq[k]})
+			ids = ids[n:]
+		}
+		if len(ids) == 0 {
+			delete(q.pending, k)
+			delete(q.seq, k)
+			continue
+		}
+		q.pending[k] = ids
+		keep = append(keep, k)
+	}
+	q.order = keep
+	if len(keep) == 0 {
+		return out, 0
+	}
+	return out, max(time.Millisecond, every-now.Sub(q.since))
+}
+
+// ackSender sends the queued acknowledgements: each commit's at once, or
+// per AckEvery when it is set (full replies at once). While it sends,
+// more gather, and go out together next.
+func (c *Cloud) ackSender(ctx context.Context, q *ackQueue) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-q.ready:
 		case <-timer.C:
-			armed = false
-			for k, ids := range pending {
-				c.sendAcks(k, ids)
-				delete(pending, k)
-			}
+		}
+		replies, wait := q.take(time.Now(), c.cfg.AckEvery)
+		for _, r := range replies {
+			c.sendAcks(r.k, r.ids, r.seq)
+		}
+		if wait > 0 {
+			timer.Reset(wait)
 		}
 	}
 }
@@ -428,13 +520,15 @@ func (c *Cloud) factsWorker(ctx context.Context) {
 type siteFacts struct {
 	site  protocol.Site
 	facts []protocol.Fact
+	seq   []bool // facts[i] asked for its acknowledgement with the feed's Seq
 }
 
 // applyFacts decodes msgs and applies their facts, site by site (in the
 // order each site's first fact came, each site's in arrival order), each
 // site's as one batch, and hands ack where each applied fact's
-// acknowledgement goes.
-func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey, string)) {
+// acknowledgement goes, with the site's feed head read after the commit
+// when the fact asked for it (protocol.Fact.AckSeq).
+func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey, string, uint64)) {
 	var sites []siteFacts
 	for _, m := range msgs {
 		site, f, ok := c.decodeFact(m)
@@ -446,19 +540,24 @@ func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey,
 			i = len(sites)
 			sites = append(sites, siteFacts{site: site})
 		}
+		// What the publication asked for is not the fact's: the store
+		// keeps the fact without it.
+		sites[i].seq = append(sites[i].seq, f.AckSeq)
+		f.AckSeq = false
 		sites[i].facts = append(sites[i].facts, f)
 	}
 	for _, sf := range sites {
 		errs, err := c.storeApply(ctx, sf.site, sf.facts)
 		if err == nil {
+			head := c.ackHead(ctx, sf.site, sf.seq)
 			for i, f := range sf.facts {
-				c.factDone(ctx, sf.site, f, errs[i], ack)
+				c.factDone(ctx, sf.site, f, sf.seq[i], head, errs[i], ack)
 			}
 			continue
 		}
 		if len(sf.facts) == 1 || ctx.Err() != nil {
-			for _, f := range sf.facts {
-				c.factDone(ctx, sf.site, f, err, ack)
+			for i, f := range sf.facts {
+				c.factDone(ctx, sf.site, f, sf.seq[i], feedHead{}, err, ack)
 			}
 			continue
 		}
@@ -466,18 +565,45 @@ func (c *Cloud) applyFacts(ctx context.Context, msgs []message, ack func(ackKey,
 		// that cannot be applied does not hold up the others; with the
 		// store down, this costs what applying one at a time always did.
 		c.log.Warn("apply a batch of facts; trying them one by one", "site_id", sf.site.SiteID, "facts", len(sf.facts), "error", err)
-		for _, f := range sf.facts {
+		for i, f := range sf.facts {
 			if ctx.Err() != nil {
-				c.factDone(ctx, sf.site, f, ctx.Err(), ack)
+				c.factDone(ctx, sf.site, f, sf.seq[i], feedHead{}, ctx.Err(), ack)
 				continue
 			}
 			errs, err := c.storeApply(ctx, sf.site, []protocol.Fact{f})
+			var head feedHead
 			if err == nil {
 				err = errs[0]
+				head = c.ackHead(ctx, sf.site, sf.seq[i:i+1])
 			}
-			c.factDone(ctx, sf.site, f, err, ack)
+			c.factDone(ctx, sf.site, f, sf.seq[i], head, err, ack)
 		}
 	}
+}
+
+// feedHead is a site's feed head read after a commit, for the
+// acknowledgements that carry it; err when it could not be read.
+type feedHead struct {
+	seq uint64
+	err error
+}
+
+// ackHead reads the site's feed head when one of the facts asked for it
+// (seq), after their commit: every change they made is at or before it,
+// since each fact's changes are appended in the transaction that applies
+// it. It is the head after the commit, not the commit's own last
+// sequence, so it may be later than needed: the edge then waits for a
+// few more changes it was going to apply anyway.
+func (c *Cloud) ackHead(ctx context.Context, site protocol.Site, seq []bool) feedHead {
+	if !slices.Contains(seq, true) {
+		return feedHead{}
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	// No change follows the largest sequence: the call returns the head
+	// alone.
+	_, head, err := c.cfg.Store.Changes(sctx, site, math.MaxInt64, 1)
+	return feedHead{seq: head, err: err}
 }
 
 // storeApply is one ApplyFacts call, bounded by StoreTimeout.
@@ -515,11 +641,24 @@ func (c *Cloud) decodeFact(m message) (protocol.Site, protocol.Fact, bool) {
 
 // factDone counts and logs a fact's outcome and hands an applied fact's
 // acknowledgement to ack.
-func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fact, err error, ack func(ackKey, string)) {
+func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fact, wantSeq bool, head feedHead, err error, ack func(ackKey, string, uint64)) {
 	switch {
+	case err == nil && wantSeq && head.err != nil:
+		// Applied, but an acknowledgement without the head would let the
+		// edge take an older version of a visit than this fact made: it is
+		// not acknowledged, and its next publication is (applying is
+		// idempotent).
+		c.applied.Add(1)
+		if ctx.Err() == nil {
+			c.log.Error("read the site's feed head to acknowledge a fact; the edge will publish it again", "site_id", site.SiteID, "edge_id", f.EdgeID, "fact_id", f.ID, "error", head.err)
+		}
 	case err == nil:
 		c.applied.Add(1)
-		ack(ackKey{site, f.EdgeID}, f.ID)
+		var seq uint64
+		if wantSeq {
+			seq = head.seq
+		}
+		ack(ackKey{site, f.EdgeID}, f.ID, seq)
 	case errors.Is(err, ErrRejected):
 		c.rejected.Add(1)
 		if c.rejectedSeen.add(f.ID) {
@@ -533,8 +672,8 @@ func (c *Cloud) factDone(ctx context.Context, site protocol.Site, f protocol.Fac
 	}
 }
 
-func (c *Cloud) sendAcks(k ackKey, ids []string) {
-	b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})
+func (c *Cloud) sendAcks(k ackKey, ids []string, seq uint64) {
+	b, err := protocol.Encode(&protocol.Reply{Kind: protocol.ReplyAck, Acks: ids, Seq: seq})
 	if err == nil {
 		err = wait(c.publish(k.site.Replies(k.edgeID), b), c.cfg.WriteTimeout)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/svc-vms/svc/shared/ratelog"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -280,7 +281,7 @@ func TestCloud_FactOnAnotherEdgesTopicIsDropped(t *testing.T) {
 	facts, _ := fe.Outbox(0)
 
 	var acked []string
-	ack := func(_ ackKey, id string) { acked = append(acked, id) }
+	ack := func(_ ackKey, id string, _ uint64) { acked = append(acked, id) }
 	c.applyFacts(context.Background(), []message{{site.Facts(other), encode(t, &facts[0])}}, ack)
 	assert.Empty(t, acked, "not applied")
 	assert.Zero(t, store.callCount(), "the store never saw it")
@@ -315,7 +316,7 @@ type acked struct {
 	ids map[ackKey][]string
 }
 
-func (a *acked) ack(k ackKey, id string) {
+func (a *acked) ack(k ackKey, id string, _ uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ids == nil {
@@ -566,4 +567,106 @@ func TestCloud_LogsARejectedFactOnceAndAFloodRateLimited(t *testing.T) {
 	c.applyFacts(context.Background(), flood, got.ack)
 	assert.Equal(t, uint64(10_000), c.State().Dropped)
 	assert.LessOrEqual(t, strings.Count(buf.String(), `msg="message dropped"`), ratelog.DefaultBurst)
+}
+
+// heldToken is a publication the broker has not acknowledged until
+// release is closed.
+type heldToken struct{ release chan struct{} }
+
+func (t heldToken) Wait() bool { <-t.release; return true }
+func (t heldToken) WaitTimeout(d time.Duration) bool {
+	select {
+	case <-t.release:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+func (t heldToken) Done() <-chan struct{} { return t.release }
+func (t heldToken) Error() error          { return nil }
+
+// holdingRecorder records publications, each acknowledged by the broker
+// only once release is closed.
+type holdingRecorder struct {
+	*recorder
+	release chan struct{}
+}
+
+func (r holdingRecorder) Publish(topic string, qos byte, retained bool, payload any) paho.Token {
+	r.recorder.Publish(topic, qos, retained, payload)
+	return heldToken{r.release}
+}
+
+// A broker slow to take an acknowledgement does not hold up the next
+// batch: the acknowledgements are sent by a goroutine of their own, and
+// those of the batches committed meanwhile go out together after it.
+func TestCloud_AckSendDoesNotHoldUpTheNextBatch(t *testing.T) {
+	store := newFakeCloud()
+	site, edge := newSite(), ids.New(ids.Edge)
+	store.addEdge(site, edge)
+	c, rec := newTestCloud(t, store)
+	c.cfg.WriteTimeout = time.Minute
+	held := holdingRecorder{recorder: rec, release: make(chan struct{})}
+	c.setClient(held)
+	fe := newFakeEdge(edge)
+	fe.record(3)
+	facts, _ := fe.Outbox(0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.factsWorker(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	c.facts.push(message{site.Facts(edge), encode(t, &facts[0])})
+	waitFor(t, 10*time.Second, "the first acknowledgement to be sent", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.pubs) == 1
+	})
+	// The broker has not acknowledged it; two more facts come.
+	c.facts.push(message{site.Facts(edge), encode(t, &facts[1])})
+	c.facts.push(message{site.Facts(edge), encode(t, &facts[2])})
+	waitFor(t, 10*time.Second, "the next facts to be applied", func() bool {
+		return store.isApplied(facts[1].ID) && store.isApplied(facts[2].ID)
+	})
+	close(held.release)
+	waitFor(t, 10*time.Second, "the second acknowledgement", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.pubs) == 2
+	})
+	rs := replies(t, rec.take())
+	assert.Equal(t, []string{facts[0].ID}, rs[0].Acks)
+	assert.Equal(t, []string{facts[1].ID, facts[2].ID}, rs[1].Acks, "acknowledged together")
+}
+
+// A fact that asks for it (protocol.Fact.AckSeq) is acknowledged with the
+// site's feed head read after its commit, so the edge can wait until its
+// cache holds the change the fact made; one that does not, from an older
+// edge, is acknowledged without it. What the publication asked for is
+// not stored with the fact.
+func TestCloud_AcknowledgesWithTheFeedHeadWhenAsked(t *testing.T) {
+	store := newFakeCloud()
+	site := newSite()
+	c, _ := newTestCloud(t, store)
+	facts := edgeFacts(store, site, 2)
+	head := store.addVisits(site, 3)
+	require.NotZero(t, head)
+	facts[0].AckSeq = true
+
+	seqs := map[string]uint64{}
+	c.applyFacts(context.Background(), factMsgs(t, site, facts...), func(_ ackKey, id string, seq uint64) { seqs[id] = seq })
+	assert.Equal(t, map[string]uint64{facts[0].ID: head, facts[1].ID: 0}, seqs)
+	store.mu.Lock()
+	stored := store.applied[facts[0].ID]
+	store.mu.Unlock()
+	assert.False(t, stored.AckSeq, "not stored with the fact")
+
+	q := newAckQueue()
+	k := ackKey{site, facts[0].EdgeID}
+	q.add(k, facts[0].ID, head)
+	q.add(k, facts[1].ID, head-1)
+	replies, _ := q.take(time.Now(), 0)
+	require.Len(t, replies, 1)
+	assert.Equal(t, head, replies[0].seq, "a reply carries the largest head of the facts it acknowledges")
 }

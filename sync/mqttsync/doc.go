@@ -44,7 +44,11 @@
 //
 // Facts: the outbox is published in counter order at QoS 1 to the edge's
 // facts topic, at most Window unacknowledged at once; a fact leaves the
-// outbox only when the cloud's ack Reply names it. A fact unacknowledged
+// outbox only when the cloud's ack Reply names it and the cache has
+// applied the feed up to the Reply's Seq (the cloud's feed head after the
+// commit that applied it: protocol.Fact.AckSeq asks for it), so the
+// cloud's change of a visit the fact made is in the cache before the
+// cache stops merging the visit's local state. A fact unacknowledged
 // for AckTimeout, and every fact in flight when a connection ends, is
 // published again; the cloud applies each ID once, so redelivery is
 // harmless.
@@ -66,9 +70,15 @@
 // again, since edges republish facts and ask again for resyncs.
 //
 // Facts are applied through CloudStore.ApplyFacts in arrival order, the
-// waiting ones of a site together (up to FactBatch), and acknowledged in
-// batches (per edge, AckEvery after the first waiting acknowledgement or
-// at protocol.MaxAcks). A fact rejected (ErrRejected) or failing is not
+// waiting ones of a site together (up to FactBatch): those that arrive
+// while a batch is applied go into the next (group commit). A batch's
+// facts are acknowledged once its ApplyFacts has returned (committed),
+// per edge, by a sender of their own, which sends what gathered while it
+// was sending together (or, with AckEvery set, AckEvery after the first
+// waiting acknowledgement, or at protocol.MaxAcks), with the site's feed
+// head read after the commit for the facts that asked for it. The edge
+// half applies runs of feed batches that follow on as one Apply, then the
+// acknowledgements its feed has reached in one Ack. A fact rejected (ErrRejected) or failing is not
 // acknowledged: the edge keeps it and publishes it again. A batch that
 // fails as a whole is tried again fact by fact, so one fact that cannot
 // be applied does not hold up the others.

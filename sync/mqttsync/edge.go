@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,9 +38,10 @@ type EdgeStore interface {
 	// nothing, for parts that do not make one whole, and the store's
 	// errors.
 	ReplaceSnapshot(parts []protocol.Snapshot) error
-	// Outbox returns up to limit facts waiting for acknowledgement, oldest
-	// (lowest counter) first; it returns the store's errors.
-	Outbox(limit int) ([]protocol.Fact, error)
+	// OutboxAfter returns up to limit facts waiting for acknowledgement
+	// whose counter is past after (all when after is 0), lowest counter
+	// first; it returns the store's errors.
+	OutboxAfter(after uint64, limit int) ([]protocol.Fact, error)
 	// Ack removes acknowledged facts; unknown IDs are ignored. It returns
 	// the store's errors.
 	Ack(ids []string) (removed int, err error)
@@ -221,12 +223,20 @@ type Edge struct {
 	ran    atomic.Bool
 
 	// Owned by Run's goroutine.
-	inflight    map[string]time.Time // fact ID → last published
-	rs          *resync              // the outstanding request, if any
-	highest     uint64               // the highest sequence seen on the feed
-	syncedAt    time.Time            // see EdgeState.SyncedAt
-	markedAt    time.Time            // the syncedAt last given to MarkSynced
-	markWritten time.Time            // when it was written
+	inflight map[string]time.Time // fact ID → last published
+	// published is the highest counter of the facts published on this
+	// connection: every outbox fact at or below it is in flight (a fact
+	// that leaves the window unacknowledged sets it back to 0), so flush
+	// reads on past it.
+	published uint64
+	// held are the acknowledgements waiting for the feed to reach their
+	// Seq (holdAck), in the order they came.
+	held        []protocol.Reply
+	rs          *resync   // the outstanding request, if any
+	highest     uint64    // the highest sequence seen on the feed
+	syncedAt    time.Time // see EdgeState.SyncedAt
+	markedAt    time.Time // the syncedAt last given to MarkSynced
+	markWritten time.Time // when it was written
 	nextPoll    time.Time
 	nextStatus  time.Time
 	sentHWErr   string          // the HardwareError of the last online status published
@@ -359,6 +369,7 @@ func (e *Edge) session(ctx context.Context, c paho.Client, lost <-chan error) er
 	// Whatever was in flight on the last connection is published again,
 	// and the edge asks for what it missed while away.
 	clear(e.inflight)
+	e.published = 0
 	e.rs = nil
 	e.publishStatus(c)
 	e.requestResync(c)
@@ -376,11 +387,7 @@ func (e *Edge) session(ctx context.Context, c paho.Client, lost <-chan error) er
 			c.Disconnect(0)
 			return fmt.Errorf("connection lost: %w", err)
 		case <-e.in.ready:
-			acked := false
-			for _, m := range e.in.take(0) {
-				acked = e.handle(c, m) || acked
-			}
-			if acked {
+			if e.handleAll(c, e.in.take(0)) {
 				e.flush(c)
 			}
 		case <-e.notify:
@@ -405,31 +412,134 @@ func (e *Edge) goOffline(c paho.Client) {
 
 // handle decodes and applies one message, reporting whether it
 // acknowledged facts (so the window has room).
-func (e *Edge) handle(c paho.Client, m message) bool {
-	site, kind, edgeID, err := protocol.ParseTopic(m.topic)
-	switch {
-	case err != nil || site != e.cfg.Site:
-		e.drop(m, "not a topic of this site")
-	case kind == protocol.KindChanges:
-		var b protocol.Batch
-		if err := protocol.Decode(m.payload, &b); err != nil {
-			e.drop(m, err.Error())
-			return false
+func (e *Edge) handle(c paho.Client, m message) bool { return e.handleAll(c, []message{m}) }
+
+// inMsg is a decoded message: a feed batch or a reply.
+type inMsg struct {
+	batch *protocol.Batch
+	reply *protocol.Reply
+}
+
+// handleAll decodes and applies the messages taken at once, reporting
+// whether they acknowledged facts (so the window has room). Each write is
+// a durable transaction, so what came together is written together: the
+// feed batches and replies in order, runs of batches that follow on from
+// one another applied as one run, then the acknowledgements of every ack
+// among them that the cache's feed has reached in one Ack (releaseAcks).
+func (e *Edge) handleAll(c paho.Client, msgs []message) bool {
+	rest := make([]inMsg, 0, len(msgs))
+	for _, m := range msgs {
+		site, kind, edgeID, err := protocol.ParseTopic(m.topic)
+		switch {
+		case err != nil || site != e.cfg.Site:
+			e.drop(m, "not a topic of this site")
+		case kind == protocol.KindChanges:
+			var b protocol.Batch
+			if err := protocol.Decode(m.payload, &b); err != nil {
+				e.drop(m, err.Error())
+				continue
+			}
+			e.contact()
+			rest = append(rest, inMsg{batch: &b})
+		case kind == protocol.KindReplies && edgeID == e.cfg.EdgeID:
+			var r protocol.Reply
+			if err := protocol.Decode(m.payload, &r); err != nil {
+				e.drop(m, err.Error())
+				continue
+			}
+			e.contact()
+			if r.Kind == protocol.ReplyAck {
+				e.holdAck(r)
+				continue
+			}
+			rest = append(rest, inMsg{reply: &r})
+		default:
+			e.drop(m, "not a topic this edge reads")
 		}
-		e.contact()
-		e.onBatch(c, b)
-	case kind == protocol.KindReplies && edgeID == e.cfg.EdgeID:
-		var r protocol.Reply
-		if err := protocol.Decode(m.payload, &r); err != nil {
-			e.drop(m, err.Error())
-			return false
-		}
-		e.contact()
-		return e.onReply(c, r)
-	default:
-		e.drop(m, "not a topic this edge reads")
 	}
-	return false
+	acked := false
+	var run []protocol.Change
+	for _, m := range rest {
+		if m.batch != nil {
+			cs := m.batch.Changes
+			if len(run) > 0 && cs[0].Seq == run[len(run)-1].Seq+1 {
+				run = append(run, cs...)
+				continue
+			}
+			if len(run) > 0 {
+				e.onBatch(c, protocol.Batch{Changes: run})
+			}
+			run = slices.Clip(cs)
+			continue
+		}
+		if len(run) > 0 {
+			e.onBatch(c, protocol.Batch{Changes: run})
+			run = nil
+		}
+		acked = e.onReply(c, *m.reply) || acked
+	}
+	if len(run) > 0 {
+		e.onBatch(c, protocol.Batch{Changes: run})
+	}
+	return e.releaseAcks(c) || acked
+}
+
+// maxHeld bounds the acknowledgements waiting for the feed. Their facts
+// stay in flight, so the window bounds them, but for a fact published
+// again (AckTimeout, a new connection) the cloud acknowledges again; past
+// the bound the oldest are dropped, and their facts, still in the outbox,
+// are published and acknowledged again.
+const maxHeld = 1024
+
+// holdAck keeps an acknowledgement until the cache's feed reaches its
+// Seq (protocol.Reply.Seq; 0 from a cloud that sends none, released at
+// once). Removing a fact from the outbox ends the cache's merge of the
+// visit it names, which then takes the cloud's latest version of the
+// visit received meanwhile: the acknowledgement can arrive before the
+// feed change the fact made (the cloud sends each from its own loop), and
+// taken then, that version is an earlier one. A check-out acknowledged
+// before its change arrived would put the visitor back inside.
+func (e *Edge) holdAck(r protocol.Reply) {
+	if len(e.held) == maxHeld {
+		e.log.Warn("acknowledgements waiting for the feed dropped; their facts will be published again", "facts", len(e.held[0].Acks), "seq", e.held[0].Seq, "cache_seq", e.cfg.Store.Seq())
+		e.held = slices.Delete(e.held, 0, 1)
+	}
+	e.held = append(e.held, r)
+}
+
+// releaseAcks removes from the outbox, in one Ack, the facts of the held
+// acknowledgements the cache's feed has reached, reporting whether it
+// did. The window's room goes to the next facts first: they are read past
+// the last one published, so the acknowledged ones, still in the outbox
+// until Ack commits, are not published again, and the cloud works on the
+// next facts while the edge writes the Ack. (A flush that reads from the
+// oldest, published 0, would send them again: it waits for the Ack.)
+func (e *Edge) releaseAcks(c paho.Client) bool {
+	if len(e.held) == 0 {
+		return false
+	}
+	seq := e.cfg.Store.Seq()
+	var ids []string
+	keep := e.held[:0]
+	for _, r := range e.held {
+		if r.Seq > seq {
+			keep = append(keep, r)
+			continue
+		}
+		ids = append(ids, r.Acks...)
+	}
+	clear(e.held[len(keep):])
+	e.held = keep
+	if len(ids) == 0 {
+		return false
+	}
+	if e.published > 0 {
+		for _, id := range ids {
+			delete(e.inflight, id)
+		}
+		e.flush(c)
+	}
+	return e.onAcks(ids)
 }
 
 func (e *Edge) drop(m message, why string) {
@@ -477,21 +587,29 @@ func (e *Edge) applyRun(cs []protocol.Change) bool {
 	return true
 }
 
-func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
-	if r.Kind == protocol.ReplyAck {
-		removed, err := e.cfg.Store.Ack(r.Acks)
-		if err != nil {
-			// The facts stay in the outbox and in flight; republished
-			// after AckTimeout, they are acknowledged again.
-			e.log.Error("remove acknowledged facts", "error", err)
-			return false
-		}
-		for _, id := range r.Acks {
+// onAcks removes acknowledged facts from the outbox, in one transaction,
+// reporting whether it did.
+func (e *Edge) onAcks(acks []string) bool {
+	removed, err := e.cfg.Store.Ack(acks)
+	if err != nil {
+		// The facts stay in the outbox; the next flush reads from the
+		// oldest and publishes them again (they are out of the window),
+		// and the cloud acknowledges them again.
+		e.log.Error("remove acknowledged facts", "error", err)
+		for _, id := range acks {
 			delete(e.inflight, id)
 		}
-		e.count(func(n *EdgeCounters) { n.FactsAcked += uint64(removed) })
-		return true
+		e.published = 0
+		return false
 	}
+	for _, id := range acks {
+		delete(e.inflight, id)
+	}
+	e.count(func(n *EdgeCounters) { n.FactsAcked += uint64(removed) })
+	return true
+}
+
+func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 	if e.rs == nil || r.RequestID != e.rs.id {
 		e.log.Debug("reply to an earlier request ignored", "request_id", r.RequestID)
 		return false
@@ -597,10 +715,14 @@ func newRequestID() string {
 // window has room. Publications are not waited for: the cloud's
 // acknowledgement is what counts, and AckTimeout republishes what was lost.
 func (e *Edge) flush(c paho.Client) {
-	if len(e.inflight) >= e.cfg.Window {
+	room := e.cfg.Window - len(e.inflight)
+	if room <= 0 {
 		return
 	}
-	facts, err := e.cfg.Store.Outbox(e.cfg.Window)
+	if e.published == 0 {
+		room = e.cfg.Window // from the oldest, past those in flight
+	}
+	facts, err := e.cfg.Store.OutboxAfter(e.published, room)
 	if err != nil {
 		e.log.Error("read the outbox", "error", err)
 		return
@@ -611,11 +733,13 @@ func (e *Edge) flush(c paho.Client) {
 	for i := range facts {
 		f := &facts[i]
 		if _, ok := e.inflight[f.ID]; ok {
+			e.published = max(e.published, f.Counter)
 			continue
 		}
 		if len(e.inflight) >= e.cfg.Window {
 			break
 		}
+		f.AckSeq = true // this edge holds acknowledgements for the feed
 		b, err := protocol.Encode(f)
 		if err != nil {
 			if !e.badFacts[f.ID] {
@@ -626,6 +750,7 @@ func (e *Edge) flush(c paho.Client) {
 		}
 		c.Publish(topic, 1, false, b)
 		e.inflight[f.ID] = now
+		e.published = max(e.published, f.Counter)
 		published++
 	}
 	if published > 0 {
@@ -645,7 +770,8 @@ func (e *Edge) onTick(c paho.Client) {
 	}
 	for id, at := range e.inflight {
 		if now.Sub(at) >= e.cfg.AckTimeout {
-			delete(e.inflight, id) // published again by flush
+			delete(e.inflight, id) // published again by flush,
+			e.published = 0        // which reads from the oldest
 		}
 	}
 	if !now.Before(e.nextStatus) || e.hardwareError() != e.sentHWErr {

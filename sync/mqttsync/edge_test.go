@@ -1,6 +1,7 @@
 package mqttsync
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -301,4 +302,162 @@ func TestEdge_SnapshotBehindTheCacheIsDropped(t *testing.T) {
 	e.handle(rec, snapshot(reqs[0].RequestID, 3)) // behind the request: the cloud's feed went back
 	require.Len(t, store.snapshotParts(), 1)
 	assert.Equal(t, uint64(3), store.Seq())
+}
+
+// Messages that reached the edge together are written together: the
+// acknowledgements of all the replies among them in one Ack, and feed
+// batches that follow on from one another in one Apply; a batch that does
+// not follow on is applied on its own, in order.
+func TestEdge_HandleAllWritesTogether(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	ids := store.record(6)
+	e.flush(rec)
+	rec.take()
+	feed := func(from, to uint64) message {
+		return message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(from, to)})}
+	}
+	ack := func(ids ...string) message {
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})}
+	}
+
+	acked := e.handleAll(rec, []message{
+		feed(1, 2), ack(ids[0], ids[1]), feed(3, 5), ack(ids[2]), feed(6, 6), ack(ids[3], ids[4]),
+		feed(4, 7), // overlaps what came before: applied on its own, the applied part skipped
+	})
+	require.True(t, acked)
+	assert.Equal(t, 1, store.acks, "one Ack for three replies")
+	assert.Equal(t, []string{ids[0], ids[1], ids[2], ids[3], ids[4]}, store.acked)
+	assert.Equal(t, 1, store.outboxLen())
+	assert.Equal(t, 2, store.applies, "1..6 as one run, then 4..7")
+	assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6, 7}, store.appliedSeqs())
+	assert.Empty(t, resyncs(t, rec.take()))
+	assert.Len(t, e.inflight, 1, "the acknowledged facts left the window")
+}
+
+// flush reads the outbox on from the last fact it published, not again
+// from the oldest (each read decodes every fact): an acknowledgement of k
+// facts costs k facts read. A fact that leaves the window unacknowledged
+// makes the next flush read from the oldest again.
+func TestEdge_FlushReadsPastInFlight(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	e.cfg.Window = 100
+	ids := store.record(300)
+	e.flush(rec)
+	require.Len(t, rec.take(), 100)
+	require.Equal(t, 100, store.read)
+
+	ack := message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids[:10]})}
+	require.True(t, e.handle(rec, ack))
+	e.flush(rec)
+	assert.Len(t, rec.take(), 10)
+	assert.Equal(t, 110, store.read, "ten facts read for ten acknowledged")
+
+	now := time.Now()
+	e.cfg.Now = func() time.Time { return now.Add(e.cfg.AckTimeout) }
+	e.onTick(rec) // all 100 in flight time out, and are published again
+	var again []string
+	for _, m := range rec.take() {
+		var f protocol.Fact
+		if protocol.Decode(m.payload, &f) == nil {
+			again = append(again, f.ID)
+		}
+	}
+	assert.Equal(t, ids[10:110], again, "from the oldest")
+}
+
+// An acknowledgement's room in the window goes to the next facts before
+// the Ack is written, so the cloud works on them meanwhile; when the Ack
+// fails, the acknowledged facts are published again from the oldest.
+func TestEdge_AckPublishesNextFirst(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	e.cfg.Window = 3
+	ids := store.record(6)
+	e.flush(rec)
+	rec.take()
+	ack := func(ids ...string) message {
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids})}
+	}
+	factIDs := func(msgs []message) []string {
+		var out []string
+		for _, m := range msgs {
+			var f protocol.Fact
+			if protocol.Decode(m.payload, &f) == nil {
+				out = append(out, f.ID)
+			}
+		}
+		return out
+	}
+	var before []string
+	store.onAck = func([]string) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		before = factIDs(rec.pubs)
+	}
+	require.True(t, e.handle(rec, ack(ids[0], ids[1])))
+	assert.Equal(t, ids[3:5], before, "published before the Ack was written")
+	assert.Equal(t, ids[3:5], factIDs(rec.take()))
+	assert.Equal(t, 4, store.outboxLen())
+
+	store.ackErr = errors.New("disk full")
+	require.False(t, e.handle(rec, ack(ids[2])))
+	assert.Equal(t, ids[5:6], factIDs(rec.take()), "the next fact went out")
+	store.ackErr = nil
+	require.True(t, e.handle(rec, ack(ids[3])))
+	e.flush(rec)
+	assert.Equal(t, ids[2:3], factIDs(rec.take()), "the fact whose Ack failed is published again, in the room made")
+	assert.Equal(t, 3, store.outboxLen(), "ids[2], ids[4] and ids[5] wait")
+
+	// Reading from the oldest (after a failed Ack, here, or a fact timed
+	// out), the acknowledged facts are written first, so they are not
+	// published again.
+	store.ackErr = errors.New("disk full")
+	require.False(t, e.handle(rec, ack(ids[4])))
+	store.ackErr = nil
+	rec.take()
+	require.True(t, e.handle(rec, ack(ids[2], ids[4], ids[5])))
+	e.flush(rec)
+	assert.Empty(t, factIDs(rec.take()), "nothing acknowledged goes out again")
+	assert.Zero(t, store.outboxLen())
+}
+
+// An acknowledgement carrying the feed's Seq waits until the cache has
+// applied the feed up to it: removing a fact from the outbox makes the
+// cache take the cloud's latest version of the visit it names, and before
+// the change the fact made has arrived, that version is an earlier one (a
+// check-out acknowledged first put the visitor back inside). Facts go out
+// asking for such acknowledgements; one without Seq, from a cloud that
+// sends none, is taken at once.
+func TestEdge_HoldsAnAckUntilTheFeedReachesItsSeq(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	ids := store.record(4)
+	e.flush(rec)
+	for _, m := range rec.take() {
+		var f protocol.Fact
+		require.NoError(t, protocol.Decode(m.payload, &f))
+		assert.True(t, f.AckSeq, "a published fact asks for the feed's Seq in its acknowledgement")
+	}
+	feed := func(from, to uint64) message {
+		return message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(from, to)})}
+	}
+	ack := func(seq uint64, ids ...string) message {
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &protocol.Reply{Kind: protocol.ReplyAck, Acks: ids, Seq: seq})}
+	}
+
+	require.False(t, e.handle(rec, ack(5, ids[0])))
+	assert.Zero(t, store.acks, "held: the feed is at 0")
+	require.False(t, e.handle(rec, feed(1, 3)))
+	assert.Zero(t, store.acks, "held: the feed is at 3")
+	assert.Equal(t, 4, store.outboxLen())
+	require.True(t, e.handle(rec, feed(4, 5)))
+	assert.Equal(t, []string{ids[0]}, store.acked, "released once the feed reached 5")
+
+	// Together with the batch that reaches its Seq, whatever the order
+	// they came in: the batch is applied first.
+	require.True(t, e.handleAll(rec, []message{ack(7, ids[1]), ack(6, ids[2]), feed(6, 7)}))
+	assert.Equal(t, []string{ids[0], ids[1], ids[2]}, store.acked)
+	assert.Equal(t, 2, store.acks, "the two in one Ack")
+
+	require.True(t, e.handle(rec, ack(0, ids[3])), "no Seq: taken at once")
+	assert.Zero(t, store.outboxLen())
+	assert.Empty(t, e.held)
 }

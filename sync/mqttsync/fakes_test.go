@@ -50,6 +50,10 @@ type fakeEdge struct {
 	synced    []time.Time
 	edgeID    string
 	onAck     func(ids []string) // called before facts are removed
+	applies   int                // Apply calls
+	acks      int                // Ack calls
+	read      int                // facts OutboxAfter returned
+	ackErr    error              // Ack fails with it when set
 }
 
 func newFakeEdge(edgeID string) *fakeEdge {
@@ -65,6 +69,7 @@ func (s *fakeEdge) Seq() uint64 {
 func (s *fakeEdge) Apply(cs []protocol.Change) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applies++
 	for i := 1; i < len(cs); i++ {
 		if cs[i].Seq != cs[i-1].Seq+1 {
 			return 0, fmt.Errorf("%w: run not consecutive", protocol.ErrInvalid)
@@ -112,6 +117,23 @@ func (s *fakeEdge) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	return nil
 }
 
+func (s *fakeEdge) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
+	s.mu.Lock()
+	i := 0
+	for i < len(s.outbox) && s.outbox[i].Counter <= after {
+		i++
+	}
+	out := slices.Clone(s.outbox[i:])
+	s.mu.Unlock()
+	if limit > 0 && limit < len(out) {
+		out = out[:limit]
+	}
+	s.mu.Lock()
+	s.read += len(out)
+	s.mu.Unlock()
+	return out, nil
+}
+
 func (s *fakeEdge) Outbox(limit int) ([]protocol.Fact, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,6 +150,10 @@ func (s *fakeEdge) Ack(ids []string) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ackErr != nil {
+		return 0, s.ackErr
+	}
+	s.acks++
 	gone := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		gone[id] = true

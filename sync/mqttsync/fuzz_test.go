@@ -52,7 +52,7 @@ func FuzzCloudMessages(f *testing.F) {
 		ctx := context.Background()
 		switch (which%3 + 3) % 3 {
 		case 0:
-			c.applyFacts(ctx, []message{{site.Facts(edge), payload}}, func(ackKey, string) {})
+			c.applyFacts(ctx, []message{{site.Facts(edge), payload}}, func(ackKey, string, uint64) {})
 			var fact protocol.Fact
 			if protocol.Decode(payload, &fact) != nil && store.callCount() != 0 {
 				t.Fatal("an invalid fact reached the store")

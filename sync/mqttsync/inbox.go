@@ -81,3 +81,10 @@ func (q *inbox) droppedCount() uint64 {
 	defer q.mu.Unlock()
 	return q.dropped
 }
+
+// len is how many messages wait.
+func (q *inbox) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}

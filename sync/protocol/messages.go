@@ -693,6 +693,14 @@ type Fact struct {
 	To       string  `json:"to,omitempty"`      // a hand-over's: ToReception, ToPerson or ToTeam
 	TeamID   string  `json:"team_id,omitempty"` // a hand-over's to a team
 	WalkIn   *WalkIn `json:"walk_in,omitempty"`
+
+	// AckSeq is set by an edge that holds an acknowledgement until its
+	// cache holds the site's feed up to the acknowledgement's Seq (Reply):
+	// the cloud then sends this fact's acknowledgement with Seq. It is a
+	// property of the publication, not of what happened: the edge sets it
+	// as it publishes, the cloud does not store it, and an edge older than
+	// it sends none and is acknowledged without Seq.
+	AckSeq bool `json:"ack_seq,omitempty"`
 }
 
 func (f *Fact) validate() error {
@@ -937,9 +945,16 @@ type Reply struct {
 	Kind      ReplyKind `json:"kind"`
 	RequestID string    `json:"request_id,omitempty"` // the ResyncRequest answered
 	Acks      []string  `json:"acks,omitempty"`
-	Changes   []Change  `json:"changes,omitempty"`
-	More      bool      `json:"more,omitempty"`
-	Snapshot  *Snapshot `json:"snapshot,omitempty"`
+	// Seq, in an ack of facts that asked for it (Fact.AckSeq), is the
+	// site's feed sequence read after the commit that applied them, so
+	// every change they made is at or before it. The edge removes the
+	// facts from its outbox only once it has applied the feed up to Seq:
+	// a visit a fact changed then holds the cloud's version of that
+	// change, never an earlier one. Left out (0) otherwise.
+	Seq      uint64    `json:"seq,omitempty"`
+	Changes  []Change  `json:"changes,omitempty"`
+	More     bool      `json:"more,omitempty"`
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
 
 func (r *Reply) validate() error {
@@ -955,12 +970,12 @@ func (r *Reply) validate() error {
 		}
 		return nil
 	case ReplyChanges:
-		if r.RequestID == "" || r.Acks != nil || r.Snapshot != nil {
+		if r.RequestID == "" || r.Acks != nil || r.Snapshot != nil || r.Seq != 0 {
 			return invalid("a changes reply names its request and holds only changes")
 		}
 		return validateChanges(r.Changes, "changes")
 	case ReplySnapshot:
-		if r.RequestID == "" || r.Snapshot == nil || r.Acks != nil || r.Changes != nil || r.More {
+		if r.RequestID == "" || r.Snapshot == nil || r.Acks != nil || r.Changes != nil || r.More || r.Seq != 0 {
 			return invalid("a snapshot reply names its request and holds only a snapshot part")
 		}
 		return r.Snapshot.validate()

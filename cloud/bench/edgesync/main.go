@@ -11,6 +11,14 @@
 //     cloud. Prints facts per second and the time to empty, then checks that
 //     the cloud holds exactly N edge facts, none in conflict, and every
 //     visit checked in once at its fact's time; it exits 1 if not.
+//     With an external broker it first measures the broker's own rate
+//     for the same messages (-scenario broker's, -broker-n of them) and
+//     prints the drain's rate as a share of it (of_broker).
+//   - broker: the broker's own rate: N encoded check-in facts published
+//     at QoS 1 through -broker and read by a second client, at most
+//     -window unacknowledged end to end (the edge half's window), the
+//     reader acknowledging at once in protocol acks: the drain's messages
+//     and round trip without stores.
 //   - propagation: visits are created through the cloud Service at -rate
 //     per second for -duration; each visit's commit and the moment the
 //     edge's cache View holds it are timed; prints p50, p99 and max. A visit
@@ -120,11 +128,13 @@ type options struct {
 	key        string
 	siteID     string
 	hostID     string
+	window     int
+	brokerN    int
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.scenario, "scenario", "drain", "drain, propagation, memory or visits")
+	flag.StringVar(&o.scenario, "scenario", "drain", "drain, broker, propagation, memory or visits")
 	flag.StringVar(&o.store, "store", "sqlite", "sqlite, or a PostgreSQL URL (a fresh schema is made in it and dropped)")
 	flag.StringVar(&o.broker, "broker", "embedded", "embedded, or the URL of an anonymous broker such as tcp://127.0.0.1:1883")
 	flag.IntVar(&o.n, "n", 100000, "visits (and, for drain, facts)")
@@ -146,6 +156,8 @@ func main() {
 	flag.StringVar(&o.key, "key", "", "visits: a secret key of the organisation (default: the test-mode key in DATA/demo.json, as serve --demo writes it)")
 	flag.StringVar(&o.siteID, "site", "", "visits: the site's ID")
 	flag.StringVar(&o.hostID, "host", "", "visits: the ID of an active person of the organisation, the visits' host")
+	flag.IntVar(&o.window, "window", 256, "broker, drain: the in-flight window of the broker's own rate (the edge half's default Window)")
+	flag.IntVar(&o.brokerN, "broker-n", -1, "drain: messages of the broker's own rate measured before the drain (default -n; 0: none); needs -broker URL")
 	flag.BoolVar(&o.verbose, "v", false, "log the components' info messages")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
@@ -194,6 +206,8 @@ func run(ctx context.Context, o options) (err error) {
 	switch o.scenario {
 	case "drain":
 		return b.drain(ctx)
+	case "broker":
+		return b.brokerOnly(ctx)
 	case "propagation":
 		return b.propagation(ctx)
 	case "memory":
@@ -201,7 +215,7 @@ func run(ctx context.Context, o options) (err error) {
 	case "visits":
 		return b.visits(ctx)
 	}
-	return fmt.Errorf("-scenario %q: want drain, propagation, memory or visits", o.scenario)
+	return fmt.Errorf("-scenario %q: want drain, broker, propagation, memory or visits", o.scenario)
 }
 
 // progress writes a line of progress on stderr.
@@ -884,7 +898,34 @@ func (b *bench) drain(ctx context.Context) error {
 	}
 	oc := newObserved(c)
 
+	// The broker's own rate for these very messages, in this run, just
+	// before the drain (an external broker only: the embedded one lets no
+	// anonymous client in).
+	var brokerTook time.Duration
+	brokerN := b.o.brokerN
+	if brokerN < 0 {
+		brokerN = n
+	}
+	if brokerN > 0 && b.o.broker != "embedded" {
+		all := make([]protocol.Fact, 0, brokerN)
+		for i := 0; len(all) < brokerN; i++ {
+			all = append(all, facts[visits[i%n]])
+		}
+		payloads, err := factPayloads(all)
+		if err != nil {
+			return err
+		}
+		progress("the broker's own rate: %d messages, window %d", brokerN, b.o.window)
+		load := benchutil.LoadAvg()
+		if brokerTook, err = brokerRate(ctx, b.brokerURL, payloads, b.o.window); err != nil {
+			return err
+		}
+		b.result("broker", "messages", brokerN, "window", b.o.window, "seconds", brokerTook,
+			"msgs_per_s", float64(brokerN)/brokerTook.Seconds(), "load", fmt.Sprintf("%q", load))
+	}
+
 	// The edge comes back.
+	loadStart := benchutil.LoadAvg()
 	if b.o.cpuProfile != "" {
 		f, err := os.Create(b.o.cpuProfile)
 		if err != nil {
@@ -977,7 +1018,13 @@ func (b *bench) drain(ctx context.Context) error {
 	if b.tracer != nil {
 		b.tracer.Report(os.Stdout, "fact", n)
 	}
-	b.result("drain", "facts", n, "empty_after", empty, "facts_per_s", float64(n)/empty.Seconds(),
+	rate := float64(n) / empty.Seconds()
+	ratio := "-"
+	if brokerTook > 0 {
+		ratio = fmt.Sprintf("%.2f", rate/(float64(brokerN)/brokerTook.Seconds()))
+	}
+	b.result("drain", "facts", n, "empty_after", empty, "facts_per_s", rate, "of_broker", ratio,
+		"load_start", fmt.Sprintf("%q", loadStart), "load_end", fmt.Sprintf("%q", benchutil.LoadAvg()),
 		"feed_caught_up_after", caught,
 		"published", es.Counters.FactsPublished, "republished", int(es.Counters.FactsPublished)-n,
 		"cloud_applied", cs.FactsApplied-before.FactsApplied, "cloud_failed", cs.FactsFailed-before.FactsFailed,

@@ -1,0 +1,297 @@
+package cache
+
+import (
+	"math/bits"
+	"slices"
+	"sync/atomic"
+	"unsafe"
+)
+
+// trie is a persistent hash trie keyed by uid: the View's visits, people
+// and indexes. A published trie is never written; a write copies the path
+// from the root to the leaf it changes (a leaf of up to leafMax entries
+// and three or four interior nodes of up to 32 pointers for 100,000
+// entries), so its cost follows the change, not the size. Within one edit
+// the nodes it has copied are its own (they carry its generation) and are
+// written in place, so a batch that touches a leaf twice copies it once.
+// The zero value is empty.
+type trie[V any] struct {
+	root *tnode[V]
+	n    int
+}
+
+// tnode is a leaf (ents, kids nil) or an interior node: kids in the order
+// of the bits set in mask, one for each 5-bit chunk of the hash at its
+// depth. A leaf holds at most leafMax entries unless it is at trieDepth.
+type tnode[V any] struct {
+	gen  uint64 // the edit that made it; only that edit writes it
+	mask uint32
+	kids []*tnode[V]
+	ents []tent[V]
+}
+
+type tent[V any] struct {
+	k uid
+	v V
+}
+
+const (
+	chunkBits = 5
+	trieDepth = 64 / chunkBits // 12: the last chunk takes 60 of the 64 bits
+	leafBytes = 8192           // a leaf's entries, at most, in bytes
+)
+
+// leafMax is how many entries a leaf holds before it splits: about
+// leafBytes of them, between 8 and 128. A leaf's node costs 64 bytes, so
+// small entries (the indexes' 16 to 40 bytes) share it with more of their
+// kind (100,000 of them fill 1,024 leaves of about 98), while a change
+// copies at most leafBytes of entries.
+func leafMax[V any]() int {
+	return min(128, max(8, leafBytes/int(unsafe.Sizeof(tent[V]{}))))
+}
+
+// editGen numbers edits; each trie write names its edit's.
+var editGen atomic.Uint64
+
+func newGen() uint64 { return editGen.Add(1) }
+
+// hash spreads u over 64 bits. UUIDv7 puts the time in the high bits;
+// mixing both halves spreads IDs made by anything else too.
+func (u uid) hash() uint64 {
+	h := (u.hi ^ u.lo*0xff51afd7ed558ccd) * 0x9e3779b97f4a7c15
+	return h ^ h>>29
+}
+
+func chunk(h uint64, depth int) uint32 { return uint32(h>>(depth*chunkBits)) & 31 }
+
+func (t trie[V]) len() int { return t.n }
+
+func (t trie[V]) get(u uid) (V, bool) {
+	n, h := t.root, u.hash()
+	for depth := 0; n != nil; depth++ {
+		if n.kids == nil {
+			for i := range n.ents {
+				if n.ents[i].k == u {
+					return n.ents[i].v, true
+				}
+			}
+			break
+		}
+		bit := uint32(1) << chunk(h, depth)
+		if n.mask&bit == 0 {
+			break
+		}
+		n = n.kids[bits.OnesCount32(n.mask&(bit-1))]
+	}
+	var zero V
+	return zero, false
+}
+
+// all calls fn for each entry, in no particular order, until fn returns
+// false.
+func (t trie[V]) all(fn func(uid, V) bool) {
+	if t.root != nil {
+		t.root.each(fn)
+	}
+}
+
+func (n *tnode[V]) each(fn func(uid, V) bool) bool {
+	for i := range n.ents {
+		if !fn(n.ents[i].k, n.ents[i].v) {
+			return false
+		}
+	}
+	for _, k := range n.kids {
+		if !k.each(fn) {
+			return false
+		}
+	}
+	return true
+}
+
+// own returns n when edit gen made it, else a copy of it that gen owns.
+// Slices are copied at their length; only an edit's own nodes grow past
+// it, and compact takes that back.
+func (n *tnode[V]) own(gen uint64) *tnode[V] {
+	if n.gen == gen {
+		return n
+	}
+	c := &tnode[V]{gen: gen, mask: n.mask}
+	if n.kids != nil {
+		c.kids = make([]*tnode[V], len(n.kids))
+		copy(c.kids, n.kids)
+	}
+	if n.ents != nil {
+		c.ents = make([]tent[V], len(n.ents))
+		copy(c.ents, n.ents)
+	}
+	return c
+}
+
+// put sets u to v in the edit gen.
+func (t *trie[V]) put(gen uint64, u uid, v V) {
+	added := false
+	t.root = t.root.put(gen, u.hash(), 0, u, v, &added)
+	if added {
+		t.n++
+	}
+}
+
+func (n *tnode[V]) put(gen uint64, h uint64, depth int, u uid, v V, added *bool) *tnode[V] {
+	if n == nil {
+		*added = true
+		return &tnode[V]{gen: gen, ents: []tent[V]{{u, v}}}
+	}
+	if n.kids == nil {
+		for i := range n.ents {
+			if n.ents[i].k == u {
+				m := n.own(gen)
+				m.ents[i].v = v
+				return m
+			}
+		}
+		*added = true
+		if len(n.ents) < leafMax[V]() || depth >= trieDepth {
+			// Copied at its length, then grown by append: an edit that
+			// fills a leaf (a snapshot) does not copy it for each entry.
+			m := n.own(gen)
+			m.ents = append(m.ents, tent[V]{u, v})
+			return m
+		}
+		// Full: it becomes an interior node over leaves of its entries
+		// and the new one.
+		ents := make([]tent[V], len(n.ents)+1)
+		copy(ents, n.ents)
+		ents[len(n.ents)] = tent[V]{u, v}
+		return split(gen, depth, ents)
+	}
+	c := chunk(h, depth)
+	bit := uint32(1) << c
+	i := bits.OnesCount32(n.mask & (bit - 1))
+	if n.mask&bit == 0 {
+		m := n.own(gen)
+		m.kids = slices.Insert(m.kids, i, &tnode[V]{gen: gen, ents: []tent[V]{{u, v}}})
+		m.mask |= bit
+		*added = true
+		return m
+	}
+	kid := n.kids[i].put(gen, h, depth+1, u, v, added)
+	if kid == n.kids[i] {
+		return n // written in place: the edit owns the path already
+	}
+	m := n.own(gen)
+	m.kids[i] = kid
+	return m
+}
+
+// split makes an interior node at depth over ents (more than leafMax).
+func split[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
+	var groups [32][]tent[V]
+	var mask uint32
+	for _, e := range ents {
+		c := chunk(e.k.hash(), depth)
+		groups[c] = append(groups[c], e)
+		mask |= 1 << c
+	}
+	n := &tnode[V]{gen: gen, mask: mask, kids: make([]*tnode[V], 0, bits.OnesCount32(mask))}
+	for c := range groups {
+		g := groups[c]
+		switch {
+		case len(g) == 0:
+			continue
+		case len(g) > leafMax[V]() && depth+1 < trieDepth:
+			n.kids = append(n.kids, split[V](gen, depth+1, g))
+		default:
+			leaf := make([]tent[V], len(g))
+			copy(leaf, g)
+			n.kids = append(n.kids, &tnode[V]{gen: gen, ents: leaf})
+		}
+	}
+	return n
+}
+
+// del removes u in the edit gen.
+func (t *trie[V]) del(gen uint64, u uid) {
+	removed := false
+	t.root = t.root.del(gen, u.hash(), 0, u, &removed)
+	if removed {
+		t.n--
+	}
+}
+
+// del returns the node without u: nil once it is empty.
+func (n *tnode[V]) del(gen uint64, h uint64, depth int, u uid, removed *bool) *tnode[V] {
+	if n == nil {
+		return nil
+	}
+	if n.kids == nil {
+		for i := range n.ents {
+			if n.ents[i].k != u {
+				continue
+			}
+			*removed = true
+			if len(n.ents) == 1 {
+				return nil
+			}
+			m := n.own(gen)
+			ents := make([]tent[V], len(m.ents)-1)
+			copy(ents, m.ents[:i])
+			copy(ents[i:], m.ents[i+1:])
+			m.ents = ents
+			return m
+		}
+		return n
+	}
+	bit := uint32(1) << chunk(h, depth)
+	if n.mask&bit == 0 {
+		return n
+	}
+	i := bits.OnesCount32(n.mask & (bit - 1))
+	kid := n.kids[i].del(gen, h, depth+1, u, removed)
+	switch {
+	case kid == n.kids[i]:
+		return n
+	case kid != nil:
+		m := n.own(gen)
+		m.kids[i] = kid
+		return m
+	case len(n.kids) == 1:
+		return nil
+	}
+	m := n.own(gen)
+	kids := make([]*tnode[V], len(m.kids)-1)
+	copy(kids, m.kids[:i])
+	copy(kids[i:], m.kids[i+1:])
+	m.kids, m.mask = kids, m.mask&^bit
+	return m
+}
+
+// compact cuts the slices of the nodes edit gen owns to their length,
+// for an edit that put many entries (a snapshot, or the load at Open):
+// its appends left spare capacity. It works node by node, so the trie is
+// never held twice; nodes of earlier Views are not the edit's, and are
+// already at their length.
+func (t *trie[V]) compact(gen uint64) {
+	if t.root != nil {
+		t.root.compact(gen)
+	}
+}
+
+func (n *tnode[V]) compact(gen uint64) {
+	if n.gen != gen {
+		return
+	}
+	if cap(n.ents) > len(n.ents) {
+		ents := make([]tent[V], len(n.ents))
+		copy(ents, n.ents)
+		n.ents = ents
+	}
+	if cap(n.kids) > len(n.kids) {
+		kids := make([]*tnode[V], len(n.kids))
+		copy(kids, n.kids)
+		n.kids = kids
+	}
+	for _, k := range n.kids {
+		k.compact(gen)
+	}
+}
