@@ -105,6 +105,12 @@ type Config struct {
 	// localhost, this machine's names and addresses and MQTTTLSHosts.
 	MQTTTLSCert, MQTTTLSKey string
 	MQTTTLSHosts            string // comma-separated names and addresses
+	// MQTTEdgeURL is the broker's URL as appliances reach it, which a
+	// claim gives the edge; empty: the embedded broker's TLS listener as
+	// this machine dials it, or MQTTURL. A cloud whose broker listens on
+	// every interface (0.0.0.0:8884) or behind NAT needs it, or its
+	// appliances are told 127.0.0.1, themselves.
+	MQTTEdgeURL string
 	// MQTTCA is the PEM file of the CA an external ssl:// broker's
 	// certificate is verified with (the system's roots when empty).
 	MQTTCA       string
@@ -215,6 +221,7 @@ func (c *Config) serveFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MQTTTLSCert, "mqtt-tls-cert", env("SVC_MQTT_TLS_CERT", ""), "PEM certificate of the embedded broker; a CA and certificate made under DATA/tls when empty (env SVC_MQTT_TLS_CERT)")
 	fs.StringVar(&c.MQTTTLSKey, "mqtt-tls-key", env("SVC_MQTT_TLS_KEY", ""), "PEM key of --mqtt-tls-cert (env SVC_MQTT_TLS_KEY)")
 	fs.StringVar(&c.MQTTTLSHosts, "mqtt-tls-hosts", env("SVC_MQTT_TLS_HOSTS", ""), "more names and addresses, comma-separated, the made certificate covers (env SVC_MQTT_TLS_HOSTS)")
+	fs.StringVar(&c.MQTTEdgeURL, "mqtt-edge-url", env("SVC_MQTT_EDGE_URL", ""), "the broker's URL as appliances reach it, given to each edge at its claim, e.g. ssl://cloud.example.com:8884; empty: the embedded broker's TLS listener (127.0.0.1 when it listens on every address), or --mqtt-url (env SVC_MQTT_EDGE_URL)")
 	fs.StringVar(&c.MQTTShareGroup, "mqtt-share-group", env("SVC_MQTT_SHARE_GROUP", ""),
 		fmt.Sprintf("share group of the cloud's subscriptions to the edges' facts, resync and status; every replica of one deployment uses the same, and on a shared or external broker give it a name of its own (default %s) (env SVC_MQTT_SHARE_GROUP)", protocol.DefaultShareGroup))
 	fs.StringVar(&c.MQTTFilters, "mqtt-filters", env("SVC_MQTT_FILTERS", ""),
@@ -349,6 +356,18 @@ func (c *Config) Validate() error {
 		}
 		if (u.Scheme == "tcp" || u.Scheme == "ws") && !protocol.Loopback(u.Hostname()) {
 			return usageError{fmt.Sprintf("--mqtt-url %q: plain MQTT sends the password in clear, so it may reach a broker on this machine only (localhost, 127.0.0.1, ::1); use ssl:// or wss:// (and --mqtt-ca)", c.MQTTURL)}
+		}
+	}
+	if c.MQTTEdgeURL != "" {
+		u, err := url.Parse(c.MQTTEdgeURL)
+		if err != nil || u.Host == "" || u.User != nil || (u.Scheme != "tcp" && u.Scheme != "ssl" && u.Scheme != "ws" && u.Scheme != "wss") {
+			return usageError{fmt.Sprintf("--mqtt-edge-url %q: want ssl:// or wss:// with the host and port appliances reach the broker at", c.MQTTEdgeURL)}
+		}
+		if (u.Scheme == "tcp" || u.Scheme == "ws") && !protocol.Loopback(u.Hostname()) {
+			return usageError{fmt.Sprintf("--mqtt-edge-url %q: plain MQTT sends the edges' passwords in clear; use ssl:// or wss://", c.MQTTEdgeURL)}
+		}
+		if c.MQTTURL == "off" {
+			return usageError{"--mqtt-edge-url with --mqtt-url off: there is no broker"}
 		}
 	}
 	if c.MQTTShareGroup != "" && !protocol.ValidShareGroup(c.MQTTShareGroup) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -71,6 +72,9 @@ func syncParts(ctx context.Context, cfg *Config, svc *cloud.Service, log *slog.L
 		if b.TLSAddr() != "" {
 			eb = edgeBroker{URL: "ssl://" + local(b.TLSAddr()), CA: ca}
 		}
+	}
+	if cfg.MQTTEdgeURL != "" {
+		eb.URL = cfg.MQTTEdgeURL
 	}
 	var tc *tls.Config
 	if strings.HasPrefix(url, "ssl://") || strings.HasPrefix(url, "wss://") {
@@ -166,10 +170,14 @@ func brokerTLS(cfg *Config, log *slog.Logger) (*tls.Config, []byte, error) {
 }
 
 // certHosts are the names and addresses the made certificate covers
-// beside localhost: --mqtt-tls-hosts, the TLS listener's host, and when it
-// listens on every interface this machine's name and addresses.
+// beside localhost: --mqtt-tls-hosts, --mqtt-edge-url's host, the TLS
+// listener's host, and when it listens on every interface this machine's
+// name and addresses.
 func certHosts(cfg *Config) []string {
 	var hosts []string
+	if u, err := url.Parse(cfg.MQTTEdgeURL); cfg.MQTTEdgeURL != "" && err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
 	for _, h := range strings.Split(cfg.MQTTTLSHosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			hosts = append(hosts, h)

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"database/sql"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"os"
@@ -96,6 +97,26 @@ func startChild(t *testing.T, dir string, args ...string) *child {
 	t.Cleanup(func() { _ = cmd.Process.Kill() }) // after the caller's cleanup, which stops it first
 	require.True(t, served, "serve printed its URL; stderr:\n%s", stderr)
 	return c
+}
+
+// TestServe_EdgeBrokerURL: with --mqtt-edge-url, an appliance enrolled by
+// code is told the broker's address as appliances reach it, not the
+// listener's (which is 127.0.0.1 when the broker listens on every
+// interface: the appliance would dial itself), and the made certificate
+// covers that host, so the appliance's TLS handshake verifies.
+func TestServe_EdgeBrokerURL(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := startServeURL(t, dir, "--mqtt-tls-listen", "0.0.0.0:0", "--mqtt-edge-url", "ssl://broker.example.test:8884")
+	cfg, err := config.Load(enrolDemoEdge(t, base, dir))
+	require.NoError(t, err)
+	require.Equal(t, "ssl://broker.example.test:8884", cfg.Broker.URL)
+	raw, err := os.ReadFile(filepath.Join(dir, "tls", "broker.crt"))
+	require.NoError(t, err)
+	block, _ := pem.Decode(raw)
+	require.NotNil(t, block)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	require.NoError(t, cert.VerifyHostname("broker.example.test"))
 }
 
 // TestServe_EdgeOverTLS (issue 15 item 9): the embedded broker serves MQTT
