@@ -139,8 +139,8 @@ func requireValue(t *testing.T, mfs map[string]*dto.MetricFamily, name string, l
 
 // TestMetrics_AfterRequests scrapes /metrics after some requests: the
 // API's series are labelled with route templates (never a request's own
-// path), method and status class; idempotency replays and rate-limit
-// refusals are counted; the store's pools, the Go runtime, the process and
+// path), method and status class; idempotency replays, conflicts (a key
+// reused with another body) and rate-limit refusals are counted; the store's pools, the Go runtime, the process and
 // the build are there; and promtool accepts the whole.
 func TestMetrics_AfterRequests(t *testing.T) {
 	for _, tc := range []struct {
@@ -165,8 +165,12 @@ func TestMetrics_AfterRequests(t *testing.T) {
 			require.Equal(t, http.StatusCreated, e.do(http.MethodPost, "/v1/teams", `{"name":"Scraped"}`, "Idempotency-Key", key).Code)
 			replay := e.do(http.MethodPost, "/v1/teams", `{"name":"Scraped"}`, "Idempotency-Key", key)
 			require.Equal(t, "true", replay.Header().Get("Idempotent-Replayed"))
-			// 7 keyed requests so far; the organisation may make 10 a minute.
-			for range 3 {
+			// The same key with another body is a conflict (docs/decisions.md).
+			reused := e.do(http.MethodPost, "/v1/teams", `{"name":"Scraped again"}`, "Idempotency-Key", key)
+			require.Equal(t, http.StatusUnprocessableEntity, reused.Code, reused.Body.String())
+			require.Contains(t, reused.Body.String(), `"code":"idempotency_key_reused"`)
+			// 8 keyed requests so far; the organisation may make 10 a minute.
+			for range 2 {
 				require.Equal(t, http.StatusOK, e.do(http.MethodGet, "/v1/organisation", "").Code)
 			}
 			// A minute boundary between the requests would restart the
@@ -188,7 +192,9 @@ func TestMetrics_AfterRequests(t *testing.T) {
 			requireValue(t, mfs, "svc_cloud_http_requests_total", map[string]string{"route": "/v1/teams", "method": "POST", "status": "2xx"}, 2)
 			requireValue(t, mfs, "svc_cloud_http_request_duration_seconds", map[string]string{"route": "/v1/teams/{team_id}", "method": "GET"}, 2)
 			requireValue(t, mfs, "svc_cloud_idempotency_replays_total", map[string]string{}, 1)
-			requireValue(t, mfs, "svc_cloud_idempotency_conflicts_total", map[string]string{"reason": "key_reused"}, 0)
+			requireValue(t, mfs, "svc_cloud_http_requests_total", map[string]string{"route": "/v1/teams", "method": "POST", "status": "4xx"}, 1)
+			requireValue(t, mfs, "svc_cloud_idempotency_conflicts_total", map[string]string{"reason": "key_reused"}, 1)
+			requireValue(t, mfs, "svc_cloud_idempotency_conflicts_total", map[string]string{"reason": "in_flight"}, 0)
 			requireValue(t, mfs, "svc_cloud_rate_limited_total", map[string]string{"limit": "organisation"}, float64(limited))
 			requireValue(t, mfs, "svc_cloud_rate_limited_total", map[string]string{"limit": "pass_link"}, 0)
 			requireValue(t, mfs, "svc_cloud_build_info", map[string]string{"version": "1.2.3", "goversion": runtime.Version()}, 1)
