@@ -344,6 +344,15 @@ type list struct {
 	// index gives: the planner then reads the rows of the list's other
 	// conditions through their index and sorts them (sortWindow).
 	sortRows bool
+	// fixedLimit writes page's LIMIT into the statement (a number, not a
+	// parameter). A statement's prepared plan is costed for a LIMIT
+	// parameter as if it took a tenth of the rows; where the filter's
+	// value matches many rows that costs more than the plan for the page
+	// asked, so PostgreSQL plans the statement again at each run (a custom
+	// plan) rather than reuse its generic one. With the number in the
+	// statement both cost the same page and the generic plan is kept.
+	// One statement per page size: the API's limits are 1 to 100.
+	fixedLimit bool
 }
 
 // sortWindow says whether a range from..before on a column other than
@@ -397,12 +406,17 @@ func (l *list) page(p cloud.Page) {
 		l.args = append(l.args, p.After.CreatedAt, p.After.ID)
 		fmt.Fprintf(&l.sql, " AND (%[1]screated_at, %[1]s%[2]s) < ($%[3]d::timestamptz, $%[4]d::text)", a, k, len(l.args)-1, len(l.args))
 	}
-	l.args = append(l.args, p.Limit+1)
 	order := a + "created_at"
 	if l.sortRows {
 		order = "(" + order + " + interval '0 s')"
 	}
-	fmt.Fprintf(&l.sql, " ORDER BY %[1]s DESC, %[2]s%[3]s DESC LIMIT $%[4]d", order, a, k, len(l.args))
+	fmt.Fprintf(&l.sql, " ORDER BY %[1]s DESC, %[2]s%[3]s DESC", order, a, k)
+	if l.fixedLimit {
+		fmt.Fprintf(&l.sql, " LIMIT %d", p.Limit+1)
+		return
+	}
+	l.args = append(l.args, p.Limit+1)
+	fmt.Fprintf(&l.sql, " LIMIT $%d", len(l.args))
 }
 
 // collect runs a list built with page and returns at most limit rows and
