@@ -6,8 +6,9 @@
 // partition made in the free space of a disk bigger than the image, a
 // visit's pass
 // admitted at a gate whose reader the cloud configured, an update to a
-// second image that commits, and one to a broken image that rolls back
-// by itself.
+// second image that commits, one to a broken image that rolls back by
+// itself, and svc-edge's log on the data partition, read from the disk
+// file afterwards, holding all the boots.
 //
 // It needs Debian's qemu-system-arm, u-boot-qemu, squashfs-tools,
 // dosfstools, mtools, e2fsprogs, fdisk and u-boot-tools; without them the
@@ -18,6 +19,7 @@ package imagetest
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -85,7 +87,8 @@ const cardGrowth = 256 << 20
 // b on trial, which commits; then a rollout of a broken image (its init
 // does not run: the kernel panics) reboots it into slot a on trial, the
 // boot loader falls back to b, and the appliance rolls back by itself,
-// reports it, and admits passes on 2.0.0.
+// reports it, and admits passes on 2.0.0. svc-edge's log on the data
+// partition has lines of the first, second and fourth boots.
 func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	needQemu(t)
 	dir := t.TempDir()
@@ -181,6 +184,93 @@ func TestImage_EnrolsAdmitsUpdatesAndRollsBack(t *testing.T) {
 	c.waitUpdate(t, e.ID, "rolled_back", "2.0.1-broken", "svc-edge 2.0.0")
 	t.Logf("2.0.1-broken rolled back %.1f s after qemu started", time.Since(con.start).Seconds())
 	c.admit(t, con, edgeBin, e.SiteID, reader, "Vera Three")
+
+	// svc-edge's log on the data partition (init's /perm/log) kept all
+	// four boots: read from the disk file once qemu has stopped, it holds
+	// a line of each boot in their order. Each is said at one boot only:
+	// the enrolment code (random, this test's) at the first, before any
+	// reboot; the commit of 2.0.0 on its trial boot, the second; the
+	// rollback of the broken release by the supervisor at the start of
+	// the fourth, after the third (the broken one) panicked. The first
+	// two boots ended in the supervisor's sync and reboot; the fourth
+	// is flushed by the kernel's emergency sync (SysRq s on the serial
+	// console) before qemu is killed, as a power cut would.
+	con.sync(t)
+	con.poweroff()
+	permLog(t, img, regexp.MustCompile(`enrolment code: `+regexp.QuoteMeta(code)),
+		regexp.MustCompile(`msg="update committed" slot=b version=2\.0\.0`),
+		regexp.MustCompile(`msg="update rolled back" version=2\.0\.1-broken`))
+}
+
+// permLog checks that svc-edge's log on the disk file img's data
+// partition (p4) holds, in /log/svc-edge.log.1 (the older file, if
+// any) and /log/svc-edge.log, a line matching each of want in that
+// order. It reads the partition without mounting it: p4's sectors from
+// the MBR, copied to a file whose ext4 journal e2fsck replays (qemu was
+// killed with the file system mounted) and whose files debugfs reads.
+func permLog(t testing.TB, img string, want ...*regexp.Regexp) {
+	t.Helper()
+	need(t, "debugfs", "e2fsck")
+	f, err := os.Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var mbr [512]byte
+	if _, err := io.ReadFull(f, mbr[:]); err != nil {
+		t.Fatal(err)
+	}
+	if mbr[510] != 0x55 || mbr[511] != 0xaa {
+		t.Fatalf("%s has no MBR", img)
+	}
+	p4 := mbr[446+3*16:]
+	start, sectors := int64(binary.LittleEndian.Uint32(p4[8:])), int64(binary.LittleEndian.Uint32(p4[12:]))
+	if sectors == 0 {
+		t.Fatalf("%s has no partition 4", img)
+	}
+	fs := filepath.Join(t.TempDir(), "p4.ext4")
+	out, err := os.Create(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.Copy(out, io.NewSectionReader(f, start*512, sectors*512))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// e2fsck's exit status 1 is "file system corrected": the journal replayed.
+	if b, err := exec.Command("e2fsck", "-y", "-E", "journal_only", fs).CombinedOutput(); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() > 1 {
+			t.Fatalf("e2fsck -E journal_only on p4: %v\n%s", err, b)
+		}
+	}
+	var text string
+	for _, name := range []string{"/log/svc-edge.log.1", "/log/svc-edge.log"} {
+		// debugfs says on stderr, and exits 0, when there is no such file.
+		b, err := exec.Command("debugfs", "-R", "cat "+name, fs).Output()
+		if err != nil {
+			t.Fatalf("debugfs cat %s: %v", name, err)
+		}
+		text += string(b)
+	}
+	t.Logf("the log on the data partition: %d bytes, %d lines", len(text), strings.Count(text, "\n"))
+	rest := text
+	for _, re := range want {
+		loc := re.FindStringIndex(rest)
+		if loc == nil {
+			// NULs: a power cut can leave the file's new size on disk
+			// without the data appended last.
+			shown := strings.ReplaceAll(text, "\x00", "")
+			if len(shown) > 8<<10 {
+				shown = shown[:4<<10] + "\n[...]\n" + shown[len(shown)-4<<10:]
+			}
+			t.Errorf("the log on the data partition has no line %q (after the previous boot's):\n%s", re, shown)
+			return
+		}
+		rest = rest[loc[1]:]
+	}
 }
 
 // TestImage_RaspberryPiBuilds builds the Pi image (no Pi boots here): it
@@ -701,8 +791,9 @@ func stop(cmd *exec.Cmd) {
 // console is the guest's serial console, line by line, with the time
 // each line reached the host.
 type console struct {
-	start time.Time // when qemu was started
-	cmd   *exec.Cmd // qemu
+	start time.Time      // when qemu was started
+	cmd   *exec.Cmd      // qemu
+	in    io.WriteCloser // qemu's stdin: the serial port's input, and qemu's monitor after Ctrl-A
 
 	mu    sync.Mutex
 	lines []string
@@ -736,7 +827,11 @@ func boot(t testing.TB, img string, page, reader int) *console {
 		t.Fatal(err)
 	}
 	cmd.Stderr = cmd.Stdout
-	c := &console{cmd: cmd, start: time.Now(), more: make(chan struct{})}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &console{cmd: cmd, in: in, start: time.Now(), more: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -849,6 +944,33 @@ func (c *console) lineAt(i int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lines[i]
+}
+
+// sync has the guest's kernel write what its page cache holds for the
+// disk (an ext4 file system commits its journal every 5 s, but writes
+// appended data after 30 s): a break on the serial port (qemu's Ctrl-A
+// b) and s, the Magic SysRq key's emergency sync, again until the
+// console says it is done.
+func (c *console) sync(t testing.TB) {
+	t.Helper()
+	done := regexp.MustCompile(`Emergency Sync complete`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mark := c.mark()
+		if _, err := io.WriteString(c.in, "\x01b"); err != nil {
+			t.Fatalf("qemu's stdin: %v", err)
+		}
+		if _, err := io.WriteString(c.in, "s"); err != nil {
+			t.Fatalf("qemu's stdin: %v", err)
+		}
+		_, err := c.find(mark, done, 10*time.Second)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guest's kernel did not sync on SysRq s: %v", err)
+		}
+	}
 }
 
 // poweroff pulls the guest's plug: qemu is killed, as an appliance loses
