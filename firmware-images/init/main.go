@@ -215,9 +215,18 @@ func (l lenient) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// logSyncDelay bounds what of the log a power cut can lose: a write is
+// fsync'd at most this long after it. Without it, the kernel writes the
+// log back when it likes, and a cut (an appliance's usual end) left the
+// file ending in NUL bytes where its last seconds of lines were (seen
+// under qemu). One fsync per delay at most, whatever the rate of lines,
+// so the SD card is not worn by a busy gate.
+const logSyncDelay = 2 * time.Second
+
 // rotating appends to path and, past limit bytes, renames it to path.1
-// (replacing the older one) and starts a new file. Errors are reported on
-// the console once per file and the output is dropped.
+// (replacing the older one) and starts a new file, and fsyncs what it
+// wrote within logSyncDelay. Errors are reported on the console once per
+// file and the output is dropped.
 type rotating struct {
 	mu     sync.Mutex
 	path   string
@@ -225,12 +234,48 @@ type rotating struct {
 	f      *os.File
 	size   int64
 	failed bool
+
+	// after schedules fn after d (time.AfterFunc when nil); the tests
+	// give their own clock.
+	after   func(d time.Duration, fn func())
+	pending bool // a sync is scheduled
+	syncs   int  // fsyncs done, for the tests
+}
+
+// scheduleSync arranges one fsync of the current file logSyncDelay from
+// now, unless one is arranged already. r.mu is held.
+func (r *rotating) scheduleSync() {
+	if r.pending {
+		return
+	}
+	r.pending = true
+	after := r.after
+	if after == nil {
+		after = func(d time.Duration, fn func()) { time.AfterFunc(d, fn) }
+	}
+	after(logSyncDelay, r.sync)
+}
+
+func (r *rotating) sync() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = false
+	if r.f == nil {
+		return
+	}
+	if err := r.f.Sync(); err != nil && !r.failed {
+		log.Printf("log: %v", err)
+		r.failed = true
+		return
+	}
+	r.syncs++
 }
 
 func (r *rotating) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.f != nil && r.size+int64(len(p)) > r.limit {
+		r.f.Sync() //nolint:errcheck // a failure shows at the next write
 		r.f.Close()
 		r.f = nil
 		if err := os.Rename(r.path, r.path+".1"); err != nil {
@@ -258,6 +303,9 @@ func (r *rotating) Write(p []byte) (int, error) {
 	if err != nil && !r.failed {
 		log.Printf("log: %v", err)
 		r.failed = true
+	}
+	if n > 0 {
+		r.scheduleSync()
 	}
 	return len(p), nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestRotating: the log on the data partition is bounded at logLimit per
@@ -87,4 +88,34 @@ func TestRotating(t *testing.T) {
 		n++
 	}
 	check()
+}
+
+// TestRotating_SyncsWithinTheDelay: a power cut, an appliance's usual end,
+// loses at most logSyncDelay of the log: a write arranges one fsync that
+// delay later, and the writes before it runs arrange no more (one fsync a
+// delay, however busy the gate), and a write after it arranges the next.
+func TestRotating_SyncsWithinTheDelay(t *testing.T) {
+	var due []func()
+	var delays []time.Duration
+	r := &rotating{path: filepath.Join(t.TempDir(), "svc-edge.log"), limit: logLimit,
+		after: func(d time.Duration, fn func()) { delays, due = append(delays, d), append(due, fn) }}
+	line := []byte("time=2026-11-26T10:00:00Z level=INFO msg=scan gate_id=gate_1\n")
+	for range 100 {
+		r.Write(line)
+	}
+	if len(due) != 1 || delays[0] != logSyncDelay {
+		t.Fatalf("100 writes arranged %d fsyncs (delays %v), want one after %v", len(due), delays, logSyncDelay)
+	}
+	due[0]()
+	if r.syncs != 1 {
+		t.Fatalf("the arranged fsync did %d syncs, want 1", r.syncs)
+	}
+	r.Write(line)
+	if len(due) != 2 {
+		t.Fatalf("a write after the fsync arranged %d in all, want 2", len(due))
+	}
+	due[1]()
+	if r.syncs != 2 {
+		t.Fatalf("syncs = %d, want 2", r.syncs)
+	}
 }
