@@ -538,8 +538,10 @@ type Store interface {
 	// FleetTotals sums what the edges of every tenant last said of
 	// themselves, for metrics (FleetTotals), an edge being online when its
 	// last status said so at or after silentBefore (EdgeSilentAfter before
-	// now, as Edge.Presented judges) and it is not revoked.
-	FleetTotals(ctx context.Context, silentBefore time.Time) (FleetTotals, error)
+	// now, as Edge.Presented judges) and it is not revoked. It lists at
+	// most lagSites of the sites behind (FleetTotals.Behind), in the same
+	// statement.
+	FleetTotals(ctx context.Context, silentBefore time.Time, lagSites int) (FleetTotals, error)
 	// Stats tells how the store's connections are used and how many
 	// statements failed since it opened, for metrics. It never waits for
 	// the database.
@@ -699,4 +701,19 @@ type FleetTotals struct {
 	// feed (the feed's head minus the last change the edge said it
 	// applied); 0 when none is online.
 	MaxLag uint64
+	// Behind is the sites whose online edges are behind their feed, each
+	// with its most behind edge's lag: the most behind first (then by site
+	// ID), at most the lagSites asked for. A site that has caught up, or
+	// has no online edge, is not in it. nil when none is behind.
+	Behind []SiteLag
+	// BehindOmitted is how many more sites were behind than Behind holds.
+	BehindOmitted int64
+}
+
+// SiteLag is how many changes a site's online edges have not applied: its
+// feed's head minus the last change its most behind online edge said it
+// applied.
+type SiteLag struct {
+	SiteID string
+	Lag    uint64
 }

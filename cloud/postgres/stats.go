@@ -31,21 +31,48 @@ func (s *Store) WebhookQueue(ctx context.Context, now time.Time) (cloud.WebhookQ
 }
 
 // FleetTotals implements cloud.Store: one pass over the edges, each with
-// its site's feed head by primary key.
-func (s *Store) FleetTotals(ctx context.Context, silentBefore time.Time) (cloud.FleetTotals, error) {
-	var f cloud.FleetTotals
-	var total int64
-	var lag *int64
-	err := s.pool.QueryRow(ctx, `SELECT count(*),
-			count(*) FILTER (WHERE e.revoked_at IS NOT NULL),
-			count(*) FILTER (WHERE e.revoked_at IS NULL AND e.state = 'online' AND (e.last_seen_at IS NULL OR e.last_seen_at >= $1)),
-			coalesce(sum(e.outbox) FILTER (WHERE e.revoked_at IS NULL), 0)::bigint,
-			min(e.outbox_oldest) FILTER (WHERE e.revoked_at IS NULL AND e.outbox > 0),
-			max(coalesce(h.seq, 0) - e.seq) FILTER (WHERE e.revoked_at IS NULL AND e.state = 'online'
-				AND (e.last_seen_at IS NULL OR e.last_seen_at >= $1))
-		FROM edges e LEFT JOIN site_feed_heads h ON h.org_id = e.org_id AND h.mode = e.mode AND h.site_id = e.site_id`,
-		silentBefore).Scan(&total, &f.Revoked, &f.Online, &f.Outbox, &f.OutboxOldest, &lag)
+// its site's feed head by primary key, grouped by site; the totals are
+// summed from the sites, and the sites behind, the most behind first, are
+// the statement's rows, each beside the totals (one row with no site when
+// none is behind).
+func (s *Store) FleetTotals(ctx context.Context, silentBefore time.Time, lagSites int) (cloud.FleetTotals, error) {
+	rows, err := s.pool.Query(ctx, `WITH s AS MATERIALIZED (
+			SELECT e.site_id, count(*) AS n,
+				count(*) FILTER (WHERE e.revoked_at IS NOT NULL) AS revoked,
+				count(*) FILTER (WHERE e.revoked_at IS NULL AND e.state = 'online' AND (e.last_seen_at IS NULL OR e.last_seen_at >= $1)) AS online,
+				coalesce(sum(e.outbox) FILTER (WHERE e.revoked_at IS NULL), 0) AS outbox,
+				min(e.outbox_oldest) FILTER (WHERE e.revoked_at IS NULL AND e.outbox > 0) AS oldest,
+				max(coalesce(h.seq, 0) - e.seq) FILTER (WHERE e.revoked_at IS NULL AND e.state = 'online'
+					AND (e.last_seen_at IS NULL OR e.last_seen_at >= $1)) AS lag
+			FROM edges e LEFT JOIN site_feed_heads h ON h.org_id = e.org_id AND h.mode = e.mode AND h.site_id = e.site_id
+			GROUP BY e.org_id, e.mode, e.site_id
+		), t AS (
+			SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(revoked), 0)::bigint AS revoked,
+				coalesce(sum(online), 0)::bigint AS online, coalesce(sum(outbox), 0)::bigint AS outbox,
+				min(oldest) AS oldest, max(lag) AS lag, count(*) FILTER (WHERE lag > 0) AS behind
+			FROM s
+		)
+		SELECT t.n, t.revoked, t.online, t.outbox, t.oldest, t.lag, t.behind, b.site_id, b.lag
+		FROM t LEFT JOIN (SELECT site_id, lag FROM s WHERE lag > 0 ORDER BY lag DESC, site_id LIMIT $2) b ON true
+		ORDER BY b.lag DESC, b.site_id`,
+		silentBefore, lagSites)
 	if err != nil {
+		return cloud.FleetTotals{}, fmt.Errorf("fleet totals: %w", classify(err))
+	}
+	defer rows.Close()
+	var f cloud.FleetTotals
+	var total, behind int64
+	var lag, siteLag *int64
+	var site *string
+	for rows.Next() {
+		if err := rows.Scan(&total, &f.Revoked, &f.Online, &f.Outbox, &f.OutboxOldest, &lag, &behind, &site, &siteLag); err != nil {
+			return cloud.FleetTotals{}, fmt.Errorf("fleet totals: %w", classify(err))
+		}
+		if site != nil && siteLag != nil {
+			f.Behind = append(f.Behind, cloud.SiteLag{SiteID: *site, Lag: uint64(*siteLag)})
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return cloud.FleetTotals{}, fmt.Errorf("fleet totals: %w", classify(err))
 	}
 	f.Offline = total - f.Revoked - f.Online
@@ -56,5 +83,6 @@ func (s *Store) FleetTotals(ctx context.Context, silentBefore time.Time) (cloud.
 	if lag != nil && *lag > 0 {
 		f.MaxLag = uint64(*lag)
 	}
+	f.BehindOmitted = behind - int64(len(f.Behind))
 	return f, nil
 }

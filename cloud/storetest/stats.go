@@ -98,13 +98,19 @@ func testWebhookQueue(t *testing.T, e *env) {
 
 // The fleet's totals: edges by state over every tenant (online as
 // Edge.Presented shows it: a silent edge is offline, a revoked one is
-// neither), the outboxes the edges not revoked reported, and the largest
-// lag of an online edge behind its site's feed.
+// neither), the outboxes the edges not revoked reported, the largest
+// lag of an online edge behind its site's feed, and the sites behind (a
+// site that has caught up is not), the most behind first, as many as
+// asked for, with a count of the rest.
 func testFleetTotals(t *testing.T, e *env) {
 	ctx := t.Context()
-	totals := func(silentBefore time.Time) cloud.FleetTotals {
+	totals := func(silentBefore time.Time, lagSites ...int) cloud.FleetTotals {
 		t.Helper()
-		f, err := e.s.FleetTotals(ctx, silentBefore)
+		n := 100
+		if len(lagSites) > 0 {
+			n = lagSites[0]
+		}
+		f, err := e.s.FleetTotals(ctx, silentBefore, n)
 		require.NoError(t, err)
 		if f.OutboxOldest != nil {
 			o := f.OutboxOldest.UTC()
@@ -119,6 +125,12 @@ func testFleetTotals(t *testing.T, e *env) {
 	e.newVisit(t, e.a, s1.ID)
 	ed1, ed2, ed3 := e.newEdge(t, e.a, s1.ID), e.newEdge(t, e.c, s2.ID), e.newEdge(t, e.a, s3.ID)
 	e.newEdge(t, e.b, s4.ID) // never said anything: offline
+	s5 := e.newSite(t, e.b)
+	e.newVisit(t, e.b, s5.ID)
+	ed5 := e.newEdge(t, e.b, s5.ID)
+	got5, err := e.s.Edge(ctx, ed5.ID)
+	require.NoError(t, err)
+	require.Positive(t, got5.Head)
 	status := func(tn cloud.Tenant, site string, ed cloud.Edge, seq uint64, outbox int, oldest *time.Time) time.Time {
 		t.Helper()
 		at := e.tick()
@@ -128,9 +140,10 @@ func testFleetTotals(t *testing.T, e *env) {
 	}
 	oldest := e.now.Add(-30 * time.Minute)
 	seen2 := status(e.c, s2.ID, ed2, 0, 1, &oldest)
+	status(e.b, s5.ID, ed5, got5.Head, 0, nil) // caught up
 	seen1 := status(e.a, s1.ID, ed1, 1, 3, nil)
 	status(e.a, s3.ID, ed3, 1, 5, nil)
-	_, err := e.s.RevokeEdge(ctx, e.a, ed3.ID, e.tick())
+	_, err = e.s.RevokeEdge(ctx, e.a, ed3.ID, e.tick())
 	require.NoError(t, err)
 
 	got1, err := e.s.Edge(ctx, ed1.ID)
@@ -141,10 +154,17 @@ func testFleetTotals(t *testing.T, e *env) {
 	require.Positive(t, lag2)
 	require.Greater(t, lag1, lag2, "s1 has more changes: its edge lags most")
 
-	require.Equal(t, cloud.FleetTotals{Online: 2, Offline: 1, Revoked: 1, Outbox: 4, OutboxOldest: &oldest, MaxLag: lag1},
-		totals(seen2), "both online: the larger lag; the revoked edge's outbox is not counted")
-	require.Equal(t, cloud.FleetTotals{Online: 1, Offline: 2, Revoked: 1, Outbox: 4, OutboxOldest: &oldest, MaxLag: lag1},
+	behind1, behind2 := cloud.SiteLag{SiteID: s1.ID, Lag: lag1}, cloud.SiteLag{SiteID: s2.ID, Lag: lag2}
+	require.Equal(t, cloud.FleetTotals{Online: 3, Offline: 1, Revoked: 1, Outbox: 4, OutboxOldest: &oldest, MaxLag: lag1,
+		Behind: []cloud.SiteLag{behind1, behind2}},
+		totals(seen2), "all three online: the larger lag, the two sites behind, the most behind first, not the one caught up; "+
+			"the revoked edge's outbox is not counted")
+	require.Equal(t, cloud.FleetTotals{Online: 3, Offline: 1, Revoked: 1, Outbox: 4, OutboxOldest: &oldest, MaxLag: lag1,
+		Behind: []cloud.SiteLag{behind1}, BehindOmitted: 1},
+		totals(seen2, 1), "one site asked for: the most behind, the other counted")
+	require.Equal(t, cloud.FleetTotals{Online: 1, Offline: 3, Revoked: 1, Outbox: 4, OutboxOldest: &oldest, MaxLag: lag1,
+		Behind: []cloud.SiteLag{behind1}},
 		totals(seen1), "ed2 silent since before: offline, its lag no longer counted, its outbox still")
-	require.Equal(t, cloud.FleetTotals{Offline: 3, Revoked: 1, Outbox: 4, OutboxOldest: &oldest},
+	require.Equal(t, cloud.FleetTotals{Offline: 4, Revoked: 1, Outbox: 4, OutboxOldest: &oldest},
 		totals(seen1.Add(time.Second)), "all silent")
 }

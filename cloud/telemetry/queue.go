@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,10 +18,18 @@ import (
 // pair each.
 const DefaultStatsMaxAge = 5 * time.Second
 
+// FeedLagSites is the most sites svc_cloud_feed_lag has a series for at a
+// scrape, the most behind: a broker down with every site behind makes at
+// most this many series, and svc_cloud_feed_lag_sites_omitted counts the
+// sites behind beyond them.
+const FeedLagSites = 100
+
 // queueCollector reads the webhook queue and the fleet's totals from the
 // store at scrape time (cloud.Store.WebhookQueue, FleetTotals): each an
-// aggregate over every tenant, so the series have no tenant or site
-// label, and their number does not grow with the customers.
+// aggregate over every tenant, so the series have no tenant label, and
+// their number does not grow with the customers. The one exception is
+// svc_cloud_feed_lag, by site_id, for the sites behind at the scrape
+// only, at most FeedLagSites of them.
 type queueCollector struct {
 	store   cloud.Store
 	now     func() time.Time
@@ -49,10 +58,15 @@ var (
 		"Age of the oldest of those facts, as the edges said; 0 when there is none.", nil, nil)
 	descLagMax = prometheus.NewDesc("svc_cloud_feed_lag_max",
 		"The most changes an online edge is behind its site's feed (the feed's head minus the last change it said it applied).", nil, nil)
+	descLag = prometheus.NewDesc("svc_cloud_feed_lag",
+		"Changes a site's online edge is behind the site's feed (the largest, if several), for the sites behind at the scrape only, "+
+			"the "+strconv.Itoa(FeedLagSites)+" most behind; a site that has caught up has no series.", []string{"site_id"}, nil)
+	descLagOmitted = prometheus.NewDesc("svc_cloud_feed_lag_sites_omitted",
+		"Sites behind at the scrape beyond the "+strconv.Itoa(FeedLagSites)+" that svc_cloud_feed_lag shows.", nil, nil)
 )
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPending, descOldest, descEdges, descFactsPending, descFactsOldest, descLagMax} {
+	for _, d := range []*prometheus.Desc{descPending, descOldest, descEdges, descFactsPending, descFactsOldest, descLagMax, descLag, descLagOmitted} {
 		ch <- d
 	}
 }
@@ -78,6 +92,10 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFactsPending, prometheus.GaugeValue, float64(f.Outbox))
 		ch <- prometheus.MustNewConstMetric(descFactsOldest, prometheus.GaugeValue, age(f.OutboxOldest))
 		ch <- prometheus.MustNewConstMetric(descLagMax, prometheus.GaugeValue, float64(f.MaxLag))
+		for _, s := range f.Behind {
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(s.Lag), s.SiteID)
+		}
+		ch <- prometheus.MustNewConstMetric(descLagOmitted, prometheus.GaugeValue, float64(f.BehindOmitted))
 	}
 }
 
@@ -100,7 +118,7 @@ func (c *queueCollector) read() (*cloud.WebhookQueueStats, *cloud.FleetTotals, t
 	} else {
 		c.log.Warn("metrics: read the webhook queue", "err", err)
 	}
-	if f, err := c.store.FleetTotals(ctx, now.Add(-cloud.EdgeSilentAfter)); err == nil {
+	if f, err := c.store.FleetTotals(ctx, now.Add(-cloud.EdgeSilentAfter), FeedLagSites); err == nil {
 		c.fleet = &f
 	} else {
 		c.log.Warn("metrics: read the fleet's totals", "err", err)

@@ -47,7 +47,7 @@ func BenchmarkScrape_PendingDeliveries(b *testing.B) {
 			})
 			b.Run("fleet", func(b *testing.B) {
 				for b.Loop() {
-					if _, err := e.store.FleetTotals(b.Context(), time.Now()); err != nil {
+					if _, err := e.store.FleetTotals(b.Context(), time.Now(), telemetry.FeedLagSites); err != nil {
 						b.Fatal(err)
 					}
 				}

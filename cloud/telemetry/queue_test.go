@@ -68,6 +68,24 @@ func TestMetrics_WebhooksAndFleet(t *testing.T) {
 			require.Len(t, edges, 1)
 			lag := edges[0].Head - edges[0].Seq
 			require.Positive(t, lag, "the seeded site has changes the edge has not applied")
+			// Two more online edges (a site has one at a time): one a
+			// change behind at the second site, one caught up at the third,
+			// which has no series.
+			online := func(site, name string, behind uint64) {
+				t.Helper()
+				ed, _, err := e.svc.CreateEdge(t.Context(), tenant, site, name)
+				require.NoError(t, err)
+				edges, err := e.svc.Edges(t.Context(), tenant, site)
+				require.NoError(t, err)
+				head := edges[0].Head
+				require.GreaterOrEqual(t, head, behind)
+				require.NoError(t, e.svc.RecordEdgeStatus(t.Context(), cloud.EdgeSite(tenant, site),
+					protocol.Status{V: 1, EdgeID: ed.ID, State: cloud.EdgeOnline, At: time.Now(), Seq: head - behind}))
+			}
+			site2, site3 := e.seed.Test.Sites[1].ID, e.seed.Test.Sites[2].ID
+			online(site2, "Lobby", 1)
+			online(site3, "Front door", 0)
+			require.NotEqual(t, uint64(1), lag, "the two sites behind differ")
 
 			mu.Lock()
 			scrapeAt = time.Now()
@@ -84,12 +102,16 @@ func TestMetrics_WebhooksAndFleet(t *testing.T) {
 			require.True(t, found)
 			require.Positive(t, age)
 			require.LessOrEqual(t, age, scrapeAt.Sub(before).Seconds(), "from the event, not before it")
-			requireValue(t, mfs, "svc_cloud_edges", map[string]string{"state": "online"}, 1)
+			requireValue(t, mfs, "svc_cloud_edges", map[string]string{"state": "online"}, 3)
 			requireValue(t, mfs, "svc_cloud_edges", map[string]string{"state": "offline"}, 0)
 			requireValue(t, mfs, "svc_cloud_edges", map[string]string{"state": "revoked"}, 0)
 			requireValue(t, mfs, "svc_cloud_mqtt_facts_pending", map[string]string{}, 4)
 			requireValue(t, mfs, "svc_cloud_mqtt_facts_pending_oldest_age_seconds", map[string]string{}, 0)
 			requireValue(t, mfs, "svc_cloud_feed_lag_max", map[string]string{}, float64(lag))
+			requireValue(t, mfs, "svc_cloud_feed_lag", map[string]string{"site_id": site}, float64(lag))
+			requireValue(t, mfs, "svc_cloud_feed_lag", map[string]string{"site_id": site2}, 1)
+			require.Len(t, mfs["svc_cloud_feed_lag"].GetMetric(), 2, "no series for the site that has caught up")
+			requireValue(t, mfs, "svc_cloud_feed_lag_sites_omitted", map[string]string{}, 0)
 			t.Run("promtool", func(t *testing.T) { promtest.CheckMetrics(t, scrape) })
 
 			// Another event queues two more; a scrape within StatsMaxAge
