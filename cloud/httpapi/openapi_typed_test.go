@@ -1,17 +1,14 @@
 package httpapi_test
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
+
+	"github.com/svc-vms/svc/shared/gosource"
 )
 
 // auditActions are the audit actions the cloud records: the values of
@@ -19,36 +16,12 @@ import (
 // that a new action cannot be added without the document knowing it.
 func auditActions(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "*.go"))
+	consts, err := gosource.Consts("..")
 	require.NoError(t, err)
 	var actions []string
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
-		require.NoError(t, err)
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, id := range vs.Names {
-					if !strings.HasPrefix(id.Name, "Audit") || i >= len(vs.Values) {
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						continue
-					}
-					v, err := strconv.Unquote(lit.Value)
-					require.NoError(t, err)
-					actions = append(actions, v)
-				}
-			}
+	for _, c := range consts {
+		if strings.HasPrefix(c.Name, "Audit") && c.String {
+			actions = append(actions, c.Value)
 		}
 	}
 	slices.Sort(actions)

@@ -29,31 +29,9 @@ func TestListCalls(t *testing.T) { storetest.CheckListCalls(t) }
 // index gives the order, enable_sort off: the plan chosen then shows
 // whether an index serves the filter (and the order) at all.
 func TestListPlans(t *testing.T) {
-	url := postgrestest.URL(t)
-	schema := postgrestest.NewSchema(t, url)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	rec := &recorder{}
-	cfg.ConnConfig.Tracer = rec
-	s, err := postgres.OpenConfig(ctx, cfg, kektest.Ring())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ccfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	s, conn := planStore(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = rec })
 	// Rows in the tenant the calls list, none of which matches a call's
 	// filter, then ANALYZE: on them the planner sees each filter as
 	// selective, as a filter that matches few rows is, and the list's
@@ -237,30 +215,10 @@ var fillPlans = []string{
 // has a few hundred, and plans every run: 0.4–0.5 ms of a 1 ms request
 // (docs/performance.md, "The PostgreSQL host filter").
 func TestHostListKeepsItsPlan(t *testing.T) {
-	url := postgrestest.URL(t)
-	schema := postgrestest.NewSchema(t, url)
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.MaxConns = 1 // pg_prepared_statements is the connection's
-	s, err := postgres.OpenConfig(ctx, cfg, kektest.Ring())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ccfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ccfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, ccfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	s, conn := planStore(t, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 1 // pg_prepared_statements is the connection's
+	})
 	for _, q := range []string{
 		`INSERT INTO sites (org_id, mode, id, name, timezone, created_at, updated_at) VALUES ('org_hosts', 'live', 'site_1', 'Site', 'UTC', now(), now())`,
 		`INSERT INTO visits (org_id, mode, id, status, type, site_id, host_id, expected_at, doc, created_at, updated_at)
@@ -293,4 +251,35 @@ func TestHostListKeepsItsPlan(t *testing.T) {
 	if generic == 0 {
 		t.Fatalf("the host list was planned custom %d times and generic %d: it plans each request again", custom, generic)
 	}
+}
+
+// planStore opens a store on a new schema, its pool configured by tune,
+// and a connection of its own to the schema for the test's statements.
+func planStore(t *testing.T, tune func(*pgxpool.Config)) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
+	url := postgrestest.URL(t)
+	schema := postgrestest.NewSchema(t, url)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	tune(cfg)
+	s, err := postgres.OpenConfig(ctx, cfg, kektest.Ring())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ccfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(ctx, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return s, conn
 }

@@ -14,7 +14,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/shared/gosource"
 	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/passrule"
 	"github.com/svc-vms/svc/sync/protocol/asyncapitest"
@@ -1041,35 +1041,15 @@ func channelNamed(t testing.TB, doc *asyncapitest.Document, name string) *asynca
 // typeName declared in the Go package in dir (its non-test files).
 func constsOfType(t testing.TB, dir, typeName string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	consts, err := gosource.Consts(dir)
 	require.NoError(t, err)
 	var out []string
-	fset := token.NewFileSet()
-	for _, path := range files {
-		if strings.HasSuffix(path, "_test.go") {
+	for _, c := range consts {
+		if c.Type != typeName {
 			continue
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		require.NoError(t, err)
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != typeName {
-					continue
-				}
-				for _, v := range vs.Values {
-					lit, ok := v.(*ast.BasicLit)
-					require.True(t, ok && lit.Kind == token.STRING, "a %s constant in %s is not a string literal", typeName, path)
-					s, err := strconv.Unquote(lit.Value)
-					require.NoError(t, err)
-					out = append(out, s)
-				}
-			}
-		}
+		require.True(t, c.String, "the %s constant %s in %s is not a string literal", typeName, c.Name, c.File)
+		out = append(out, c.Value)
 	}
 	require.NotEmpty(t, out, "no constants of type %s in %s", typeName, dir)
 	return out
