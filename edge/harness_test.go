@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/stretchr/testify/require"
 	"periph.io/x/conn/v3/gpio"
 
@@ -374,12 +376,8 @@ func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(
 // eventually polls cond until it holds or five seconds pass.
 func eventually(t *testing.T, cond func() bool, msg string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(time.Millisecond) // the pause between polls
+	if !poll.Until(5*time.Second, 5*time.Millisecond, cond) {
+		t.Fatal(msg)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
@@ -61,16 +63,15 @@ func (h *harness) newTeam() req {
 // before is a 503 unavailable within the deadline.
 func (h *harness) poll(r req, want int) response {
 	h.t.Helper()
-	until := time.Now().Add(30 * time.Second)
-	for {
-		out := h.timed(r)
-		if out.Status == want {
-			return out
+	var out response
+	require.True(h.t, poll.Until(30*time.Second, 100*time.Millisecond, func() bool {
+		if out = h.timed(r); out.Status == want {
+			return true
 		}
 		requireUnavailable(h.t, out)
-		require.True(h.t, time.Now().Before(until), "%s %s still answers %d after 30 s", r.method, r.path, out.Status)
-		time.Sleep(100 * time.Millisecond) // between polls, not waiting for an event
-	}
+		return false
+	}), "%s %s still answers %d after 30 s", r.method, r.path, out.Status)
+	return out
 }
 
 // outcome is one answer the background load got.

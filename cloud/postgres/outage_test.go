@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
@@ -56,16 +58,13 @@ func TestOutage_ServerStoppedAndRestarted(t *testing.T) {
 	requireUnavailableCalls(t, s, tn, site.ID, time.Minute, 5*time.Second)
 
 	srv.Start()
-	until := time.Now().Add(30 * time.Second)
-	for {
-		_, err := s.Site(context.Background(), tn, site.ID)
-		if err == nil {
-			break
+	require.True(t, poll.Until(30*time.Second, 50*time.Millisecond, func() bool {
+		_, err = s.Site(context.Background(), tn, site.ID)
+		if err != nil {
+			require.ErrorIs(t, err, cloud.ErrUnavailable, "until it is back")
 		}
-		require.ErrorIs(t, err, cloud.ErrUnavailable, "until it is back")
-		require.True(t, time.Now().Before(until), "still failing 30 s after the restart: %v", err)
-		time.Sleep(50 * time.Millisecond) // between polls
-	}
+		return err == nil
+	}), "still failing 30 s after the restart: %v", err)
 	require.NoError(t, s.CreateSite(context.Background(), newSite(t, tn)))
 }
 

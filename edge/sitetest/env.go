@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
@@ -91,22 +93,13 @@ func Logger(t testing.TB, part string) *slog.Logger {
 }
 
 // Eventually polls cond until it holds, and fails t with msg (formatted
-// with args) when timeout passes first. It polls every 5 ms at first and
+// with args) when timeout passes first. It polls (shared/poll) every millisecond at first and
 // backs off to every 100 ms, so that a poll of the API for a minute stays
 // well inside an organisation's rate limit (3,000 requests a minute in
 // test mode).
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 5 * time.Millisecond
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
-		}
-		<-timer.C
-		wait = min(wait*3/2, 100*time.Millisecond)
-		timer.Reset(wait)
+	if !poll.Until(timeout, 100*time.Millisecond, cond) {
+		t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
 	}
 }

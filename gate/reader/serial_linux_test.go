@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
@@ -50,15 +52,14 @@ func termios(t *testing.T, path string) *unix.Termios {
 // waitRaw polls the device until the reader has set it raw.
 func waitRaw(t *testing.T, path string) *unix.Termios {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if tio := termios(t, path); tio.Lflag&unix.ICANON == 0 {
-			return tio
-		}
-		pollPause()
+	var tio *unix.Termios
+	if !poll.Until(10*time.Second, 5*time.Millisecond, func() bool {
+		tio = termios(t, path)
+		return tio.Lflag&unix.ICANON == 0
+	}) {
+		t.Fatal("the reader did not set the device raw")
 	}
-	t.Fatal("the reader did not set the device raw")
-	return nil
+	return tio
 }
 
 func startSerial(t *testing.T, path string, baud int, s *scanned, logs *logBuffer) context.CancelFunc {
@@ -123,11 +124,8 @@ func TestSerial_DeviceAppearsLater(t *testing.T) {
 	startSerial(t, link, 9600, s, logs)
 
 	master, path := openPTY(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for !containsLog(logs, "device unavailable") {
-		require.True(t, time.Now().Before(deadline), "no retry logged")
-		pollPause()
-	}
+	require.True(t, poll.Until(10*time.Second, 5*time.Millisecond, func() bool { return containsLog(logs, "device unavailable") }),
+		"no retry logged")
 	require.NoError(t, os.Symlink(path, link))
 	waitRaw(t, path)
 	_, err := master.Write([]byte("P1:LATE\r"))

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -152,16 +154,14 @@ func runMosquitto(t *testing.T, bin, conf, addr string) {
 			t.Logf("mosquitto's log:\n%s", log.String())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
+	var err error
+	require.True(t, poll.Until(10*time.Second, 20*time.Millisecond, func() bool {
+		var c net.Conn
+		if c, err = net.Dial("tcp", addr); err == nil {
 			_ = c.Close()
-			break
 		}
-		require.True(t, time.Now().Before(deadline), "mosquitto did not start: %v", err)
-		time.Sleep(20 * time.Millisecond) // polling for the listener
-	}
+		return err == nil
+	}), "mosquitto did not start: %v", err)
 }
 
 // TestMosquittoTLS starts a Mosquitto with the TLS lines docs/decisions.md

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/require"
 
@@ -180,12 +182,8 @@ func (b *backend) forget(t *testing.T, clientID, statusTopic string) {
 // test with what after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not a wait for an event
+	if !poll.Until(timeout, 5*time.Millisecond, cond) {
+		t.Fatalf("timed out after %v waiting for %s", timeout, what)
 	}
 }
 

@@ -36,7 +36,7 @@ func TestServe_DrainsOnSIGTERM(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &keys))
 
 	// Ready once the sync has connected to the embedded broker.
-	poll(t, 10*time.Second, func() bool {
+	waitUntil(t, 10*time.Second, func() bool {
 		status, _ := fetch(t, root+"/readyz", "")
 		return status == http.StatusOK
 	}, "/readyz did not answer 200")
@@ -83,7 +83,7 @@ func TestServe_DrainsOnSIGTERM(t *testing.T) {
 
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
 	signalled := time.Now()
-	poll(t, delay, func() bool {
+	waitUntil(t, delay, func() bool {
 		status, body := get(root+"/readyz", "")
 		if status == http.StatusServiceUnavailable {
 			require.Contains(t, body, `"status":"draining"`)
@@ -98,7 +98,7 @@ func TestServe_DrainsOnSIGTERM(t *testing.T) {
 
 	// After the delay the listener closes; the request in flight is let
 	// finish, and answers as it would have without the drain.
-	poll(t, delay+10*time.Second, func() bool {
+	waitUntil(t, delay+10*time.Second, func() bool {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			return true

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
@@ -51,18 +53,12 @@ func apiJSON(t *testing.T, dir, method, url string, body any) (int, map[string]a
 	return resp.StatusCode, out
 }
 
-// poll calls cond every 100 ms until it holds, failing t with msg when
-// timeout passes first.
-func poll(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+// waitUntil polls cond (shared/poll, at most every 100 ms) until it
+// holds, failing t with msg when timeout passes first.
+func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond) // the polling interval
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
-		}
-		<-tick.C
+	if !poll.Until(timeout, 100*time.Millisecond, cond) {
+		t.Fatalf("after %v: "+msg, append([]any{timeout}, args...)...)
 	}
 }
 
@@ -99,7 +95,7 @@ func TestHardware_EndToEnd(t *testing.T) {
 		old := gate.Readers[0].Listen
 
 		child := startEdge(t, "run", "--config", path, "--simulate")
-		poll(t, 60*time.Second, func() bool {
+		waitUntil(t, 60*time.Second, func() bool {
 			status, e := apiJSON(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID, nil)
 			return status == http.StatusOK && e["state"] == "online" && e["lag"] == 0.0
 		}, "the edge did not come online and catch up")
@@ -123,7 +119,7 @@ func TestHardware_EndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%v", e)
 		require.NotNil(t, e["hardware"])
 
-		poll(t, 60*time.Second, func() bool {
+		waitUntil(t, 60*time.Second, func() bool {
 			st := edgeStatus(t, cfg.Listen)
 			return st.Hardware.Source == edge.SourceCloud && len(st.Gates) == 1 && st.Gates[0].Readers[0] == "tcp "+moved
 		}, "the appliance did not take the cloud's hardware")
@@ -135,10 +131,10 @@ func TestHardware_EndToEnd(t *testing.T) {
 		_, err = fmt.Fprintf(c, "%s\r\n", token)
 		require.NoError(t, err)
 		require.NoError(t, c.Close())
-		poll(t, 30*time.Second, func() bool {
+		waitUntil(t, 30*time.Second, func() bool {
 			return strings.Contains(child.stderr.String(), "pin="+gate.Relay.Pin+" level=High")
 		}, "the gate's relay did not pulse for the scan on the new port")
-		poll(t, 60*time.Second, func() bool {
+		waitUntil(t, 60*time.Second, func() bool {
 			status, events := apiJSON(t, dir, http.MethodGet, base+"/attendance-events?person_id="+person, nil)
 			return status == http.StatusOK && len(events["data"].([]any)) == 1
 		}, "the punch at the moved reader did not reach the cloud")
@@ -151,10 +147,10 @@ func TestHardware_EndToEnd(t *testing.T) {
 		hw["gates"].([]any)[0].(map[string]any)["readers"] = []any{map[string]any{"kind": "tcp", "listen": taken.Addr().String()}}
 		status, e = apiJSON(t, dir, http.MethodPatch, base+"/edges/"+cfg.EdgeID, map[string]any{"hardware": hw})
 		require.Equal(t, http.StatusOK, status, "%v", e)
-		poll(t, 60*time.Second, func() bool { return edgeStatus(t, cfg.Listen).Hardware.Error != "" },
+		waitUntil(t, 60*time.Second, func() bool { return edgeStatus(t, cfg.Listen).Hardware.Error != "" },
 			"the appliance did not say the hardware failed")
 		require.Equal(t, "tcp "+moved, edgeStatus(t, cfg.Listen).Gates[0].Readers[0], "what ran goes on")
-		poll(t, 3*time.Minute, func() bool {
+		waitUntil(t, 3*time.Minute, func() bool {
 			_, e := apiJSON(t, dir, http.MethodGet, base+"/edges/"+cfg.EdgeID, nil)
 			msg, _ := e["hardware_error"].(string)
 			return strings.Contains(msg, "address already in use")

@@ -67,7 +67,7 @@ func TestMakeRun_StopsItsChildrenCleanly(t *testing.T) {
 			go func() { done <- cmd.Wait() }()
 			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 			logged := func() string { b, _ := os.ReadFile(log); return string(b) }
-			poll(t, 20*time.Second, func() bool {
+			waitUntil(t, 20*time.Second, func() bool {
 				return strings.Contains(logged(), "svc-cloud started") && strings.Contains(logged(), "svc-edge started")
 			}, "the stubs did not start: %s", &out)
 			for _, name := range []string{"svc-cloud.pid", "svc-edge.pid"} {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svc-vms/svc/shared/poll"
+
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/require"
 
@@ -34,7 +36,7 @@ func TestServe_MQTTShareGroup(t *testing.T) {
 	base, _ := startServeURL(t, t.TempDir(), "--mqtt-url", url, "--mqtt-share-group", group)
 	root := strings.TrimSuffix(base, "/v1")
 	// Ready once subscribed at the broker.
-	poll(t, 10*time.Second, func() bool {
+	waitUntil(t, 10*time.Second, func() bool {
 		status, _ := fetch(t, root+"/readyz", "")
 		return status == http.StatusOK
 	}, "/readyz did not answer 200")
@@ -60,10 +62,7 @@ func TestServe_MQTTShareGroup(t *testing.T) {
 	// The broker sends each message to one member of the group. A share
 	// that stays below n can only be told from one still arriving by
 	// waiting: up to 3 s, cut short when all n arrive (the failure).
-	deadline := time.Now().Add(3 * time.Second)
-	for got.Load() < n && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // the pause between polls
-	}
+	poll.Until(3*time.Second, 10*time.Millisecond, func() bool { return got.Load() >= n })
 	require.Positive(t, got.Load(), "the test's client is in the group too")
 	require.Less(t, got.Load(), int32(n), "serve took some of group %s's messages", group)
 }

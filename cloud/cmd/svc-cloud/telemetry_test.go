@@ -62,7 +62,7 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	root := strings.TrimSuffix(base, "/v1")
 
 	var metrics string
-	poll(t, 10*time.Second, func() bool {
+	waitUntil(t, 10*time.Second, func() bool {
 		for _, rec := range logLines(t, stderr.String()) {
 			if rec["msg"] == "serving" {
 				metrics, _ = rec["metrics"].(string)
@@ -82,7 +82,7 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	status, body := fetch(t, root+"/healthz", "")
 	require.Equal(t, http.StatusOK, status, body)
 	// Ready once the sync has connected to the embedded broker.
-	poll(t, 10*time.Second, func() bool {
+	waitUntil(t, 10*time.Second, func() bool {
 		status, body = fetch(t, root+"/readyz", "")
 		return status == http.StatusOK
 	}, "/readyz did not answer 200")
@@ -99,7 +99,7 @@ func TestServe_MetricsProbesAndJSONLogs(t *testing.T) {
 	t.Run("promtool", func(t *testing.T) { promtest.CheckMetrics(t, []byte(scrape)) })
 
 	var access map[string]any
-	poll(t, 10*time.Second, func() bool {
+	waitUntil(t, 10*time.Second, func() bool {
 		for _, rec := range logLines(t, stderr.String()) {
 			if rec["msg"] == "request" && rec["route"] == "/v1/organisation" {
 				access = rec
