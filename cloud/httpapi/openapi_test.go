@@ -380,28 +380,14 @@ func TestOpenAPI_EventsAreTyped(t *testing.T) {
 	require.Equal(t, cloud.EventTypes, enum, "EventType lists cloud.EventTypes")
 
 	event := schemas["Event"].Value
-	require.NotNil(t, event.Discriminator, "Event has a discriminator")
-	require.Equal(t, "type", event.Discriminator.PropertyName)
-	var mapped []string
-	for typ := range event.Discriminator.Mapping {
-		mapped = append(mapped, typ)
-	}
-	slices.Sort(mapped)
-	require.Equal(t, cloud.EventTypes, mapped, "the discriminator maps every event type")
+	require.Equal(t, cloud.EventTypes, requireDiscriminated(t, event, "type"), "the discriminator maps every event type")
 	branches := map[string][]string{} // ref → the types mapped to it
 	for typ, m := range event.Discriminator.Mapping {
 		branches[m.Ref] = append(branches[m.Ref], typ)
 	}
-	require.Len(t, event.OneOf, len(branches), "one branch per object")
 	for _, b := range event.OneOf {
-		types, ok := branches[b.Ref]
-		require.True(t, ok, "%s: the discriminator maps to it", b.Ref)
+		types := branches[b.Ref]
 		slices.Sort(types)
-		var got []string
-		for _, v := range b.Value.Properties["type"].Value.Enum {
-			got = append(got, v.(string))
-		}
-		require.Equal(t, types, got, "%s: type lists exactly the types mapped to it", b.Ref)
 		require.ElementsMatch(t, schemas["Event"].Value.OneOf[0].Value.Required, b.Value.Required, "%s: the envelope's members are required", b.Ref)
 		data := b.Value.Properties["data"]
 		for _, typ := range types {

@@ -59,26 +59,9 @@ func TestOpenAPI_AuditDetailIsTyped(t *testing.T) {
 	schemas := loadOpenAPI(t).doc.Components.Schemas
 	audit := schemas["AuditEvent"]
 	require.NotNil(t, audit)
-	require.NotNil(t, audit.Value.Discriminator, "AuditEvent has a discriminator")
-	require.Equal(t, "action", audit.Value.Discriminator.PropertyName)
-	var mapped []string
-	branches := map[string][]string{} // ref → the actions mapped to it
-	for action, m := range audit.Value.Discriminator.Mapping {
-		mapped = append(mapped, action)
-		branches[m.Ref] = append(branches[m.Ref], action)
-	}
-	slices.Sort(mapped)
+	mapped := requireDiscriminated(t, audit.Value, "action")
 	require.Equal(t, auditActions(t), mapped, "the discriminator maps every audit action the cloud records, and no other")
-	require.Len(t, audit.Value.OneOf, len(branches), "one branch per object")
 	for _, b := range audit.Value.OneOf {
-		actions, ok := branches[b.Ref]
-		require.True(t, ok, "%s: the discriminator maps to it", b.Ref)
-		slices.Sort(actions)
-		var got []string
-		for _, v := range b.Value.Properties["action"].Value.Enum {
-			got = append(got, v.(string))
-		}
-		require.Equal(t, actions, got, "%s: action lists exactly the actions mapped to it", b.Ref)
 		require.Contains(t, b.Value.Required, "detail", "%s: detail is required", b.Ref)
 		requireClosedObject(t, b.Value.Properties["detail"], b.Ref+": detail")
 	}
@@ -115,4 +98,32 @@ func TestOpenAPI_FormSchemaIsTyped(t *testing.T) {
 	order := form.Properties["x-svc-order"]
 	require.NotNil(t, order, "FormSchema has x-svc-order")
 	require.True(t, order.Value.Type.Is("array"))
+}
+
+// requireDiscriminated checks a oneOf with a discriminator on prop: one
+// branch per object the mapping names, each branch's prop enum exactly
+// the values mapped to it. It returns the mapped values, sorted.
+func requireDiscriminated(t *testing.T, s *openapi3.Schema, prop string) []string {
+	t.Helper()
+	require.NotNil(t, s.Discriminator, "a discriminator on %s", prop)
+	require.Equal(t, prop, s.Discriminator.PropertyName)
+	var mapped []string
+	branches := map[string][]string{} // ref → the values mapped to it
+	for v, m := range s.Discriminator.Mapping {
+		mapped = append(mapped, v)
+		branches[m.Ref] = append(branches[m.Ref], v)
+	}
+	slices.Sort(mapped)
+	require.Len(t, s.OneOf, len(branches), "one branch per object")
+	for _, b := range s.OneOf {
+		values, ok := branches[b.Ref]
+		require.True(t, ok, "%s: the discriminator maps to it", b.Ref)
+		slices.Sort(values)
+		var got []string
+		for _, v := range b.Value.Properties[prop].Value.Enum {
+			got = append(got, v.(string))
+		}
+		require.Equal(t, values, got, "%s: %s lists exactly the values mapped to it", b.Ref, prop)
+	}
+	return mapped
 }
