@@ -15,12 +15,16 @@ import (
 )
 
 // stub stands in for svc-cloud and svc-edge under make run: it notes
-// that it started and, on SIGTERM, that it stopped.
+// that it started and, on SIGTERM, that it stopped. Its sleep starts
+// before the trap is set, so a SIGTERM can never find $p unset and leave
+// the sleep running, and it does not hold the test's output pipe, which
+// cmd.Wait waits on (under load a stop that came between "sleep &" and
+// "p=$!" left the sleep behind and the test waited its 20 s for make).
 const stub = `#!/bin/sh
 name=${0##*/}
+sleep 600 </dev/null >/dev/null 2>&1 & p=$!
 trap 'kill $p 2>/dev/null; echo "$name stopped" >> "$STUB_LOG"; exit 0' TERM
 echo "$name started" >> "$STUB_LOG"
-sleep 600 & p=$!
 wait $p
 `
 
