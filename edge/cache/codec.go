@@ -133,6 +133,13 @@ var errShort = errors.New("value ends early")
 // fails only for a value the form cannot hold, which a valid visit never
 // has.
 func encodeVisit(v *protocol.Visit) ([]byte, error) {
+	return appendVisit(make([]byte, 0, 176+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
+		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany)), v)
+}
+
+// appendVisit appends the stored form of a normalized, valid visit to b
+// (encodeVisit).
+func appendVisit(b []byte, v *protocol.Visit) ([]byte, error) {
 	u, ok := visitUID(v.ID)
 	if !ok {
 		return nil, fmt.Errorf("id %q is not a visit ID", v.ID)
@@ -216,8 +223,6 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 		flags |= visitHasReentered
 	}
 
-	b := make([]byte, 0, 176+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
-		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany))
 	b = append(b, visitV4)
 	b = appendUID(b, u)
 	b = append(b, byte(status))
