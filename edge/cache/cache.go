@@ -1262,12 +1262,15 @@ func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 func (c *Cache) OutboxStats() (depth int, oldest time.Time, err error) {
 	c.mu.Lock() // the depth and the oldest row of one state
 	defer c.mu.Unlock()
-	if err := c.flushLocked(); err != nil {
-		return 0, time.Time{}, fmt.Errorf("outbox stats: %w", err)
-	}
+	// It reads the journal where the file's outbox is empty rather than
+	// flush it: a health check must not write, and on a full disk must
+	// report that writes fail rather than fail itself.
 	err = c.read(func(tx *bolt.Tx) error {
 		depth = c.view.Load().outbox
 		k, b := tx.Bucket(bucketOutbox).Cursor().First()
+		if k == nil && c.j != nil {
+			k, b = c.j.firstRow()
+		}
 		if k == nil {
 			depth = 0
 			return nil

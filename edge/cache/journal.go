@@ -294,6 +294,25 @@ func (j *journal) write(frame []byte, records int) error {
 	return nil
 }
 
+// firstRow returns the key and value of the first outbox row in the
+// journal; nil when it holds none.
+func (j *journal) firstRow() (key, value []byte) {
+	f, ok := readFrame(j.mem)
+	if !ok {
+		return nil, nil
+	}
+	_ = eachOp(f.ops, func(bucket byte, del bool, k, v []byte) error { // the first frame's first record is the oldest
+		if bucket == jOutbox && !del {
+			key, value = k, v
+			return errStop
+		}
+		return nil
+	})
+	return key, value
+}
+
+var errStop = errors.New("stop")
+
 // fits reports whether a frame of n bytes fits after those written.
 func (j *journal) fits(n int) bool { return len(j.mem)+n <= journalSize }
 
