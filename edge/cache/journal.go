@@ -187,7 +187,9 @@ func appendPut[K text](b []byte, bucket byte, key K, value []byte) []byte {
 }
 
 // appendDelete appends the op deleting key from the bucket to b.
-func appendDelete[K text](b []byte, bucket byte, key K) []byte { return appendKey(b, bucket|opDelete, key) }
+func appendDelete[K text](b []byte, bucket byte, key K) []byte {
+	return appendKey(b, bucket|opDelete, key)
+}
 
 // text is a key: a string, or bytes. Taking either as it is spares a
 // conversion, which allocates for a key longer than 32 bytes.
