@@ -270,11 +270,12 @@ func (c *Cache) persist(first, last uint64) error {
 		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf[frameHeader:]) })
 	}
 	sealFrame(c.buf, c.j.salt, first, last)
-	if err := c.j.write(c.buf, int(last-first+1)); err != nil {
-		c.failing.Store(&err)
-		return err
+	err := c.j.write(c.buf, int(last-first+1))
+	if err != nil {
+		failed := err // its own variable: &err would move err to the heap on every call
+		c.failing.Store(&failed)
 	}
-	return nil
+	return err
 }
 
 // put appends the ops of one record, with the counter given, to c.buf,
