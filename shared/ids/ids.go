@@ -65,10 +65,14 @@ func New(prefix string) string {
 	}
 	u[8] = u[8]&0x3f | 0x80 // the RFC 9562 variant
 	var buf [63 + 1 + 26]byte
-	b := append(append(buf[:0], prefix...), '_')
+	b := append(buf[:0], prefix...)
+	if prefix != "" {
+		b = append(b, '_') // the spec's empty prefix has none
+	}
+	start := len(b)
 	hi, lo := binary.BigEndian.Uint64(u[:8]), binary.BigEndian.Uint64(u[8:])
-	b = b[:len(b)+26]
-	for i := len(b) - 1; i > len(prefix); i-- {
+	b = b[:start+26]
+	for i := len(b) - 1; i >= start; i-- {
 		b[i] = crockford[lo&31]
 		lo = lo>>5 | hi<<59
 		hi >>= 5

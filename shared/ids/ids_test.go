@@ -185,3 +185,11 @@ func TestNew_UUIDv7InOrder(t *testing.T) {
 		t.Fatalf("New allocates %v times; want 1", n)
 	}
 }
+
+func TestNew_EmptyPrefix(t *testing.T) {
+	s := ids.New("")
+	id, err := typeid.FromString(s)
+	if err != nil || id.Prefix() != "" || id.String() != s {
+		t.Fatalf("New(\"\") = %q: %v", s, err)
+	}
+}
