@@ -12,7 +12,7 @@ import (
 
 // scanAllocBudget is what one admitted scan may allocate, from the
 // reader's text to the relay commanded, with its record made durable in a
-// real cache of a small site: 29 with the journal in front of bbolt (166
+// real cache of a small site: 23 with the journal in front of bbolt (166
 // before it, when each scan made its own bbolt commit; 192 before issue
 // 20), of which the View's next version is about 20. The journal's flush
 // to bbolt, once every 256 records, does not happen in the test's 51
@@ -20,7 +20,7 @@ import (
 // (docs/performance.md, "With a journal in front of bbolt"). Counts of
 // allocations do not vary with the machine's load, so a budget can be
 // pinned where a time cannot.
-const scanAllocBudget = 35
+const scanAllocBudget = 30
 
 // TestScan_AllocationBudget: an admitted scan, decision, fsync'd record
 // and relay command, allocates no more than scanAllocBudget times.
