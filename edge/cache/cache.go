@@ -132,11 +132,13 @@ func Open(path string, opts Options) (*Cache, error) {
 		return nil, openError(path, err)
 	}
 	// A release on trial writes records straight to the file: the
-	// release it would roll back to may not know the journal.
+	// release it would roll back to may not know the journal. So does a
+	// file without a salt (init writes one; none means a frame could
+	// never be replayed).
 	if !opts.KeepSchema {
 		var salt uint64
 		err := c.read(func(tx *bolt.Tx) error { salt = journalSalt(tx); return nil })
-		if err == nil {
+		if err == nil && salt != 0 {
 			c.j, err = openJournal(path, salt)
 		}
 		if err != nil {
