@@ -222,7 +222,7 @@ func (g *Gate) admit(ctx context.Context, d Decision, res Result, at time.Time) 
 		res.Admitted, res.Kind, res.Reason = false, protocol.FactRefused, protocol.ReasonRecordFailed
 		return res
 	}
-	end, err := g.relay.Start(context.WithoutCancel(ctx), 0)
+	end, err := g.relay.Start(uncancelled(ctx), 0)
 	if err != nil {
 		admitID := res.FactID
 		g.log.Error("relay failed after the admit was recorded; voiding it", "visit_id", d.VisitID, "pass_visit_id", d.PassVisitID,
@@ -235,6 +235,15 @@ func (g *Gate) admit(ctx context.Context, d Decision, res Result, at time.Time) 
 	}
 	g.endPulse(end, &res)
 	return res
+}
+
+// uncancelled is ctx without its cancellation: a context that cannot be
+// cancelled already is used as it is, sparing WithoutCancel's allocation.
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // endPulse waits out an admit's pulse; a relay that does not end it is

@@ -59,6 +59,13 @@ type Cache struct {
 	counter uint64      // last fact counter assigned
 	pending map[uid]int // visit → facts in the outbox that changed it
 	in      *interner
+	// waiting holds the IDs of the facts in the outbox, in the file or
+	// the journal: Record's duplicate check, which no longer reads the
+	// file.
+	waiting map[uid]struct{}
+	// j is the journal Record appends to; nil when records go straight
+	// to the file (KeepSchema, or a cache not opened by Open).
+	j *journal
 
 	// hwMu guards hwCh, closed and replaced whenever a committed write
 	// changes the View's hardware (HardwareChanged).
@@ -72,9 +79,10 @@ type Cache struct {
 	spare   []*record // the last batch's slice, for the next queue
 	leading bool
 
-	// buf holds what a commit of records writes (the outbox rows and
-	// their keys) until the transaction ends; reused, under mu.
+	// buf holds what a commit of records writes (a journal frame, or the
+	// ops of one transaction) until it is written; reused, under mu.
 	buf []byte
+	ok  []*record // the records of the commit under way; reused, under mu
 }
 
 // LocalChange is the state a gate's action leaves behind, stored in the
@@ -123,6 +131,21 @@ func Open(path string, opts Options) (*Cache, error) {
 		_ = db.Close()
 		return nil, openError(path, err)
 	}
+	// A release on trial writes records straight to the file: the
+	// release it would roll back to may not know the journal. So does a
+	// file without a salt (init writes one; none means a frame could
+	// never be replayed).
+	if !opts.KeepSchema {
+		var salt uint64
+		err := c.read(func(tx *bolt.Tx) error { salt = journalSalt(tx); return nil })
+		if err == nil && salt != 0 {
+			c.j, err = openJournal(path, salt)
+		}
+		if err != nil {
+			_ = db.Close()
+			return nil, openError(path, err)
+		}
+	}
 	c.dropMapped()
 	return c, nil
 }
@@ -153,6 +176,16 @@ func (c *Cache) open(edgeID string, keepSchema bool) error {
 	}
 	if err := c.load(st.schema); err != nil {
 		return err
+	}
+	// What the journal holds that the file lacks goes in once the file
+	// is known sound, and the View is built again with it. A release on
+	// trial replays too: the records are the release's before it.
+	if n, err := c.replay(); err != nil {
+		return err
+	} else if n > 0 {
+		if err := c.load(st.schema); err != nil {
+			return err
+		}
 	}
 	if !st.write {
 		return nil
@@ -193,6 +226,9 @@ func (c *Cache) prepare(edgeID string) (st fileState, err error) {
 		}
 		meta := tx.Bucket(bucketMeta)
 		st.schema = string(get(meta, metaSchema))
+		if len(get(meta, metaJournal)) != 8 {
+			st.write = true // the salt; an older build ignores it, so it is no migration
+		}
 		for _, name := range buckets {
 			if tx.Bucket(name) == nil {
 				st.write = true
@@ -256,6 +292,11 @@ func (c *Cache) init() error {
 		schema := string(meta.Get(metaSchema))
 		if schema == "" {
 			if err := meta.Put(metaSchema, []byte(schemaVersion)); err != nil {
+				return err
+			}
+		}
+		if len(meta.Get(metaJournal)) != 8 {
+			if err := meta.Put(metaJournal, newSalt()); err != nil {
 				return err
 			}
 		}
@@ -360,7 +401,7 @@ func (c *Cache) load(schema string) error {
 		}
 	}
 	return c.read(func(tx *bolt.Tx) error {
-		c.counter, c.pending = 0, map[uid]int{}
+		c.counter, c.pending, c.waiting = 0, map[uid]int{}, map[uid]struct{}{}
 		e := newFullEdit(c.in)
 		meta := tx.Bucket(bucketMeta)
 		var err error
@@ -637,6 +678,9 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 			c.pending[u]++
 			e.markPending(u, true)
 		}
+		if u, ok := parseUID(ids.Fact, f.ID); ok {
+			c.waiting[u] = struct{}{}
+		}
 		e.v.outbox++
 		return nil
 	})
@@ -687,14 +731,22 @@ func readCounter(k []byte) uint64 { n, _ := readU64(k); return n }
 // it the lock: bbolt may still hold its own locks from the fault, so
 // closing it could wait forever; its map goes with the process.
 func (c *Cache) Close() error {
+	defer c.closeJournal()
 	if c.damaged.Load() != nil {
 		if c.file != nil {
 			_ = c.file.Close()
 		}
 		return nil
 	}
+	// The journal's records go to the file, so that a release that does
+	// not know the journal finds them there. When this fails they stay in
+	// the journal, which the next Open replays.
+	ferr := c.flush()
 	if err := c.db.Close(); err != nil {
 		return fmt.Errorf("close cache: %w", err)
+	}
+	if ferr != nil {
+		return fmt.Errorf("close cache: %w", ferr)
 	}
 	return nil
 }
@@ -1170,29 +1222,6 @@ func checkParts(parts []protocol.Snapshot) error {
 	return nil
 }
 
-// restorePunch puts back a person's last punch, in the file and the View.
-func (c *Cache) restorePunch(tx *bolt.Tx, e *edit, r *PunchRestore) error {
-	b := tx.Bucket(bucketPunches)
-	if r.Last == nil {
-		if err := b.Delete([]byte(r.PersonID)); err != nil {
-			return err
-		}
-		return e.restorePunch(r.PersonID, nil)
-	}
-	last := *r.Last
-	if last.Kind != protocol.FactPunch || last.PersonID != r.PersonID {
-		return fmt.Errorf("restore punch: fact %s is not a punch of %s: %w", last.ID, r.PersonID, protocol.ErrInvalid)
-	}
-	raw, err := protocol.Encode(&last)
-	if err != nil {
-		return fmt.Errorf("restore punch: %w", err)
-	}
-	if err := b.Put([]byte(r.PersonID), raw); err != nil {
-		return err
-	}
-	return e.restorePunch(r.PersonID, &last)
-}
-
 // Outbox returns up to limit facts waiting for acknowledgement, oldest
 // (lowest counter) first; limit ≤ 0 means all. It returns bbolt's errors
 // and a *CorruptError for a row that no longer decodes.
@@ -1205,6 +1234,9 @@ func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) { return c.OutboxAfte
 // *CorruptError for a row that no longer decodes.
 func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 	var out []protocol.Fact
+	if err := c.flush(); err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
 	err := c.read(func(tx *bolt.Tx) error {
 		cur := tx.Bucket(bucketOutbox).Cursor()
 		k, b := cur.First()
@@ -1232,9 +1264,15 @@ func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 func (c *Cache) OutboxStats() (depth int, oldest time.Time, err error) {
 	c.mu.Lock() // the depth and the oldest row of one state
 	defer c.mu.Unlock()
+	// It reads the journal where the file's outbox is empty rather than
+	// flush it: a health check must not write, and on a full disk must
+	// report that writes fail rather than fail itself.
 	err = c.read(func(tx *bolt.Tx) error {
 		depth = c.view.Load().outbox
 		k, b := tx.Bucket(bucketOutbox).Cursor().First()
+		if k == nil && c.j != nil {
+			k, b = c.j.firstRow()
+		}
 		if k == nil {
 			depth = 0
 			return nil
@@ -1259,18 +1297,19 @@ func (c *Cache) OutboxStats() (depth int, oldest time.Time, err error) {
 // received while it was pending, whole; a visit without one stays as it
 // is until the cloud's next change, which is taken whole. It returns
 // bbolt's errors and a *CorruptError for a row that no longer decodes.
-func (c *Cache) Ack(ids []string) (removed int, err error) {
-	if len(ids) == 0 {
+func (c *Cache) Ack(factIDs []string) (removed int, err error) {
+	if len(factIDs) == 0 {
 		return 0, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	left := map[uid]int{} // pending counts after the acknowledgement, of the visits it names
+	var gone []string     // the facts removed
 	e := newEdit(c.view.Load(), c.in)
 	var next *View
 	err = c.update(func(tx *bolt.Tx) error {
 		facts, outbox := tx.Bucket(bucketFacts), tx.Bucket(bucketOutbox)
-		for _, id := range ids {
+		for _, id := range factIDs {
 			key := facts.Get([]byte(id))
 			if key == nil {
 				continue
@@ -1294,6 +1333,7 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 			if err := facts.Delete([]byte(id)); err != nil {
 				return err
 			}
+			gone = append(gone, id)
 			removed++
 		}
 		if removed == 0 {
@@ -1328,6 +1368,11 @@ func (c *Cache) Ack(ids []string) (removed int, err error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ack facts: %w", err)
+	}
+	for _, id := range gone {
+		if u, ok := parseUID(ids.Fact, id); ok {
+			delete(c.waiting, u)
+		}
 	}
 	for u, n := range left {
 		if n <= 0 {

@@ -133,6 +133,13 @@ var errShort = errors.New("value ends early")
 // fails only for a value the form cannot hold, which a valid visit never
 // has.
 func encodeVisit(v *protocol.Visit) ([]byte, error) {
+	return appendVisit(make([]byte, 0, 176+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
+		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany)), v)
+}
+
+// appendVisit appends the stored form of a normalized, valid visit to b
+// (encodeVisit).
+func appendVisit(b []byte, v *protocol.Visit) ([]byte, error) {
 	u, ok := visitUID(v.ID)
 	if !ok {
 		return nil, fmt.Errorf("id %q is not a visit ID", v.ID)
@@ -172,22 +179,24 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 	if v.Receiver == protocol.ToTeam {
 		receiverPrefix = ids.Team
 	}
-	var host, team, visitor, gate, receiver uid
-	for _, x := range [...]struct {
+	// The uids by index, not by pointer: pointers into locals would move
+	// them to the heap, five allocations a visit.
+	var refs [5]uid
+	for i, x := range [...]struct {
 		id     string
 		prefix string
 		flag   uint64
-		u      *uid
-	}{{v.HostID, ids.Person, visitHasHostID, &host}, {v.TeamID, ids.Team, visitHasTeam, &team}, {v.VisitorID, ids.Visitor, visitHasVisitorID, &visitor},
-		{v.GateID, ids.Gate, visitHasGate, &gate}, {v.ReceiverID, receiverPrefix, visitHasReceiver, &receiver}} {
+	}{{v.HostID, ids.Person, visitHasHostID}, {v.TeamID, ids.Team, visitHasTeam}, {v.VisitorID, ids.Visitor, visitHasVisitorID},
+		{v.GateID, ids.Gate, visitHasGate}, {v.ReceiverID, receiverPrefix, visitHasReceiver}} {
 		if x.id == "" {
 			continue
 		}
-		if *x.u, ok = parseUID(x.prefix, x.id); !ok {
+		if refs[i], ok = parseUID(x.prefix, x.id); !ok {
 			return nil, fmt.Errorf("%q is not a %s ID", x.id, x.prefix)
 		}
 		flags |= x.flag
 	}
+	host, team, visitor, gate, receiver := refs[0], refs[1], refs[2], refs[3], refs[4]
 	if v.WaitingSince != nil {
 		flags |= visitHasWaitingSince
 	}
@@ -216,8 +225,6 @@ func encodeVisit(v *protocol.Visit) ([]byte, error) {
 		flags |= visitHasReentered
 	}
 
-	b := make([]byte, 0, 176+len(v.VisitorName)+len(v.HostName)+32*len(v.Rules.GateIDs)+len(v.Type)+len(v.TeamName)+
-		len(v.VisitorEmail)+len(v.VisitorPhone)+len(v.VisitorCompany))
 	b = append(b, visitV4)
 	b = appendUID(b, u)
 	b = append(b, byte(status))

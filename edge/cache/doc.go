@@ -69,8 +69,14 @@
 //
 // Each write is one bbolt transaction, committed with fsync before it
 // returns: Apply for a run of the change feed, ReplaceSnapshot for a whole
-// snapshot, Record for what a gate did (the visits it changed and its fact
-// together: a crash leaves both or neither), Ack, MarkSynced. Record marks
+// snapshot, Ack, MarkSynced. Record, for what a gate did (the visits it
+// changed and its fact together: a crash leaves both or neither), appends
+// the same puts and deletes as one frame to a journal beside the file
+// (journal.go) and fdatasyncs it before it returns; the journal goes into
+// the file every 256 records, in the transaction of any other write, and
+// before the outbox is read, and Open replays what the file lacks. A
+// release on trial (Options.KeepSchema) writes records straight to the
+// file, in a transaction each. Record marks
 // the visit of a walk_in or desk_check_in fact at_desk (checked in at no
 // gate), so an entry gate lets it in once (gate: the entered fact).
 //

@@ -121,3 +121,27 @@ func BoltCheck(c *Cache) []error {
 	})
 	return errs
 }
+
+// Crash closes c's files as a process that died would leave them: the
+// journal's records not written to the cache file. c is unusable after.
+func Crash(c *Cache) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeJournal()
+	c.j = nil
+	_ = c.db.Close()
+}
+
+// JournalOffset is where the journal's next frame goes: the end of the
+// frames written since the last flush.
+func JournalOffset(c *Cache) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.j.mem)
+}
+
+// Flush writes the journal's records to the file.
+func Flush(c *Cache) error { return c.flush() }
+
+// JournalSize is the journal file's size.
+const JournalSize = journalSize

@@ -143,7 +143,9 @@ func deskEntry(f protocol.Fact, v *protocol.Visit) {
 
 // commitRecords commits batch in one transaction, or each record alone
 // when that fails and there are several, and tells every record how it
-// went.
+// went. Then, when the journal holds flushEvery records, it writes them
+// to the file: the batch's gates go on meanwhile, and only the call that
+// led this commit waits for the file.
 func (c *Cache) commitRecords(batch []*record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -158,67 +160,127 @@ func (c *Cache) commitRecords(batch []*record) {
 	for _, r := range batch {
 		r.wake <- true
 	}
+	if c.j != nil && c.j.due() {
+		_ = c.flushLocked() // on failure the records stay in the journal, and WriteFailure says so
+	}
 }
 
-// commitLocked stores the records of batch whose facts are new in one
-// transaction. A record whose fact is already in the outbox fails alone
-// with ErrDuplicateFact. When the transaction fails (or cannot begin),
-// every other record fails with its error, which is returned.
+// commitLocked stores the records of batch whose facts are new, at once:
+// one frame appended to the journal and fdatasync'd, or, without a
+// journal, one transaction of the file. A record whose fact is already in
+// the outbox fails alone with ErrDuplicateFact. When the write fails (or
+// cannot begin), every other record fails with its error, which is
+// returned. The View shows the records once they are durable.
 func (c *Cache) commitLocked(batch []*record) error {
+	if d := c.damaged.Load(); d != nil {
+		return c.fail(batch, d)
+	}
 	e := newEdit(c.view.Load(), c.in)
 	counter := c.counter
-	c.buf = c.buf[:0] // bbolt let go of it when the last transaction ended
-	var next *View
-	var ok []*record
-	err := c.update(func(tx *bolt.Tx) error {
-		ok = ok[:0]
-		counter = c.counter
-		facts := tx.Bucket(bucketFacts)
-		for _, r := range batch {
-			var id [64]byte // a fact ID is 32 bytes
-			if facts.Get(append(id[:0], r.fact.ID...)) != nil {
-				r.err = fmt.Errorf("record fact: fact %s: %w", r.fact.ID, ErrDuplicateFact)
-				continue
-			}
-			counter++
-			if err := c.put(tx, e, r, counter); err != nil {
-				return err
-			}
-			ok = append(ok, r)
-		}
-		if len(ok) == 0 {
-			return nil
-		}
-		if err := tx.Bucket(bucketMeta).Put(metaCounter, u64(counter)); err != nil {
-			return err
-		}
-		var err error
-		next, err = e.done()
-		return err
-	})
-	if err != nil {
-		for _, r := range batch {
-			if !errors.Is(r.err, ErrDuplicateFact) {
-				r.stored, r.err = protocol.Fact{}, fmt.Errorf("record fact: %w", err)
-			}
-		}
-		return err
+	c.buf = c.buf[:0]
+	if c.j != nil {
+		c.buf = appendFrameStart(c.buf)
 	}
-	if len(ok) == 0 {
+	c.ok = c.ok[:0]
+	for _, r := range batch {
+		if c.duplicate(r) {
+			r.err = fmt.Errorf("record fact: fact %s: %w", r.fact.ID, ErrDuplicateFact)
+			continue
+		}
+		counter++
+		if err := c.put(e, r, counter); err != nil {
+			return c.fail(batch, err)
+		}
+		c.ok = append(c.ok, r)
+	}
+	if len(c.ok) == 0 {
 		return nil
 	}
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], counter)
+	c.buf = appendPut(c.buf, jMeta, metaCounter, n[:])
+	next, err := e.done()
+	if err == nil {
+		err = c.persist(c.counter+1, counter)
+	}
+	if err != nil {
+		return c.fail(batch, err)
+	}
 	c.counter = counter
-	for _, r := range ok {
+	for _, r := range c.ok {
 		for _, u := range r.us {
 			c.pending[u]++
 		}
+		if u, ok := parseUID(ids.Fact, r.stored.ID); ok {
+			c.waiting[u] = struct{}{}
+		}
 	}
+	clear(c.ok)
 	c.view.Store(next)
 	return nil
 }
 
-// put writes one record in tx with the counter given, and into e.
-func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
+// duplicate reports whether r's fact is in the outbox, or earlier in the
+// commit under way (c.ok).
+func (c *Cache) duplicate(r *record) bool {
+	u, ok := parseUID(ids.Fact, r.fact.ID)
+	if !ok {
+		return false // not a fact ID: the fact fails as invalid when it is encoded
+	}
+	if _, ok := c.waiting[u]; ok {
+		return true
+	}
+	for _, o := range c.ok {
+		if o.fact.ID == r.fact.ID {
+			return true
+		}
+	}
+	return false
+}
+
+// fail fails every record of batch but the duplicates with err, and
+// returns it.
+func (c *Cache) fail(batch []*record, err error) error {
+	for _, r := range batch {
+		if !errors.Is(r.err, ErrDuplicateFact) {
+			r.stored, r.err = protocol.Fact{}, fmt.Errorf("record fact: %w", err)
+		}
+	}
+	clear(c.ok)
+	return err
+}
+
+// persist makes the commit in c.buf durable, assigning the counters first
+// to last: appended to the journal as a frame and fdatasync'd, or written
+// to the file in one transaction when there is no journal, or when the
+// frame is bigger than the journal. A journal too full for the frame is
+// flushed first; so is one whose last flush failed, so that while the file
+// takes no writes neither does the journal, and a record fails as it did
+// before the journal (the gate refuses record_failed).
+func (c *Cache) persist(first, last uint64) error {
+	if c.j == nil {
+		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf) })
+	}
+	if !c.j.fits(len(c.buf)) || c.failing.Load() != nil {
+		if err := c.flushLocked(); err != nil {
+			return err
+		}
+	}
+	if !c.j.fits(len(c.buf)) {
+		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf[frameHeader:]) })
+	}
+	sealFrame(c.buf, c.j.salt, first, last)
+	err := c.j.write(c.buf, int(last-first+1))
+	if err != nil {
+		failed := err // its own variable: &err would move err to the heap on every call
+		c.failing.Store(&failed)
+	}
+	return err
+}
+
+// put appends the ops of one record, with the counter given, to c.buf,
+// and makes its changes in e.
+func (c *Cache) put(e *edit, r *record, counter uint64) error {
 	// The fact is encoded where it is returned from: r is on the heap
 	// already, a copy would be one more allocation.
 	r.stored = r.fact
@@ -228,11 +290,15 @@ func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
 	if err != nil {
 		return err
 	}
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], counter)
+	c.buf = startValue(c.buf, jOutbox, key[:])
 	start := len(c.buf)
 	c.buf = appendRow(c.buf, raw, r.row.Visits)
-	rowJSON := c.buf[start:len(c.buf):len(c.buf)]
-	for _, v := range r.visits {
-		if err := c.putVisit(tx, e, v); err != nil {
+	endValue(c.buf, start)
+	c.buf = appendPut(c.buf, jFacts, fact.ID, key[:])
+	for i := range r.visits {
+		if err := c.recordVisit(e, &r.visits[i]); err != nil {
 			return err
 		}
 	}
@@ -242,41 +308,59 @@ func (c *Cache) put(tx *bolt.Tx, e *edit, r *record, counter uint64) error {
 	for _, u := range r.us {
 		e.markPending(u, true)
 		if c.pending[u] == 0 {
-			start := len(c.buf)
-			c.buf = appendID(c.buf, ids.Visit, u)
-			if err := tx.Bucket(bucketCloud).Delete(c.buf[start:]); err != nil {
-				return err
-			}
+			var id [maxPrefix + 1 + 26]byte
+			c.buf = appendDelete(c.buf, jCloud, appendID(id[:0], ids.Visit, u))
 		}
-	}
-	start = len(c.buf)
-	c.buf = binary.BigEndian.AppendUint64(c.buf, counter)
-	key := c.buf[start:len(c.buf):len(c.buf)]
-	start = len(c.buf)
-	c.buf = append(c.buf, fact.ID...)
-	factKey := c.buf[start:len(c.buf):len(c.buf)]
-	if err := tx.Bucket(bucketOutbox).Put(key, rowJSON); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bucketFacts).Put(factKey, key); err != nil {
-		return err
 	}
 	if fact.Kind == protocol.FactPunch {
-		if err := tx.Bucket(bucketPunches).Put([]byte(fact.PersonID), raw); err != nil {
-			return err
-		}
+		c.buf = appendPut(c.buf, jPunches, fact.PersonID, raw)
 		if err := e.putPunch(*fact); err != nil {
 			return err
 		}
 	}
 	if rp := r.change.RestorePunch; rp != nil {
-		if err := c.restorePunch(tx, e, rp); err != nil {
+		if err := c.restorePunch(e, rp); err != nil {
 			return err
 		}
 	}
 	e.v.outbox++
 	r.err = nil
 	return nil
+}
+
+// recordVisit appends the put of a normalized, valid visit to c.buf and
+// puts it in the edit, as putVisit does in a transaction.
+func (c *Cache) recordVisit(e *edit, v *protocol.Visit) error {
+	u, x, err := e.in.entry(v)
+	if err != nil {
+		return fmt.Errorf("visit %s: %w", v.ID, err)
+	}
+	c.buf = startValue(c.buf, jVisits, v.ID)
+	start := len(c.buf)
+	if c.buf, err = appendVisit(c.buf, v); err != nil {
+		return fmt.Errorf("encode %s: %w", v.ID, err)
+	}
+	endValue(c.buf, start)
+	e.putVisit(u, x)
+	return nil
+}
+
+// restorePunch puts back a person's last punch, in c.buf and the edit.
+func (c *Cache) restorePunch(e *edit, r *PunchRestore) error {
+	if r.Last == nil {
+		c.buf = appendDelete(c.buf, jPunches, r.PersonID)
+		return e.restorePunch(r.PersonID, nil)
+	}
+	last := *r.Last
+	if last.Kind != protocol.FactPunch || last.PersonID != r.PersonID {
+		return fmt.Errorf("restore punch: fact %s is not a punch of %s: %w", last.ID, r.PersonID, protocol.ErrInvalid)
+	}
+	raw, err := protocol.Encode(&last)
+	if err != nil {
+		return fmt.Errorf("restore punch: %w", err)
+	}
+	c.buf = appendPut(c.buf, jPunches, r.PersonID, raw)
+	return e.restorePunch(r.PersonID, &last)
 }
 
 // appendRow appends the outbox row of a fact encoded as raw and the

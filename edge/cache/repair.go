@@ -24,7 +24,10 @@ type Summary struct {
 	EdgeID   string
 	Seq      uint64
 	SyncedAt time.Time
-	Counts   Counts
+	Counts   Counts // as the file holds them, without the journal's records
+	// Journaled are the records in the journal that the file lacks: the
+	// next Open writes them to it (in Counts.Outbox then).
+	Journaled int
 }
 
 // Check reads the cache file at path as Open would, without writing to it
@@ -53,11 +56,16 @@ func Check(path string, opts Options) (Summary, error) {
 	if err == nil {
 		err = c.load(state.schema)
 	}
+	var journaled int
+	if err == nil {
+		journaled, err = c.journaled()
+	}
 	if err != nil {
 		return Summary{}, checkError(path, err)
 	}
 	v := c.View()
-	return Summary{Size: st.Size(), Schema: state.schema, EdgeID: c.edgeID, Seq: v.Seq(), SyncedAt: v.SyncedAt(), Counts: v.Counts()}, nil
+	return Summary{Size: st.Size(), Schema: state.schema, EdgeID: c.edgeID, Seq: v.Seq(), SyncedAt: v.SyncedAt(), Counts: v.Counts(),
+		Journaled: journaled}, nil
 }
 
 func checkError(path string, err error) error {
@@ -96,6 +104,9 @@ type Recovery struct {
 	Missing                 []string
 	// OtherEdge facts belonged to another edge and were left out.
 	OtherEdge int
+	// Journaled of the Facts were in the journal only (recorded since the
+	// old file was last written).
+	Journaled int
 }
 
 // Reset replaces the cache file at path with a new one: it reads every
@@ -131,10 +142,18 @@ func Reset(path string, opts Options, now time.Time) (Recovery, error) {
 		return Recovery{}, fmt.Errorf("reset cache: %w", err)
 	}
 	s := salvageFile(old, st.Size(), opts.EdgeID)
+	// The journal's records are facts too: those the file lacks would be
+	// lost with it.
+	jb, err := os.ReadFile(journalPath(path))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Recovery{}, fmt.Errorf("reset cache: %w", err)
+	}
+	s.fromJournal(jb)
 	if s.edgeID == "" || !ids.Valid(ids.Edge, s.edgeID) {
 		return Recovery{}, fmt.Errorf("reset cache %s: the old file names no edge (%q); give the edge ID: %w", path, s.edgeID, ErrNoEdge)
 	}
-	rec := Recovery{Size: st.Size(), Counter: s.counter, Undecodable: s.undecodable + s.duplicates, Unreadable: s.unreadable, OtherEdge: s.otherEdge, Loose: len(s.loose)}
+	rec := Recovery{Size: st.Size(), Counter: s.counter, Undecodable: s.undecodable + s.duplicates, Unreadable: s.unreadable, OtherEdge: s.otherEdge, Loose: len(s.loose),
+		Journaled: s.journal}
 	var punches []protocol.Fact
 	rec.Facts, punches = s.sorted()
 	rec.Punches = len(punches)
@@ -160,6 +179,12 @@ func Reset(path string, opts Options, now time.Time) (Recovery, error) {
 	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
 		return Recovery{}, fmt.Errorf("reset cache: %w", err)
 	}
+	// The journal goes with the old file, kept as it was. Until it has
+	// gone, the new file (of another salt, with a counter past every
+	// frame's) takes nothing from it.
+	if err := moveJournalAside(path, rec.Aside); err != nil {
+		return Recovery{}, fmt.Errorf("reset cache: keep the journal as %s: %w", journalPath(rec.Aside), err)
+	}
 	return rec, nil
 }
 
@@ -181,6 +206,7 @@ func build(path, edgeID string, facts, punches []protocol.Fact, counter uint64) 
 		if c, err = Open(name, Options{EdgeID: edgeID}); err == nil {
 			err = c.Close()
 		}
+		_ = os.Remove(journalPath(name)) // Open's, empty: the new file's is made beside it at its name
 	}
 	if err != nil {
 		_ = os.Remove(name)

@@ -23,6 +23,9 @@ type salvage struct {
 	punches map[string]protocol.Fact // by person: the newest punch found
 	indexed map[string]bool          // fact IDs the facts index names
 	counter uint64                   // the largest counter the file shows
+	meta    uint64                   // the counter of the meta bucket
+	salt    uint64                   // the journal salt of the meta bucket; 0 if unread
+	journal int                      // facts found in the journal the file lacked
 
 	undecodable int // values in the outbox's tree that are not a fact of this edge filed under its counter
 	otherEdge   int // facts of another edge
@@ -201,6 +204,9 @@ func (s *salvage) metaValue(k, v []byte) {
 	switch {
 	case bytes.Equal(k, metaCounter) && len(v) == 8:
 		s.counter = max(s.counter, binary.BigEndian.Uint64(v))
+		s.meta = max(s.meta, binary.BigEndian.Uint64(v))
+	case bytes.Equal(k, metaJournal) && len(v) == 8 && s.salt == 0:
+		s.salt = binary.LittleEndian.Uint64(v)
 	case bytes.Equal(k, metaEdgeID) && s.edgeID == "":
 		s.edgeID = string(v)
 	}
@@ -255,6 +261,45 @@ func (w *salvager) leaves(root uint64, inline []byte, fn func(flags uint32, k, v
 	}
 	walk(root, 0)
 	return bad
+}
+
+// fromJournal reads the journal b of the file as leniently as its pages:
+// every whole frame from its start, in order, up to the first that is not
+// (whatever its salt, the salt of the meta bucket being perhaps unread),
+// taking the outbox rows, last punches and counters its puts hold. The
+// frames that follow the file's counter (as replay would apply them) are
+// facts the file lacks; the others are from before the last flush, and
+// are taken as found outside the outbox's tree: the file had them, and the
+// cloud may have acknowledged them since.
+func (s *salvage) fromJournal(b []byte) {
+	n, _, _ := following(b, s.salt, s.meta)
+	for at := 0; ; {
+		f, ok := readFrame(b[at:])
+		if !ok {
+			return
+		}
+		loose := at >= n
+		_ = eachOp(f.ops, func(bucket byte, del bool, k, v []byte) error {
+			if del {
+				return nil
+			}
+			switch bucket {
+			case jOutbox:
+				before := len(s.facts)
+				if s.outboxRow(k, v, loose) && len(s.facts) > before && !loose {
+					s.journal++
+				}
+			case jPunches:
+				s.punch(k, v)
+			case jMeta:
+				if bytes.Equal(k, metaCounter) && len(v) == 8 {
+					s.counter = max(s.counter, binary.BigEndian.Uint64(v))
+				}
+			}
+			return nil
+		})
+		at += f.size
+	}
 }
 
 // guessPageSize finds the page size of a file whose meta pages are both

@@ -2,9 +2,12 @@ package ids_test
 
 import (
 	"bufio"
+	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"go.jetify.com/typeid"
 
@@ -148,4 +151,45 @@ func FuzzValid(f *testing.F) {
 			t.Fatalf("Valid accepted %q, typeid rejects it: %v", s, err)
 		}
 	})
+}
+
+// New's suffix is a UUIDv7 as the typeid library makes one: version 7,
+// the RFC 9562 variant, the time of the call in its first 48 bits, never
+// repeated; and it allocates only the string.
+func TestNew_UUIDv7InOrder(t *testing.T) {
+	before := time.Now().UnixMilli()
+	seen := map[string]bool{}
+	for range 1000 {
+		s := ids.New(ids.Fact)
+		id, err := typeid.FromString(s)
+		if err != nil {
+			t.Fatalf("parse %q: %v", s, err)
+		}
+		u, err := hex.DecodeString(strings.ReplaceAll(id.UUID(), "-", ""))
+		if err != nil || len(u) != 16 {
+			t.Fatalf("%q: uuid %q: %v", s, id.UUID(), err)
+		}
+		if u[6]>>4 != 7 || u[8]>>6 != 0b10 {
+			t.Fatalf("%q: version %d, variant %b", s, u[6]>>4, u[8]>>6)
+		}
+		ms := int64(binary.BigEndian.Uint64(u[:8]) >> 16)
+		if ms < before || ms > time.Now().UnixMilli() {
+			t.Fatalf("%q: time %d, not between %d and now", s, ms, before)
+		}
+		if seen[s] {
+			t.Fatalf("%q repeated", s)
+		}
+		seen[s] = true
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = ids.New(ids.Fact) }); n != 1 {
+		t.Fatalf("New allocates %v times; want 1", n)
+	}
+}
+
+func TestNew_EmptyPrefix(t *testing.T) {
+	s := ids.New("")
+	id, err := typeid.FromString(s)
+	if err != nil || id.Prefix() != "" || id.String() != s {
+		t.Fatalf("New(\"\") = %q: %v", s, err)
+	}
 }

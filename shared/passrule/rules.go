@@ -76,12 +76,14 @@ func (r Rules) Validate() []FieldError {
 		}
 	}
 
-	windowMsg := "must be from 0 to " + strconv.Itoa(MaxWindowMinutes) + " minutes"
+	// Messages are built only for an error: a valid visit's check (every
+	// scan's record checks one) allocates nothing.
+	windowMsg := func() string { return "must be from 0 to " + strconv.Itoa(MaxWindowMinutes) + " minutes" }
 	if b := r.Window.Before; b < 0 || b > MaxWindowMinutes {
-		add("window.before", windowMsg)
+		add("window.before", windowMsg())
 	}
 	if a := r.Window.After; a < 0 || a > MaxWindowMinutes {
-		add("window.after", windowMsg)
+		add("window.after", windowMsg())
 	}
 
 	if len(r.GateIDs) > MaxGateIDs {
@@ -89,14 +91,14 @@ func (r Rules) Validate() []FieldError {
 		return errs
 	}
 	for i, id := range r.GateIDs {
-		field := "gate_ids[" + strconv.Itoa(i) + "]"
+		field := func() string { return "gate_ids[" + strconv.Itoa(i) + "]" }
 		if id == "" {
-			add(field, "may not be empty")
+			add(field(), "may not be empty")
 			continue
 		}
 		for j := range i {
 			if r.GateIDs[j] == id {
-				add(field, "repeats gate_ids["+strconv.Itoa(j)+"]")
+				add(field(), "repeats gate_ids["+strconv.Itoa(j)+"]")
 				break
 			}
 		}

@@ -76,6 +76,9 @@ func cacheCheck(args []string, stdout, stderr io.Writer) error {
 		"  %d visits, %d gates, %d keys, %d people\n  %d facts waiting for the cloud\n",
 		cfg.CachePath, s.EdgeID, s.Schema, s.Size, s.Seq, synced,
 		s.Counts.Visits, s.Counts.Gates, s.Counts.Keys, s.Counts.People, s.Counts.Outbox)
+	if s.Journaled > 0 {
+		fmt.Fprintf(stdout, "  %d records in the journal, which the next run writes to the file\n", s.Journaled)
+	}
 	return nil
 }
 
@@ -112,6 +115,9 @@ func cacheReset(args []string, stdout, stderr io.Writer, now time.Time) error {
 		cfg.CachePath, len(rec.Facts), rec.Counter, rec.Punches)
 	for _, f := range rec.Facts {
 		fmt.Fprintf(stdout, "  recovered %s %s at %s (counter %d)\n", f.ID, f.Kind, f.At.UTC().Format(time.RFC3339), f.Counter)
+	}
+	if rec.Journaled > 0 {
+		fmt.Fprintf(stdout, "Of these, %d were in the journal only (recorded since the old file was last written).\n", rec.Journaled)
 	}
 	if rec.Loose > 0 {
 		fmt.Fprintf(stdout, "Of these, %d were found outside the outbox, which could not be read whole: the cloud may have them already, and applies each fact once, by its ID.\n", rec.Loose)
