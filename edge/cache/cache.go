@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1233,11 +1234,43 @@ func (c *Cache) Outbox(limit int) ([]protocol.Fact, error) { return c.OutboxAfte
 // (and decoding) again those in flight. It returns bbolt's errors and a
 // *CorruptError for a row that no longer decodes.
 func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
-	var out []protocol.Fact
-	if err := c.flush(); err != nil {
-		return nil, fmt.Errorf("read outbox: %w", err)
+	// The rows are the file's, then the journal's, whose counters follow
+	// the file's: read where they are rather than flush the journal, so
+	// that sync reading the outbox does not write the file at each record.
+	// mu keeps a flush from moving rows from the journal to the file until
+	// both are taken (the file's by a read transaction begun under it); the
+	// file's rows are then read without it.
+	var out, journaled []protocol.Fact
+	c.mu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			c.mu.Unlock()
+		}
 	}
+	defer unlock()
 	err := c.read(func(tx *bolt.Tx) error {
+		if c.j != nil {
+			err := c.j.eachRow(func(k, b []byte) error {
+				if binary.BigEndian.Uint64(k) <= after {
+					return nil
+				}
+				if limit > 0 && len(journaled) == limit {
+					return errStop
+				}
+				_, f, err := decodeRow(b)
+				if err != nil {
+					return corrupt(bucketOutbox, k, err)
+				}
+				journaled = append(journaled, f)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		unlock()
 		cur := tx.Bucket(bucketOutbox).Cursor()
 		k, b := cur.First()
 		if after > 0 {
@@ -1254,6 +1287,10 @@ func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	out = append(out, journaled...)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }

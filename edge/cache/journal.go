@@ -296,19 +296,39 @@ func (j *journal) write(frame []byte, records int) error {
 	return nil
 }
 
+// eachRow calls fn with the key and value of each outbox row in the
+// journal, oldest first, until fn returns an error (errStop ends it
+// without one). The slices are the journal's: valid under Cache.mu until
+// the next flush.
+func (j *journal) eachRow(fn func(key, value []byte) error) error {
+	for b := j.mem; len(b) > 0; {
+		f, ok := readFrame(b)
+		if !ok {
+			return errors.New("journal: a frame does not read")
+		}
+		err := eachOp(f.ops, func(bucket byte, del bool, k, v []byte) error {
+			if bucket == jOutbox && !del {
+				return fn(k, v)
+			}
+			return nil
+		})
+		if errors.Is(err, errStop) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b = b[f.size:]
+	}
+	return nil
+}
+
 // firstRow returns the key and value of the first outbox row in the
 // journal; nil when it holds none.
 func (j *journal) firstRow() (key, value []byte) {
-	f, ok := readFrame(j.mem)
-	if !ok {
-		return nil, nil
-	}
-	_ = eachOp(f.ops, func(bucket byte, del bool, k, v []byte) error { // the first frame's first record is the oldest
-		if bucket == jOutbox && !del {
-			key, value = k, v
-			return errStop
-		}
-		return nil
+	_ = j.eachRow(func(k, v []byte) error {
+		key, value = k, v
+		return errStop
 	})
 	return key, value
 }

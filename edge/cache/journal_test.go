@@ -264,3 +264,37 @@ func TestJournal_WriteAfterRecordKeepsItsOrder(t *testing.T) {
 	require.Equal(t, "Grace Hopper", got.HostName, "the record's frame was not replayed over the change")
 	require.Equal(t, string(passrule.CheckedIn), got.Status)
 }
+
+// Sync reads the outbox at every record it publishes: the rows waiting in
+// the journal are read where they are, after the file's, by counter, and
+// reading writes nothing (a flush at each read would put bbolt's commit
+// back on the path of every scan).
+func TestJournal_OutboxAfterReadsTheJournalWithoutFlushing(t *testing.T) {
+	c, _, visits := site(t, 5)
+	f1 := checkIn(t, c, visits[0])
+	f2 := checkIn(t, c, visits[1])
+	require.NoError(t, cache.Flush(c))
+	f3 := checkIn(t, c, visits[2])
+	f4 := checkIn(t, c, visits[3])
+	f5 := checkIn(t, c, visits[4])
+	at := cache.JournalOffset(c)
+	require.NotZero(t, at, "three records wait in the journal")
+
+	for _, tc := range []struct {
+		after uint64
+		limit int
+		want  []protocol.Fact
+	}{
+		{0, 0, []protocol.Fact{f1, f2, f3, f4, f5}},
+		{f1.Counter, 2, []protocol.Fact{f2, f3}},
+		{f2.Counter, 1, []protocol.Fact{f3}},
+		{f3.Counter, 0, []protocol.Fact{f4, f5}},
+		{f4.Counter, 5, []protocol.Fact{f5}},
+		{f5.Counter, 0, nil},
+	} {
+		got, err := c.OutboxAfter(tc.after, tc.limit)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "after %d, limit %d", tc.after, tc.limit)
+	}
+	require.Equal(t, at, cache.JournalOffset(c), "reading the outbox flushed the journal")
+}
