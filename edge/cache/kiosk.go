@@ -21,16 +21,15 @@ import (
 //
 //   - waiting and onSite: the checked-in visits with needs_someone, and
 //     all checked-in visits (a few hundred at a busy site);
-//   - byCode: a visit's short code (the low 40 bits of its UUID) to the
-//     visits with it;
 //   - byVisitor: a hash of the folded visitor name to the visits;
 //   - search: every word of every person's folded name, sorted, so a
 //     prefix is a binary search. People change rarely, one at a time, so
 //     it is rebuilt whole when they do (10,000 people in a few ms).
 
-// codeKey is the byCode key of a visit: the low 40 bits of its UUID, which
-// its short code spells (ids.ShortCode).
-func codeKey(u uid) uid { return uid{lo: u.lo & (1<<40 - 1)} }
+// A visit's short code (ids.ShortCode) spells the low 40 bits of its
+// UUID, which are also all a trie's hash takes (uid.hash): the visits
+// with one code are in one leaf of the View's visits, so they need no
+// index of their own.
 
 // nameKey is the byVisitor key of a visitor name, or false for no name.
 func nameKey(name string) (uid, bool) {
@@ -40,7 +39,7 @@ func nameKey(name string) (uid, bool) {
 	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(f))
-	return uid{hi: h.Sum64(), lo: 1}, true
+	return uid{lo: h.Sum64()}, true // the hash takes lo
 }
 
 func checkedIn(x visitEntry) bool { return statuses[x.status] == "checked_in" }
@@ -60,19 +59,16 @@ func (e *edit) index(u uid, old visitEntry, had bool, x visitEntry, has bool) {
 	}
 	set(&e.v.waiting, had && waiting(old), has && waiting(x))
 	set(&e.v.onSite, had && checkedIn(old), has && checkedIn(x))
-	if had != has {
-		e.multi(&e.v.byCode, codeKey(u), u, has)
-	}
-	if had && has && old.visitorName == x.visitorName {
+	if had && has && old.visitorName() == x.visitorName() {
 		return
 	}
 	if had {
-		if k, ok := nameKey(old.visitorName); ok {
+		if k, ok := nameKey(old.visitorName()); ok {
 			e.multi(&e.v.byVisitor, k, u, false)
 		}
 	}
 	if has {
-		if k, ok := nameKey(x.visitorName); ok {
+		if k, ok := nameKey(x.visitorName()); ok {
 			e.multi(&e.v.byVisitor, k, u, true)
 		}
 	}
@@ -324,17 +320,11 @@ func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
 		}
 		k = k<<5 | uint64(d)
 	}
-	r, ok := v.byCode.get(uid{lo: k})
-	if !ok {
-		return protocol.Visit{}, false
-	}
-	us := r.list()
 	var best protocol.Visit
 	found := false
-	for _, u := range us {
-		x, ok := v.visits.get(u)
-		if !ok {
-			continue
+	v.visits.near(uid{lo: k}, func(u uid, x visitEntry) {
+		if u.lo&codeMask != k {
+			return
 		}
 		vis := x.visit(visitID(u), u)
 		switch {
@@ -342,7 +332,7 @@ func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
 			(vis.Status == "expected") == (best.Status == "expected") && vis.ID > best.ID:
 			best, found = vis, true
 		}
-	}
+	})
 	return best, found
 }
 
@@ -417,7 +407,7 @@ func (v *View) VisitsByVisitorName(name string) []protocol.Visit {
 	var out []protocol.Visit
 	for _, u := range us {
 		x, ok := v.visits.get(u)
-		if ok && textfold.Fold(x.visitorName) == want { // the hash may collide
+		if ok && textfold.Fold(x.visitorName()) == want { // the hash may collide
 			out = append(out, x.visit(visitID(u), u))
 		}
 	}
