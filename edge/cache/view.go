@@ -280,25 +280,35 @@ func packVisitor(r visitorOf) string {
 	if r == (visitorOf{}) {
 		return ""
 	}
-	b := make([]byte, 0, 4*binary.MaxVarintLen16+len(r.name)+len(r.email)+len(r.phone)+len(r.company)+16)
-	for _, s := range []string{r.name, r.email, r.phone, r.company} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
+	var b strings.Builder
+	b.Grow(4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16)
+	for _, s := range [...]string{r.name, r.email, r.phone, r.company} {
+		for n := uint(len(s)); ; n >>= 7 {
+			if n < 0x80 {
+				b.WriteByte(byte(n))
+				break
+			}
+			b.WriteByte(byte(n) | 0x80)
+		}
+		b.WriteString(s)
 	}
 	if r.hasID {
-		b = binary.BigEndian.AppendUint64(b, r.id.hi)
-		b = binary.BigEndian.AppendUint64(b, r.id.lo)
+		var id [16]byte
+		binary.BigEndian.PutUint64(id[:8], r.id.hi)
+		binary.BigEndian.PutUint64(id[8:], r.id.lo)
+		b.Write(id[:])
 	}
-	return string(b)
+	return b.String()
 }
 
 // visitorRecord unpacks the visitor; its strings share the entry's.
 func (e *visitEntry) visitorRecord() visitorOf {
 	var r visitorOf
 	s := e.visitor
-	for _, f := range []*string{&r.name, &r.email, &r.phone, &r.company} {
-		*f, s = nextField(s)
-	}
+	r.name, s = nextField(s)
+	r.email, s = nextField(s)
+	r.phone, s = nextField(s)
+	r.company, s = nextField(s)
 	if len(s) == 16 {
 		r.id, r.hasID = uid{bigEndian(s[:8]), bigEndian(s[8:])}, true
 	}
