@@ -36,13 +36,12 @@ type View struct {
 	punches  trie[protocol.Fact] // by person: the last punch recorded here
 
 	// The reception kiosk's (kiosk.go).
-	teams     map[string]protocol.Team
-	types     map[string]protocol.VisitType
-	waiting   trie[struct{}]  // checked-in visits with needs_someone
-	onSite    trie[struct{}]  // checked-in visits
-	byVisitor trie[visitRefs] // nameKey of the folded visitor name → visits
-	pending   trie[struct{}]  // visits a waiting fact names
-	search    *peopleIndex    // rebuilt when people change
+	teams   map[string]protocol.Team
+	types   map[string]protocol.VisitType
+	waiting trie[struct{}] // checked-in visits with needs_someone
+	onSite  trie[struct{}] // checked-in visits
+	pending trie[struct{}] // visits a waiting fact names
+	search  *peopleIndex   // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
 	// nil when it sent none, or cleared it.
@@ -218,9 +217,10 @@ type visitEntry struct {
 	visitor                   string       // packVisitor's
 	extra                     *visitExtra  // nil for most visits
 	uses                      int32
-	before, after             int16 // window, minutes
-	dailyFrom, dailyUntil     int16 // when flagDaily
-	status                    uint8 // index in statuses
+	nameHash                  uint32 // of the visitor's name, for VisitsByVisitorName
+	before, after             int16  // window, minutes
+	dailyFrom, dailyUntil     int16  // when flagDaily
+	status                    uint8  // index in statuses
 	flags                     uint8
 	source, audience          uint8 // indexes in storedSources, storedAudiences
 }
@@ -628,7 +628,7 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error
 		}
 		r.hasID = true
 	}
-	e.visitor = packVisitor(r)
+	e.visitor, e.nameHash = packVisitor(r), nameHash(r.name)
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
 		if k < 0 {
@@ -769,7 +769,6 @@ func (e *edit) done() (*View, error) {
 		v.punches.compact(e.gen)
 		v.waiting.compact(e.gen)
 		v.onSite.compact(e.gen)
-		v.byVisitor.compact(e.gen)
 		v.pending.compact(e.gen)
 	}
 	if e.peopleChange || e.v.search == nil {
