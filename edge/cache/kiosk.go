@@ -2,7 +2,6 @@ package cache
 
 import (
 	"cmp"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -42,9 +41,11 @@ func nameHash(name string) uint32 {
 	if f == "" {
 		return 0
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(f))
-	return h.Sum32() | 1
+	h := uint32(2166136261) // FNV-1a, without hash/fnv's allocations
+	for i := 0; i < len(f); i++ {
+		h = (h ^ uint32(f[i])) * 16777619
+	}
+	return h | 1
 }
 
 func checkedIn(x visitEntry) bool { return statuses[x.status] == "checked_in" }

@@ -587,7 +587,8 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 		return uid{}, visitEntry{}, err
 	}
 	if x != (visitExtra{waitingSince: noTime}) {
-		e.extra = &x
+		e.extra = new(visitExtra)
+		*e.extra = x // x itself stays on the stack: most visits have no extra
 	}
 	return u, e, nil
 }
@@ -628,7 +629,7 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error
 		}
 		r.hasID = true
 	}
-	e.visitor, e.nameHash = packVisitor(r), nameHash(r.name)
+	e.visitor = packVisitor(r) // nameHash is putVisit's
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
 		if k < 0 {
@@ -674,6 +675,11 @@ func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
 func (e *edit) putVisit(u uid, x visitEntry) {
 	old, had := e.v.visits.get(u)
+	if name := x.visitorName(); had && name == old.visitorName() {
+		x.nameHash = old.nameHash // a scan's write: no folding
+	} else {
+		x.nameHash = nameHash(name)
+	}
 	e.v.visits.put(e.gen, u, x)
 	e.index(u, old, had, x, true)
 }
