@@ -2,7 +2,6 @@ package cache
 
 import (
 	"cmp"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -16,31 +15,37 @@ import (
 // This file is what the reception kiosk reads (docs/decisions.md, "Kiosk
 // data and facts"): teams, visit types, and the indexes of the View it
 // searches, each kept up to date by the write that changes what it
-// indexes, copy-on-write like the visits, so a read is a lookup and never
-// a scan of 100,000 visits:
+// indexes, copy-on-write like the visits, so a read is a lookup:
 //
 //   - waiting and onSite: the checked-in visits with needs_someone, and
 //     all checked-in visits (a few hundred at a busy site);
-//   - byCode: a visit's short code (the low 40 bits of its UUID) to the
-//     visits with it;
-//   - byVisitor: a hash of the folded visitor name to the visits;
 //   - search: every word of every person's folded name, sorted, so a
 //     prefix is a binary search. People change rarely, one at a time, so
 //     it is rebuilt whole when they do (10,000 people in a few ms).
 
-// codeKey is the byCode key of a visit: the low 40 bits of its UUID, which
-// its short code spells (ids.ShortCode).
-func codeKey(u uid) uid { return uid{lo: u.lo & (1<<40 - 1)} }
+// A visit's short code (ids.ShortCode) spells the low 40 bits of its
+// UUID, which are also all a trie's hash takes (uid.hash): the visits
+// with one code are in one leaf of the View's visits, so they need no
+// index of their own.
+//
+// Visits by visitor name are the one read that goes through every visit
+// (VisitsByVisitorName, for a returning walk-in): an index of 100,000
+// names held 4.5 MB, where a 32-bit hash in each entry holds 0.8 MB and
+// the scan compares it (BenchmarkKioskSearch/visitor: 8 ms for 100,000
+// visits on a loaded 2-core machine, where a short code takes 1 µs).
 
-// nameKey is the byVisitor key of a visitor name, or false for no name.
-func nameKey(name string) (uid, bool) {
+// nameHash is a hash of the folded visitor name, kept in each visit's
+// entry: 0 for no name.
+func nameHash(name string) uint32 {
 	f := textfold.Fold(name)
 	if f == "" {
-		return uid{}, false
+		return 0
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(f))
-	return uid{hi: h.Sum64(), lo: 1}, true
+	h := uint32(2166136261) // FNV-1a, without hash/fnv's allocations
+	for i := 0; i < len(f); i++ {
+		h = (h ^ uint32(f[i])) * 16777619
+	}
+	return h | 1
 }
 
 func checkedIn(x visitEntry) bool { return statuses[x.status] == "checked_in" }
@@ -60,67 +65,6 @@ func (e *edit) index(u uid, old visitEntry, had bool, x visitEntry, has bool) {
 	}
 	set(&e.v.waiting, had && waiting(old), has && waiting(x))
 	set(&e.v.onSite, had && checkedIn(old), has && checkedIn(x))
-	if had != has {
-		e.multi(&e.v.byCode, codeKey(u), u, has)
-	}
-	if had && has && old.visitorName == x.visitorName {
-		return
-	}
-	if had {
-		if k, ok := nameKey(old.visitorName); ok {
-			e.multi(&e.v.byVisitor, k, u, false)
-		}
-	}
-	if has {
-		if k, ok := nameKey(x.visitorName); ok {
-			e.multi(&e.v.byVisitor, k, u, true)
-		}
-	}
-}
-
-// visitRefs are the visits under one key of an index: nearly always one
-// (a short code, or a visitor's name, that no other visit has), held
-// inline; rest holds the others.
-type visitRefs struct {
-	first uid
-	rest  *[]uid // nil: first only
-}
-
-// list returns the visits, a new slice.
-func (r visitRefs) list() []uid {
-	out := []uid{r.first}
-	if r.rest != nil {
-		out = append(out, *r.rest...)
-	}
-	return out
-}
-
-func refsOf(us []uid) visitRefs {
-	r := visitRefs{first: us[0]}
-	if len(us) > 1 {
-		rest := slices.Clone(us[1:])
-		r.rest = &rest
-	}
-	return r
-}
-
-// multi adds u to (or removes it from) the visits under k.
-func (e *edit) multi(m *trie[visitRefs], k, u uid, add bool) {
-	var cur []uid
-	if r, ok := m.get(k); ok {
-		cur = r.list()
-	}
-	i := slices.Index(cur, u)
-	switch {
-	case add && i < 0:
-		m.put(e.gen, k, refsOf(append(cur, u)))
-	case !add && i >= 0:
-		if len(cur) == 1 {
-			m.del(e.gen, k)
-			return
-		}
-		m.put(e.gen, k, refsOf(slices.Delete(cur, i, i+1)))
-	}
 }
 
 // markPending records whether a waiting fact names visit u.
@@ -324,17 +268,11 @@ func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
 		}
 		k = k<<5 | uint64(d)
 	}
-	r, ok := v.byCode.get(uid{lo: k})
-	if !ok {
-		return protocol.Visit{}, false
-	}
-	us := r.list()
 	var best protocol.Visit
 	found := false
-	for _, u := range us {
-		x, ok := v.visits.get(u)
-		if !ok {
-			continue
+	v.visits.near(uid{lo: k}, func(u uid, x visitEntry) {
+		if u.lo&codeMask != k {
+			return
 		}
 		vis := x.visit(visitID(u), u)
 		switch {
@@ -342,7 +280,7 @@ func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
 			(vis.Status == "expected") == (best.Status == "expected") && vis.ID > best.ID:
 			best, found = vis, true
 		}
-	}
+	})
 	return best, found
 }
 
@@ -404,23 +342,18 @@ func (v *View) collect(set trie[struct{}]) []protocol.Visit {
 // what name folds to (case, accents and spaces do not count), newest
 // first.
 func (v *View) VisitsByVisitorName(name string) []protocol.Visit {
-	k, ok := nameKey(name)
-	if !ok {
+	k := nameHash(name)
+	if k == 0 {
 		return nil
 	}
 	want := textfold.Fold(name)
-	r, ok := v.byVisitor.get(k)
-	if !ok {
-		return nil
-	}
-	us := r.list()
 	var out []protocol.Visit
-	for _, u := range us {
-		x, ok := v.visits.get(u)
-		if ok && textfold.Fold(x.visitorName) == want { // the hash may collide
+	v.visits.all(func(u uid, x visitEntry) bool {
+		if x.nameHash == k && textfold.Fold(x.visitorName()) == want { // the hash may collide
 			out = append(out, x.visit(visitID(u), u))
 		}
-	}
+		return true
+	})
 	slices.SortFunc(out, func(a, b protocol.Visit) int { return strings.Compare(b.ID, a.ID) })
 	return out
 }

@@ -141,8 +141,9 @@ func TestView_SearchPeople(t *testing.T) {
 	require.Equal(t, "Engineer", v.SearchPeople("lovelace", 1)[0].JobTitle)
 }
 
-// BenchmarkKioskSearch: a person search and the waiting queue with
-// 100,000 visits (500 of them waiting) and 10,000 people.
+// BenchmarkKioskSearch: a person search, the waiting queue, a short code
+// and a visitor's name with 100,000 visits (500 of them waiting) and
+// 10,000 people.
 func BenchmarkKioskSearch(b *testing.B) {
 	c, _ := newCache(b)
 	first := []string{"Ada", "Grace", "Alan", "Élodie", "Søren", "Zoë", "Mary", "John", "Ana María", "Li"}
@@ -181,6 +182,14 @@ func BenchmarkKioskSearch(b *testing.B) {
 		code := ids.ShortCode(snap.Visits[777].ID)
 		for b.Loop() {
 			_, _ = v.VisitByCode(code)
+		}
+	})
+	b.Run("visitor", func(b *testing.B) {
+		name := snap.Visits[800].VisitorName // a walk-in, the only one of that name
+		for b.Loop() {
+			if len(v.VisitsByVisitorName(name)) == 0 {
+				b.Fatal("no visit of", name)
+			}
 		}
 	})
 }

@@ -55,11 +55,22 @@ var editGen atomic.Uint64
 
 func newGen() uint64 { return editGen.Add(1) }
 
-// hash spreads u over 64 bits. UUIDv7 puts the time in the high bits;
-// mixing both halves spreads IDs made by anything else too.
+// codeMask is the part of a uid the trie's hash takes: the low 40 bits,
+// which a visit's short code spells (ids.ShortCode).
+const codeMask = 1<<40 - 1
+
+// hash spreads u's low 40 bits over 64 (murmur3's finalizer). They are
+// random in a UUIDv7 (the time is in the high bits), and they are the
+// visit's short code, so the visits of one code share a leaf (near).
+// Keys equal in those bits differ only further down a leaf, which holds
+// them all at trieDepth.
 func (u uid) hash() uint64 {
-	h := (u.hi ^ u.lo*0xff51afd7ed558ccd) * 0x9e3779b97f4a7c15
-	return h ^ h>>29
+	h := u.lo & codeMask
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
 func chunk(h uint64, depth int) uint32 { return uint32(h>>(depth*chunkBits)) & 31 }
@@ -85,6 +96,24 @@ func (t trie[V]) get(u uid) (V, bool) {
 	}
 	var zero V
 	return zero, false
+}
+
+// near calls fn for each entry of the leaf u's hash leads to: every entry
+// whose key hashes as u's does, and maybe others.
+func (t trie[V]) near(u uid, fn func(uid, V)) {
+	n, h := t.root, u.hash()
+	for depth := 0; n != nil && n.kids != nil; depth++ {
+		bit := uint32(1) << chunk(h, depth)
+		if n.mask&bit == 0 {
+			return
+		}
+		n = n.kids[bits.OnesCount32(n.mask&(bit-1))]
+	}
+	if n != nil {
+		for i := range n.ents {
+			fn(n.ents[i].k, n.ents[i].v)
+		}
+	}
 }
 
 // all calls fn for each entry, in no particular order, until fn returns

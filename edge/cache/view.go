@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
@@ -35,14 +36,12 @@ type View struct {
 	punches  trie[protocol.Fact] // by person: the last punch recorded here
 
 	// The reception kiosk's (kiosk.go).
-	teams     map[string]protocol.Team
-	types     map[string]protocol.VisitType
-	waiting   trie[struct{}]  // checked-in visits with needs_someone
-	onSite    trie[struct{}]  // checked-in visits
-	byCode    trie[visitRefs] // codeKey → visits
-	byVisitor trie[visitRefs] // nameKey of the folded visitor name → visits
-	pending   trie[struct{}]  // visits a waiting fact names
-	search    *peopleIndex    // rebuilt when people change
+	teams   map[string]protocol.Team
+	types   map[string]protocol.VisitType
+	waiting trie[struct{}] // checked-in visits with needs_someone
+	onSite  trie[struct{}] // checked-in visits
+	pending trie[struct{}] // visits a waiting fact names
+	search  *peopleIndex   // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
 	// nil when it sent none, or cleared it.
@@ -204,27 +203,35 @@ type visitGates struct {
 	entered string   // gate_id; empty while unknown
 }
 
-// visitEntry is a protocol.Visit packed for the View: 120 bytes without
-// the names' bytes, against about 450 bytes and five allocations for a
-// decoded protocol.Visit. What most visits share (host, team, type,
-// gates) is interned; what few visits have (another visit's pass, a
-// re-entry, a receiver, a waiting time) is behind extra.
+// visitEntry is a protocol.Visit packed for the View: 80 bytes and one
+// allocation of its visitor's text, against about 450 bytes and five
+// allocations for a decoded protocol.Visit. What many visits share
+// (gates, type, host, team) is interned as one; what few visits have
+// (another visit's pass, a re-entry, a receiver, a waiting time) is
+// behind extra; the visitor, whose record few visits share, is packed
+// into one string (packVisitor).
 type visitEntry struct {
 	expectedAt, expectedUntil int64 // Unix microseconds, or noTime
 	checkedInAt, checkedOutAt int64
-	gates                     *visitGates // nil: every gate, and gate_id unknown
-	visitorName               string
-	typeKey                   string   // interned
-	host                      *hostRef // interned; nil: neither host_id nor host_name
-	team                      *teamRef
-	visitor                   *visitorRef
-	extra                     *visitExtra // nil for most visits
+	shared                    *visitShared // interned; nil: none of its parts
+	visitor                   string       // packVisitor's
+	extra                     *visitExtra  // nil for most visits
 	uses                      int32
-	before, after             int16 // window, minutes
-	dailyFrom, dailyUntil     int16 // when flagDaily
-	status                    uint8 // index in statuses
+	nameHash                  uint32 // of the visitor's name, for VisitsByVisitorName
+	before, after             int16  // window, minutes
+	dailyFrom, dailyUntil     int16  // when flagDaily
+	status                    uint8  // index in statuses
 	flags                     uint8
 	source, audience          uint8 // indexes in storedSources, storedAudiences
+}
+
+// visitShared is what the visits of one host, team, type and gates
+// share, interned as one: a site has few of each, so it has few of them.
+type visitShared struct {
+	gates   *visitGates // nil: every gate, and gate_id unknown
+	typeKey string      // interned
+	host    *hostRef    // nil: neither host_id nor host_name
+	team    *teamRef
 }
 
 // hostRef is a visit's host, interned: the visits of a host share one.
@@ -257,12 +264,82 @@ type receiverRef struct {
 	id   uid   // the person or team; zero for reception
 }
 
-// visitorRef is a visit's visitor record as the kiosk shows it, interned:
-// a returning visitor's visits share one.
-type visitorRef struct {
-	id                    uid
-	hasID                 bool
-	email, phone, company string
+// visitorOf is a visit's visitor record as the kiosk shows it.
+type visitorOf struct {
+	name, email, phone, company string
+	id                          uid // when hasID
+	hasID                       bool
+}
+
+// packVisitor packs a visitor into one string: the name, email, phone
+// and company, each after its length (uvarint), then the visitor ID's 16
+// bytes when there is one. Visitor records are nearly as many as visits,
+// so interning them would hold a map entry for each besides: one
+// allocation a visit is what they cost now.
+func packVisitor(r visitorOf) string {
+	if r == (visitorOf{}) {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow(4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16)
+	for _, s := range [...]string{r.name, r.email, r.phone, r.company} {
+		for n := uint(len(s)); ; n >>= 7 {
+			if n < 0x80 {
+				b.WriteByte(byte(n))
+				break
+			}
+			b.WriteByte(byte(n) | 0x80)
+		}
+		b.WriteString(s)
+	}
+	if r.hasID {
+		var id [16]byte
+		binary.BigEndian.PutUint64(id[:8], r.id.hi)
+		binary.BigEndian.PutUint64(id[8:], r.id.lo)
+		b.Write(id[:])
+	}
+	return b.String()
+}
+
+// visitorRecord unpacks the visitor; its strings share the entry's.
+func (e *visitEntry) visitorRecord() visitorOf {
+	var r visitorOf
+	s := e.visitor
+	r.name, s = nextField(s)
+	r.email, s = nextField(s)
+	r.phone, s = nextField(s)
+	r.company, s = nextField(s)
+	if len(s) == 16 {
+		r.id, r.hasID = uid{bigEndian(s[:8]), bigEndian(s[8:])}, true
+	}
+	return r
+}
+
+// visitorName is the visitor's name, the first of packVisitor's fields.
+func (e *visitEntry) visitorName() string {
+	name, _ := nextField(e.visitor)
+	return name
+}
+
+// nextField splits packVisitor's next field off s.
+func nextField(s string) (field, rest string) {
+	var n, shift int
+	for i := 0; i < len(s); i++ {
+		n |= int(s[i]&0x7f) << shift
+		if s[i] < 0x80 {
+			return s[i+1 : i+1+n], s[i+1+n:]
+		}
+		shift += 7
+	}
+	return "", ""
+}
+
+func bigEndian(s string) uint64 {
+	var x uint64
+	for i := range 8 {
+		x = x<<8 | uint64(s[i])
+	}
+	return x
 }
 
 func (e *visitEntry) visit(id string, u uid) protocol.Visit {
@@ -278,10 +355,9 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 			SingleUse: e.flags&flagSingleUse != 0,
 			GateIDs:   []string{},
 		},
-		Uses:        int(e.uses),
-		Revoked:     e.flags&flagRevoked != 0,
-		ForVisitID:  id,
-		VisitorName: e.visitorName,
+		Uses:       int(e.uses),
+		Revoked:    e.flags&flagRevoked != 0,
+		ForVisitID: id,
 	}
 	if x := e.extra; x != nil {
 		if x.hasFor {
@@ -305,29 +381,31 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	if e.flags&flagDaily != 0 {
 		v.Rules.Daily = &protocol.Daily{From: passrule.Clock(e.dailyFrom), Until: passrule.Clock(e.dailyUntil)}
 	}
-	if g := e.gates; g != nil {
-		if len(g.rules) > 0 {
-			v.Rules.GateIDs = slices.Clone(g.rules)
+	if sh := e.shared; sh != nil {
+		if g := sh.gates; g != nil {
+			if len(g.rules) > 0 {
+				v.Rules.GateIDs = slices.Clone(g.rules)
+			}
+			v.GateID = g.entered
 		}
-		v.GateID = g.entered
+		v.Type = sh.typeKey
+		if h := sh.host; h != nil {
+			v.HostName = h.name
+			if h.hasID {
+				v.HostID = personID(h.id)
+			}
+		}
+		if t := sh.team; t != nil {
+			v.TeamID, v.TeamName = formatUID(ids.Team, t.id), t.name
+		}
 	}
 	v.AtDesk = e.flags&flagAtDesk != 0
-	v.Type, v.Source, v.Audience = e.typeKey, storedSources[e.source], storedAudiences[e.audience]
+	v.Source, v.Audience = storedSources[e.source], storedAudiences[e.audience]
 	v.NeedsSomeone = e.flags&flagNeedsSomeone != 0
-	if h := e.host; h != nil {
-		v.HostName = h.name
-		if h.hasID {
-			v.HostID = personID(h.id)
-		}
-	}
-	if e.team != nil {
-		v.TeamID, v.TeamName = formatUID(ids.Team, e.team.id), e.team.name
-	}
-	if r := e.visitor; r != nil {
-		if r.hasID {
-			v.VisitorID = formatUID(ids.Visitor, r.id)
-		}
-		v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.email, r.phone, r.company
+	r := e.visitorRecord()
+	v.VisitorName, v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.name, r.email, r.phone, r.company
+	if r.hasID {
+		v.VisitorID = formatUID(ids.Visitor, r.id)
 	}
 	return v
 }
@@ -367,20 +445,33 @@ func normalize(v protocol.Visit) protocol.Visit {
 	return v
 }
 
-// interner shares host names and gates between visits. The writer
-// owns it (under Cache.mu); it only grows, by as many distinct names and
-// lists as the site has, and a snapshot starts a new one.
+// interner shares names, gates, hosts and teams between visits. The
+// writer owns it (under Cache.mu); it only grows, by as many distinct
+// names, lists and combinations of them as the site's visits have, and a
+// snapshot starts a new one.
 type interner struct {
-	names    map[string]string
-	gates    map[string]*visitGates
-	teams    map[teamRef]*teamRef
-	visitors map[visitorRef]*visitorRef
-	hosts    map[hostRef]*hostRef
+	names  map[string]string
+	gates  map[string]*visitGates
+	teams  map[teamRef]*teamRef
+	hosts  map[hostRef]*hostRef
+	shared map[visitShared]*visitShared
 }
 
 func newInterner() *interner {
 	return &interner{names: map[string]string{}, gates: map[string]*visitGates{}, teams: map[teamRef]*teamRef{},
-		visitors: map[visitorRef]*visitorRef{}, hosts: map[hostRef]*hostRef{}}
+		hosts: map[hostRef]*hostRef{}, shared: map[visitShared]*visitShared{}}
+}
+
+func (in *interner) share(k visitShared) *visitShared {
+	if k == (visitShared{}) {
+		return nil
+	}
+	if r, ok := in.shared[k]; ok {
+		return r
+	}
+	r := &k
+	in.shared[k] = r
+	return r
 }
 
 func (in *interner) team(id uid, name string) *teamRef {
@@ -402,18 +493,6 @@ func (in *interner) host(k hostRef) *hostRef {
 	}
 	r := &hostRef{id: k.id, hasID: k.hasID, name: in.name(k.name)}
 	in.hosts[*r] = r
-	return r
-}
-
-func (in *interner) visitor(k visitorRef) *visitorRef {
-	if k == (visitorRef{}) {
-		return nil
-	}
-	if r, ok := in.visitors[k]; ok {
-		return r
-	}
-	r := &visitorRef{id: k.id, hasID: k.hasID, email: strings.Clone(k.email), phone: strings.Clone(k.phone), company: in.name(k.company)}
-	in.visitors[*r] = r
 	return r
 }
 
@@ -459,8 +538,6 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 		expectedUntil: toMicros(v.ExpectedUntil),
 		checkedInAt:   toMicros(v.CheckedInAt),
 		checkedOutAt:  toMicros(v.CheckedOutAt),
-		gates:         in.visitGates(v.Rules.GateIDs, v.GateID),
-		visitorName:   v.VisitorName,
 		before:        int16(v.Rules.Window.Before),
 		after:         int16(v.Rules.Window.After),
 	}
@@ -510,7 +587,8 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 		return uid{}, visitEntry{}, err
 	}
 	if x != (visitExtra{waitingSince: noTime}) {
-		e.extra = &x
+		e.extra = new(visitExtra)
+		*e.extra = x // x itself stays on the stack: most visits have no extra
 	}
 	return u, e, nil
 }
@@ -521,7 +599,8 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error
 	if src < 0 || aud < 0 {
 		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
 	}
-	e.source, e.audience, e.typeKey = uint8(src), uint8(aud), in.name(v.Type)
+	e.source, e.audience = uint8(src), uint8(aud)
+	sh := visitShared{gates: in.visitGates(v.Rules.GateIDs, v.GateID), typeKey: in.name(v.Type)}
 	if v.NeedsSomeone {
 		e.flags |= flagNeedsSomeone
 	}
@@ -534,22 +613,23 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error
 		}
 		h.hasID = true
 	}
-	e.host = in.host(h)
+	sh.host = in.host(h)
 	if v.TeamID != "" {
 		t, ok := parseUID(ids.Team, v.TeamID)
 		if !ok {
 			return fmt.Errorf("team_id %q is not a team ID", v.TeamID)
 		}
-		e.team = in.team(t, v.TeamName)
+		sh.team = in.team(t, v.TeamName)
 	}
-	r := visitorRef{email: v.VisitorEmail, phone: v.VisitorPhone, company: v.VisitorCompany}
+	e.shared = in.share(sh)
+	r := visitorOf{name: v.VisitorName, email: v.VisitorEmail, phone: v.VisitorPhone, company: v.VisitorCompany}
 	if v.VisitorID != "" {
 		if r.id, ok = parseUID(ids.Visitor, v.VisitorID); !ok {
 			return fmt.Errorf("visitor_id %q is not a visitor ID", v.VisitorID)
 		}
 		r.hasID = true
 	}
-	e.visitor = in.visitor(r)
+	e.visitor = packVisitor(r) // nameHash is putVisit's
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
 		if k < 0 {
@@ -595,6 +675,11 @@ func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
 func (e *edit) putVisit(u uid, x visitEntry) {
 	old, had := e.v.visits.get(u)
+	if name := x.visitorName(); had && name == old.visitorName() {
+		x.nameHash = old.nameHash // a scan's write: no folding
+	} else {
+		x.nameHash = nameHash(name)
+	}
 	e.v.visits.put(e.gen, u, x)
 	e.index(u, old, had, x, true)
 }
@@ -690,8 +775,6 @@ func (e *edit) done() (*View, error) {
 		v.punches.compact(e.gen)
 		v.waiting.compact(e.gen)
 		v.onSite.compact(e.gen)
-		v.byCode.compact(e.gen)
-		v.byVisitor.compact(e.gen)
 		v.pending.compact(e.gen)
 	}
 	if e.peopleChange || e.v.search == nil {

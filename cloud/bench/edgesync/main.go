@@ -60,6 +60,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -130,6 +131,7 @@ type options struct {
 	hostID     string
 	window     int
 	brokerN    int
+	smaps      bool
 }
 
 func main() {
@@ -158,6 +160,7 @@ func main() {
 	flag.StringVar(&o.hostID, "host", "", "visits: the ID of an active person of the organisation, the visits' host")
 	flag.IntVar(&o.window, "window", 256, "broker, drain: the in-flight window of the broker's own rate (the edge half's default Window)")
 	flag.IntVar(&o.brokerN, "broker-n", -1, "drain: messages of the broker's own rate measured before the drain (default -n; 0: none); needs -broker URL")
+	flag.BoolVar(&o.smaps, "smaps", false, "memory: after the scans, print svc-edge's resident memory by mapping (/proc/PID/smaps)")
 	flag.BoolVar(&o.verbose, "v", false, "log the components' info messages")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
@@ -1624,6 +1627,15 @@ func (b *bench) edgeRun(ctx context.Context, r int, bin, cfgPath, listen, token,
 	if err != nil {
 		return fail(err)
 	}
+	if b.o.smaps {
+		byMap, err := smapsRss(cmd.Process.Pid)
+		if err != nil {
+			return fail(err)
+		}
+		for _, m := range byMap {
+			b.result("memory-smaps", "run", r+1, "mapping", m.name, "rss_kib", m.kib)
+		}
+	}
 	kill()
 	b.result("memory", "run", r+1, "cached_visits", status.Cache.Visits,
 		"first_decision_after", first, "first_decision_attempts", attempts, "decision_us", sr.Decision,
@@ -1637,6 +1649,44 @@ func (b *bench) edgeRun(ctx context.Context, r int, bin, cfgPath, listen, token,
 			"rss_file_mib", fmt.Sprintf("%.1f", x.m.file))
 	}
 	return nil
+}
+
+// smapsRss sums a process's resident memory by mapping, in KiB, largest
+// first: a file's mappings under its path, anonymous ones under their
+// kind ([heap], [stack], or anon).
+func smapsRss(pid int) ([]mapRss, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, err
+	}
+	sums := map[string]int{}
+	name := ""
+	for line := range bytes.Lines(raw) {
+		f := strings.Fields(string(line))
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			name = "anon"
+			if len(f) >= 6 {
+				name = f[5]
+			}
+		case len(f) == 3 && f[0] == "Rss:":
+			kb, _ := strconv.Atoi(f[1])
+			sums[name] += kb
+		}
+	}
+	out := make([]mapRss, 0, len(sums))
+	for n, kb := range sums {
+		if kb > 0 {
+			out = append(out, mapRss{n, kb})
+		}
+	}
+	slices.SortFunc(out, func(a, b mapRss) int { return cmp.Or(b.kib-a.kib, strings.Compare(a.name, b.name)) })
+	return out, nil
+}
+
+type mapRss struct {
+	name string
+	kib  int
 }
 
 // procMem reads a process's memory from /proc/PID/status, in MiB: VmRSS
