@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,10 @@ type CloudStore interface {
 	// no longer kept are simply absent: the cloud half then sends a
 	// snapshot. It returns the store's errors.
 	Changes(ctx context.Context, site protocol.Site, after uint64, limit int) (changes []protocol.Change, head uint64, err error)
+	// FeedHead returns the head of site's feed as committed (what
+	// Changes returns as head), 0 before its first change. It returns
+	// the store's errors.
+	FeedHead(ctx context.Context, site protocol.Site) (uint64, error)
 	// Snapshot returns the site's whole state as of one sequence, unsplit
 	// (Part and Parts unset). It returns the store's errors.
 	Snapshot(ctx context.Context, site protocol.Site) (protocol.Snapshot, error)
@@ -644,9 +647,7 @@ func (c *Cloud) ackHead(ctx context.Context, site protocol.Site, seq []bool) fee
 	}
 	sctx, cancel := c.storeCtx(ctx)
 	defer cancel()
-	// No change follows the largest sequence: the call returns the head
-	// alone.
-	_, head, err := c.cfg.Store.Changes(sctx, site, math.MaxInt64, 1)
+	head, err := c.cfg.Store.FeedHead(sctx, site)
 	return feedHead{seq: head, err: err}
 }
 
