@@ -732,6 +732,16 @@ func (s *Service) SiteChanges(ctx context.Context, site protocol.Site, after uin
 	return s.store.SiteChanges(ctx, t, siteID, after, limit)
 }
 
+// FeedHead returns the head of the site's feed (Store.FeedHead): 0 for a
+// site that does not exist.
+func (s *Service) FeedHead(ctx context.Context, site protocol.Site) (uint64, error) {
+	if !site.Valid() {
+		return 0, nil
+	}
+	t, siteID := SiteTenant(site)
+	return s.store.FeedHead(ctx, t, siteID)
+}
+
 // SiteSnapshot returns the site's whole state as its edge needs it now
 // (EdgeSnapshot); the caller splits it into the protocol's parts.
 // ErrNotFound for a site that does not exist.

@@ -536,6 +536,25 @@ func TestOnChange(t *testing.T) {
 	})
 }
 
+// OnChange hears of a write made in one transaction (Service.atomic, as
+// CreateVisit makes it) once the transaction has committed: a publisher
+// woken by it finds the write's change on the feed.
+func TestOnChange_AfterTheCommit(t *testing.T) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		var heads []uint64
+		e.svc.OnChange(func() {
+			h, err := store.FeedHead(t.Context(), e.tenant, e.site.SiteID)
+			require.NoError(t, err)
+			heads = append(heads, h)
+		})
+		e.visit(t)
+		h, err := store.FeedHead(t.Context(), e.tenant, e.site.SiteID)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{h}, heads, "one notice, after the visit's change committed")
+	})
+}
+
 func TestRecordEdgeStatus(t *testing.T) {
 	stores.Each(t, func(t *testing.T, store cloud.Store) {
 		e := newEdgeEnv(t, store)

@@ -302,6 +302,12 @@ type Store interface {
 	// sequence, 0 before the first change. Both come from one consistent
 	// read. ErrNotFound when the tenant has no such site.
 	SiteChanges(ctx context.Context, t Tenant, siteID string, after uint64, limit int) ([]protocol.Change, uint64, error)
+	// FeedHead returns the head of the tenant's site's feed: its last
+	// sequence, 0 before the first change and for a site the tenant does
+	// not have. It is one read of the committed head, outside any
+	// transaction, for a caller that needs no more (the cloud half's
+	// acknowledgements, one a batch of facts).
+	FeedHead(ctx context.Context, t Tenant, siteID string) (uint64, error)
 	// SiteSnapshot reads, in one consistent view, the tenant's site as its
 	// edge needs it as of now (EdgeSnapshot). ErrNotFound when the tenant
 	// has no such site.

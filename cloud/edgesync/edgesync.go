@@ -89,6 +89,11 @@ func (s Store) SiteEdge(ctx context.Context, site protocol.Site, edgeID string) 
 	return rejected(s.Service.SiteEdge(ctx, site, edgeID))
 }
 
+// FeedHead returns the head of the site's feed (cloud.Service.FeedHead).
+func (s Store) FeedHead(ctx context.Context, site protocol.Site) (uint64, error) {
+	return s.Service.FeedHead(ctx, site)
+}
+
 // PublishFeeds hands fn the changes not yet published
 // (cloud.Service.PublishFeeds).
 func (s Store) PublishFeeds(ctx context.Context, limit int, fn func(protocol.Site, []protocol.Change) error) (int, error) {

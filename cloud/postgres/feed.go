@@ -278,6 +278,15 @@ func (s *Store) SiteChanges(ctx context.Context, t cloud.Tenant, siteID string, 
 	return out, h, nil
 }
 
+// FeedHead implements cloud.Store.
+func (s *Store) FeedHead(ctx context.Context, t cloud.Tenant, siteID string) (uint64, error) {
+	h, err := head(ctx, s.pool, t, siteID)
+	if err != nil {
+		return 0, fmt.Errorf("feed head: %w", err)
+	}
+	return h, nil
+}
+
 // SiteSnapshot implements cloud.Store, in one REPEATABLE READ transaction:
 // the head and the objects are those of one moment, and a write commits
 // its objects with its feed entries.

@@ -201,3 +201,12 @@ func TestSealing(t *testing.T) {
 		},
 	})
 }
+
+// BenchmarkApplyFacts: go test -run '^$' -bench ApplyFacts -benchtime 5000x ./cloud/postgres/
+func BenchmarkApplyFacts(b *testing.B) {
+	for _, n := range []int{2, 32, 128} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			storetest.BenchApplyFacts(b, postgrestest.New(b), n)
+		})
+	}
+}

@@ -222,7 +222,7 @@ func storeVisit(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v clou
 	if err != nil {
 		return fmt.Errorf("store visit %s: %w", v.ID, err)
 	}
-	return updateVisitRow(ctx, tx, f, t, v.ID, hostIDs(current), v)
+	return updateVisitRow(ctx, tx, f, t, keysOf(current), v)
 }
 
 // writeBookingAlong stores what w holds beside its visitor and the

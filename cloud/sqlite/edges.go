@@ -80,7 +80,7 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 			if bv.New() {
 				err = insertVisit(ctx, tx, fd, t, bv.Visit)
 			} else {
-				err = updateVisitRow(ctx, tx, fd, t, bv.Visit.ID, hostIDs(*bv.Loaded), bv.Visit)
+				err = updateVisitRow(ctx, tx, fd, t, keysOf(*bv.Loaded), bv.Visit)
 			}
 			if err != nil {
 				return err

@@ -260,6 +260,15 @@ func (s *Store) SiteChanges(ctx context.Context, t cloud.Tenant, siteID string, 
 	return out, h, nil
 }
 
+// FeedHead implements cloud.Store.
+func (s *Store) FeedHead(ctx context.Context, t cloud.Tenant, siteID string) (uint64, error) {
+	h, err := head(ctx, s.r, t, siteID)
+	if err != nil {
+		return 0, fmt.Errorf("feed head: %w", err)
+	}
+	return h, nil
+}
+
 // SiteSnapshot implements cloud.Store, in one read transaction.
 func (s *Store) SiteSnapshot(ctx context.Context, t cloud.Tenant, siteID string, now time.Time) (cloud.EdgeSnapshot, error) {
 	snap := cloud.EdgeSnapshot{Site: cloud.EdgeSite(t, siteID), Gates: []protocol.Gate{}, Keys: []protocol.Key{}, Visits: []protocol.Visit{},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -153,5 +154,19 @@ func TestOpen_FileIsPrivate(t *testing.T) {
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("%s: mode %04o, want %04o", name, got, want)
 		}
+	}
+}
+
+// BenchmarkApplyFacts: go test -run '^$' -bench ApplyFacts -benchtime 5000x ./cloud/sqlite/
+func BenchmarkApplyFacts(b *testing.B) {
+	for _, n := range []int{2, 32, 128} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cloud.db"), kektest.Ring())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			storetest.BenchApplyFacts(b, s, n)
+		})
 	}
 }

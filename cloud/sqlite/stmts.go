@@ -97,10 +97,10 @@ type writeStmts struct {
 
 // hotWrites are the statements prepared on the writer: those an edge's
 // facts, the feed and its publisher run per row.
-var hotWrites = []string{
-	qInsertFact, qFactConflict, qGetVisit, qUpdateVisit, qInsertVisit, qInsertAudit,
+var hotWrites = append([]string{
+	qInsertFact, qFactConflict, qGetVisit, qInsertVisit, qInsertAudit,
 	qFeedHead, qFeedRow, qFeedCursor,
-}
+}, qUpdateVisit[:]...)
 
 func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	ws := &writeStmts{m: make(map[string]*sql.Stmt, len(hotWrites))}

@@ -94,9 +94,9 @@ func (s *Store) EraseVisitor(ctx context.Context, t cloud.Tenant, id string, fn 
 		}
 		vids := make([]string, 0, len(visits))
 		for _, v := range visits {
-			vid, before := v.ID, hostIDs(v)
+			vid, before := v.ID, keysOf(v)
 			fn(&v)
-			if err := updateVisitRow(ctx, tx, f, t, vid, before, v); err != nil {
+			if err := updateVisitRow(ctx, tx, f, t, before, v); err != nil {
 				return fmt.Errorf("erase visitor: %w", err)
 			}
 			vids = append(vids, vid)

@@ -28,9 +28,6 @@ const (
 	qInsertVisit = `INSERT INTO visits (id, org_id, mode, created_at, status, type, site_id, host_id, visitor_id,
 			booking_id, expected_at, doc, updated_at, edge_until, remind_from)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qUpdateVisit = `UPDATE visits SET status = ?, type = ?, site_id = ?, host_id = ?, visitor_id = ?,
-			booking_id = ?, expected_at = ?, doc = ?, updated_at = ?, edge_until = ?, remind_from = ?
-		WHERE id = ? AND org_id = ? AND mode = ?`
 	qInsertAudit = `INSERT INTO audit_events (id, org_id, mode, action, actor_kind, actor_id, object_type,
 				object_id, request_id, detail, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -113,27 +110,113 @@ func insertVisit(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v clo
 	return writeHosts(ctx, tx, v.ID, hostIDs(v))
 }
 
-// updateVisitRow stores v over the visit id of the tenant, whose hosts
-// were before, noting it for the feed; the ID, tenant and creation time
-// stay as they are.
-func updateVisitRow(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, id string, before []string, v cloud.Visit) error {
-	args, err := visitArgs(v)
+// updateVisitRow stores v over the visit of the tenant that was before,
+// noting it for the feed; the ID, tenant and creation time stay as they
+// are. It sets only the indexed columns whose values changed (and the
+// document and update time, always): SQLite rewrites every index over a
+// column an UPDATE sets, whether its value changed or not, and a fact
+// changes a visit's status and document, not where it is or who it is
+// for.
+func updateVisitRow(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, before visitKeys, v cloud.Visit) error {
+	doc, err := storedoc.EncodeVisit(v)
 	if err != nil {
 		return err
 	}
-	if _, err := f.st.ExecContext(ctx, qUpdateVisit, append(args, id, t.OrgID, string(t.Mode))...); err != nil {
+	after := keysOf(v)
+	cols := after.changed(before)
+	args := make([]any, 0, 14)
+	if cols&colStatus != 0 {
+		args = append(args, after.status)
+	}
+	if cols&colPlace != 0 {
+		args = append(args, after.typ, after.site, after.host, after.visitor, after.booking, after.expected)
+	}
+	if cols&colEdgeUntil != 0 {
+		args = append(args, after.edgeUntil)
+	}
+	if cols&colRemindFrom != 0 {
+		args = append(args, after.remindFrom)
+	}
+	args = append(args, string(doc), micros(v.UpdatedAt), before.id, t.OrgID, string(t.Mode))
+	if _, err := f.st.ExecContext(ctx, qUpdateVisit[cols], args...); err != nil {
 		return fmt.Errorf("update visit: %w", err)
 	}
-	f.visit(id)
-	after := hostIDs(v)
-	if slices.Equal(before, after) {
+	f.visit(before.id)
+	if slices.Equal(before.hosts, after.hosts) {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM visit_hosts WHERE visit_id = ?`, id); err != nil {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM visit_hosts WHERE visit_id = ?`, before.id); err != nil {
 		return fmt.Errorf("update visit hosts: %w", err)
 	}
-	return writeHosts(ctx, tx, id, after)
+	return writeHosts(ctx, tx, before.id, after.hosts)
 }
+
+// visitKeys are a visit's ID and the values of its indexed columns, as
+// stored, and its hosts: what updateVisitRow compares.
+type visitKeys struct {
+	id, status, typ, site           string
+	host, visitor, booking          any // string or nil
+	expected, edgeUntil, remindFrom any // micros or nil
+	hosts                           []string
+}
+
+func keysOf(v cloud.Visit) visitKeys {
+	return visitKeys{id: v.ID, status: string(v.Status), typ: v.Type, site: v.SiteID, host: null(v.HostID),
+		visitor: null(v.VisitorID), booking: null(v.BookingID), expected: nullMicros(v.ExpectedAt),
+		edgeUntil: nullMicros(cloud.EdgeUntil(v)), remindFrom: nullMicros(cloud.RemindFrom(v)), hosts: hostIDs(v)}
+}
+
+// The column groups of a visit's UPDATE besides doc and updated_at (a
+// qUpdateVisit index).
+const (
+	colStatus     = 1 << iota // status
+	colPlace                  // type, site_id, host_id, visitor_id, booking_id, expected_at
+	colEdgeUntil              // edge_until
+	colRemindFrom             // remind_from
+	colAll        = 1<<iota - 1
+)
+
+// changed returns the column groups whose values differ from before's.
+func (k visitKeys) changed(before visitKeys) int {
+	var cols int
+	if k.status != before.status {
+		cols |= colStatus
+	}
+	if k.typ != before.typ || k.site != before.site || k.host != before.host || k.visitor != before.visitor ||
+		k.booking != before.booking || k.expected != before.expected {
+		cols |= colPlace
+	}
+	if k.edgeUntil != before.edgeUntil {
+		cols |= colEdgeUntil
+	}
+	if k.remindFrom != before.remindFrom {
+		cols |= colRemindFrom
+	}
+	return cols
+}
+
+// qUpdateVisit are the visit UPDATEs, one for each set of column groups,
+// prepared on the writer (hotWrites).
+var qUpdateVisit = func() (qs [colAll + 1]string) {
+	for cols := range qs {
+		var set []string
+		if cols&colStatus != 0 {
+			set = append(set, "status = ?")
+		}
+		if cols&colPlace != 0 {
+			set = append(set, "type = ?", "site_id = ?", "host_id = ?", "visitor_id = ?", "booking_id = ?", "expected_at = ?")
+		}
+		if cols&colEdgeUntil != 0 {
+			set = append(set, "edge_until = ?")
+		}
+		if cols&colRemindFrom != 0 {
+			set = append(set, "remind_from = ?")
+		}
+		set = append(set, "doc = ?", "updated_at = ?")
+		qs[cols] = `UPDATE visits SET ` + strings.Join(set, ", ") + ` WHERE id = ? AND org_id = ? AND mode = ?`
+	}
+	return qs
+}()
 
 // writeAlong stores what w holds, in the tenant t of the visit it goes
 // with, whatever the Tenant fields in w say.
@@ -221,7 +304,7 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 		if err != nil {
 			return err
 		}
-		before := hostIDs(v)
+		before := keysOf(v)
 		var w cloud.VisitWrites
 		if err := fn(&v, &w); err != nil {
 			return err
@@ -231,7 +314,7 @@ func (s *Store) UpdateVisit(ctx context.Context, t cloud.Tenant, id string, fn f
 				return err
 			}
 		}
-		if err := updateVisitRow(ctx, tx, f, t, id, before, v); err != nil {
+		if err := updateVisitRow(ctx, tx, f, t, before, v); err != nil {
 			return err
 		}
 		if err := writeAlong(ctx, tx, f, t, w); err != nil {

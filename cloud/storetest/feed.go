@@ -29,6 +29,7 @@ func feedTests() []test {
 		{"RolledBackWritesNothing", testFeedRollback},
 		{"InvalidChangeFailsTheWrite", testFeedInvalidChange},
 		{"ChangesPaging", testFeedPaging},
+		{"FeedHead", testFeedHead},
 		{"ConcurrentWritersNoGaps", testFeedConcurrentWriters},
 		{"Snapshot", testSnapshot},
 		{"SnapshotConsistent", testSnapshotConsistent},
@@ -116,6 +117,30 @@ func (e *env) newEdKey(t testing.TB, tn cloud.Tenant, opts ...func(*cloud.PassKe
 }
 
 // --- the feed ---------------------------------------------------------------
+
+// FeedHead is the head SiteChanges reads, after every write committed; 0
+// for a site the tenant does not have.
+func testFeedHead(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	h, err := e.s.FeedHead(t.Context(), e.a, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, e.head(t, e.a, s.ID), h)
+	require.NotZero(t, h, "a new site's settings are on its feed")
+	e.newVisit(t, e.a, s.ID)
+	h2, err := e.s.FeedHead(t.Context(), e.a, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, e.head(t, e.a, s.ID), h2)
+	require.Greater(t, h2, h, "the visit's change moved the head")
+	for _, tc := range []struct {
+		name string
+		tn   cloud.Tenant
+		site string
+	}{{"another tenant's site", e.b, s.ID}, {"no such site", e.a, ids.New(ids.Site)}} {
+		h, err := e.s.FeedHead(t.Context(), tc.tn, tc.site)
+		require.NoError(t, err, tc.name)
+		require.Zero(t, h, tc.name)
+	}
+}
 
 // Every visit a write touches goes out once, as the write left it: the
 // new visit, the visit updated and the visits made with it.

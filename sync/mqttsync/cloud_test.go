@@ -512,6 +512,53 @@ func TestCloud_PublisherSteadyCommitsAtOnce(t *testing.T) {
 	})
 }
 
+// The facts worker waits while facts keep arriving, each within a quarter
+// of FactLinger of the last, FactLinger at most, and then takes them as
+// one batch; without FactLinger it takes the first alone. Time is
+// synctest's.
+func TestCloud_FactLingerGathersABurst(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		linger time.Duration
+		pushes int           // facts after the first
+		every  time.Duration // apart
+		taken  int
+		waited time.Duration
+	}{
+		{"a burst", 2 * time.Millisecond, 4, 300 * time.Microsecond, 5, 2 * time.Millisecond},
+		{"a pair", 2 * time.Millisecond, 1, 300 * time.Microsecond, 2, time.Millisecond},
+		{"a stream, cut at FactLinger", 2 * time.Millisecond, 20, 150 * time.Microsecond, 14, 2 * time.Millisecond},
+		{"a quiet spell", 2 * time.Millisecond, 1, 700 * time.Microsecond, 1, 500 * time.Microsecond},
+		{"no linger", -1, 4, 300 * time.Microsecond, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, err := NewCloud(CloudConfig{BrokerURL: "tcp://127.0.0.1:1", ClientID: "svc-cloud-test", Store: newFakeCloud(),
+					Logger: testLogger(t), FactLinger: tc.linger})
+				require.NoError(t, err)
+				fact := message{topic: "svc/test/org/sites/site/facts/edge", payload: []byte("{}")}
+				c.facts.push(fact)
+				start := time.Now()
+				taken := make(chan int)
+				waited := make(chan time.Duration, 1)
+				go func() {
+					timer := time.NewTimer(time.Hour)
+					timer.Stop()
+					c.linger(t.Context(), timer)
+					waited <- time.Since(start)
+					taken <- len(c.facts.take(c.cfg.FactBatch))
+				}()
+				for range tc.pushes {
+					time.Sleep(tc.every)
+					c.facts.push(fact)
+				}
+				assert.Equal(t, tc.taken, <-taken)
+				assert.Equal(t, tc.waited, <-waited)
+			})
+		})
+	}
+}
+
 func TestPacer(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }

@@ -330,6 +330,12 @@ func (s *fakeCloud) Changes(_ context.Context, site protocol.Site, after uint64,
 	return slices.Clone(fs.changes[from:to]), head, nil
 }
 
+func (s *fakeCloud) FeedHead(_ context.Context, site protocol.Site) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return uint64(len(s.site(site).changes)), nil
+}
+
 func (s *fakeCloud) Snapshot(_ context.Context, site protocol.Site) (protocol.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -105,33 +105,35 @@ import (
 )
 
 type options struct {
-	scenario   string
-	store      string
-	broker     string
-	n          int
-	workers    int
-	rate       float64
-	duration   time.Duration
-	warmup     time.Duration
-	runs       int
-	edgeBin    string
-	dir        string
-	keep       bool
-	cpuProfile string
-	analyze    bool
-	traceSQL   bool
-	verbose    bool
-	timeout    time.Duration
-	halves     int
-	notify     bool
-	preload    int
-	data       string
-	key        string
-	siteID     string
-	hostID     string
-	window     int
-	brokerN    int
-	smaps      bool
+	scenario     string
+	store        string
+	broker       string
+	n            int
+	workers      int
+	rate         float64
+	duration     time.Duration
+	warmup       time.Duration
+	runs         int
+	edgeBin      string
+	dir          string
+	keep         bool
+	cpuProfile   string
+	analyze      bool
+	traceSQL     bool
+	factLinger   time.Duration
+	publishEvery time.Duration
+	verbose      bool
+	timeout      time.Duration
+	halves       int
+	notify       bool
+	preload      int
+	data         string
+	key          string
+	siteID       string
+	hostID       string
+	window       int
+	brokerN      int
+	smaps        bool
 }
 
 func main() {
@@ -151,6 +153,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "drain: write a CPU profile of this process while the outbox drains")
 	flag.BoolVar(&o.analyze, "analyze", true, "PostgreSQL: ANALYZE the schema's tables once the visits are made (autovacuum may be off)")
+	flag.DurationVar(&o.factLinger, "fact-linger", 0, "the cloud halves' FactLinger (0: mqttsync's default)")
+	flag.DurationVar(&o.publishEvery, "publish-every", 0, "the cloud halves' PublishEvery (0: mqttsync's default)")
 	flag.BoolVar(&o.traceSQL, "trace-sql", false, "PostgreSQL, drain: count and time each statement the store runs while the outbox drains")
 	flag.IntVar(&o.halves, "cloud-halves", 1, "cloud halves (cloud processes) sharing the facts; svc-cloud runs one a process")
 	flag.BoolVar(&o.notify, "notify", true, "wake the cloud halves' publishers on every committed change, as svc-cloud does; false leaves them to their 100 ms poll")
@@ -578,7 +582,8 @@ func (b *bench) startCloud(ctx context.Context) error {
 		half, err := mqttsync.NewCloud(mqttsync.CloudConfig{
 			BrokerURL: b.brokerURL, Username: b.cloudUser, Password: b.cloudPwd,
 			ClientID: "edgesync-bench-" + hex.EncodeToString(rnd[:]), Filters: b.filters,
-			Store: b.sync, Logger: b.log.With("part", "cloud-sync", "half", i),
+			Store: b.sync, Logger: b.log.With("part", "cloud-sync", "half", i), FactLinger: b.o.factLinger,
+			PublishEvery: b.o.publishEvery,
 		})
 		if err != nil {
 			return err
