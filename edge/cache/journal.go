@@ -354,22 +354,29 @@ func journalSalt(tx *bolt.Tx) uint64 {
 	return binary.LittleEndian.Uint64(b)
 }
 
-// replay applies the frames of the journal beside the file that follow
-// it, in one transaction, and returns how many records they held. It
-// reads the journal whole, whatever its size; a missing one holds none.
-func (c *Cache) replay() (int, error) {
-	b, err := os.ReadFile(journalPath(c.path))
+// journalFollowing reads the journal beside the file whole, whatever its
+// size, and returns it, how many bytes at its start follow the file (as
+// replay applies them) and how many records those hold. A missing
+// journal holds none.
+func (c *Cache) journalFollowing() (b []byte, n, records int, err error) {
+	b, err = os.ReadFile(journalPath(c.path))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return nil, 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("journal: %w", err)
+		return nil, 0, 0, fmt.Errorf("journal: %w", err)
 	}
-	var n, records int
 	err = c.read(func(tx *bolt.Tx) error {
 		n, _, records = following(b, journalSalt(tx), c.counter)
 		return nil
 	})
+	return b, n, records, err
+}
+
+// replay applies the frames of the journal beside the file that follow
+// it, in one transaction, and returns how many records they held.
+func (c *Cache) replay() (int, error) {
+	b, n, records, err := c.journalFollowing()
 	if err == nil && records > 0 { // a sound file is written only when the journal holds what it lacks
 		err = c.write(func(tx *bolt.Tx) error { return applyFrames(tx, b[:n]) })
 	}
@@ -382,18 +389,7 @@ func (c *Cache) replay() (int, error) {
 // journaled counts the records in the journal beside the file that
 // follow it, as replay would apply them, without writing.
 func (c *Cache) journaled() (int, error) {
-	b, err := os.ReadFile(journalPath(c.path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("journal: %w", err)
-	}
-	var records int
-	err = c.read(func(tx *bolt.Tx) error {
-		_, _, records = following(b, journalSalt(tx), c.counter)
-		return nil
-	})
+	_, _, records, err := c.journalFollowing()
 	return records, err
 }
 

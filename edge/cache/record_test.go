@@ -16,15 +16,8 @@ import (
 // stored whole with its own counter, the counters have no gap, a fact ID
 // sent twice at once is stored once, and it all survives a restart.
 func TestRecord_ConcurrentRecordsEachStoredOnce(t *testing.T) {
-	c, path := newCache(t)
 	const n = 48
-	visits := make([]protocol.Visit, n)
-	objs := make([]any, n)
-	for i := range visits {
-		visits[i] = newVisit()
-		objs[i] = visits[i]
-	}
-	apply(t, c, 1, objs...)
+	c, path, visits := site(t, n)
 	twice := checkInFact(visits[0].ID)
 
 	var wg sync.WaitGroup
