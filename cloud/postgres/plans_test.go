@@ -271,15 +271,22 @@ func planStore(t *testing.T, tune func(*pgxpool.Config)) (*postgres.Store, *pgx.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	ccfg, err := pgx.ParseConfig(url)
+	return s, schemaConn(t, url, schema)
+}
+
+// schemaConn opens a connection of the test's own to schema, closed when
+// the test ends.
+func schemaConn(t *testing.T, url, schema string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, ccfg)
+	cfg.RuntimeParams["search_path"] = schema
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	return s, conn
+	return conn
 }

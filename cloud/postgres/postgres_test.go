@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek"
 	"github.com/svc-vms/svc/cloud/postgres/postgrestest"
@@ -152,16 +153,7 @@ func TestSealing(t *testing.T) {
 	url := postgrestest.URL(t)
 	schema := postgrestest.NewSchema(t, url)
 	ctx := context.Background()
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = schema
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(ctx) })
+	conn := schemaConn(t, url, schema)
 	// dollars numbers the ? placeholders of the shared checks.
 	dollars := func(q string) string {
 		var b strings.Builder

@@ -1259,12 +1259,9 @@ func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 				if limit > 0 && len(journaled) == limit {
 					return errStop
 				}
-				_, f, err := decodeRow(b)
-				if err != nil {
-					return corrupt(bucketOutbox, k, err)
-				}
-				journaled = append(journaled, f)
-				return nil
+				var err error
+				journaled, err = appendOutboxFact(journaled, k, b)
+				return err
 			})
 			if err != nil {
 				return err
@@ -1277,11 +1274,10 @@ func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 			k, b = cur.Seek(u64(after + 1))
 		}
 		for ; k != nil && (limit <= 0 || len(out) < limit); k, b = cur.Next() {
-			_, f, err := decodeRow(b)
-			if err != nil {
-				return corrupt(bucketOutbox, k, err)
+			var err error
+			if out, err = appendOutboxFact(out, k, b); err != nil {
+				return err
 			}
-			out = append(out, f)
 		}
 		return nil
 	})
@@ -1293,6 +1289,16 @@ func (c *Cache) OutboxAfter(after uint64, limit int) ([]protocol.Fact, error) {
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// appendOutboxFact appends the fact of the outbox row k, b (the file's or
+// the journal's) to out; a *CorruptError when it does not decode.
+func appendOutboxFact(out []protocol.Fact, k, b []byte) ([]protocol.Fact, error) {
+	_, f, err := decodeRow(b)
+	if err != nil {
+		return out, corrupt(bucketOutbox, k, err)
+	}
+	return append(out, f), nil
 }
 
 // OutboxStats returns how many facts wait for acknowledgement and when

@@ -446,18 +446,27 @@ func (c *Cloud) linger(ctx context.Context, timer *time.Timer) {
 		if wait <= 0 {
 			return
 		}
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !waitTimer(ctx, timer, wait) {
 			return
-		case <-timer.C:
 		}
 		m := c.facts.len()
 		if m == n {
 			return // none came: the burst is over
 		}
 		n = m
+	}
+}
+
+// waitTimer waits d on t, a timer stopped with its channel empty, and
+// leaves it so; false when ctx ended first.
+func waitTimer(ctx context.Context, t *time.Timer, d time.Duration) bool {
+	t.Reset(d)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -895,14 +904,8 @@ func (c *Cloud) publisher(ctx context.Context) {
 		case <-c.notify:
 		case <-t.C:
 		}
-		if wait := pace.take(time.Now()); wait > 0 {
-			gap.Reset(wait)
-			select {
-			case <-ctx.Done():
-				gap.Stop()
-				return
-			case <-gap.C:
-			}
+		if wait := pace.take(time.Now()); wait > 0 && !waitTimer(ctx, gap, wait) {
+			return
 		}
 		// This pass reads after every commit notified so far.
 		select {
