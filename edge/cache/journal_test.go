@@ -209,6 +209,49 @@ func TestReset_CarriesTheJournal(t *testing.T) {
 	require.True(t, ok)
 }
 
+// A punch the relay then failed is voided: its refusal puts the person's
+// punch before it back, or deletes it when there was none. Reset of a
+// damaged file takes each person's last punch as the journal leaves it,
+// not the newest ever put: a voided punch that came back would turn the
+// person's next punch the wrong way.
+func TestReset_KeepsAVoidedPunchVoided(t *testing.T) {
+	path, _ := filled(t)
+	c := openCache(t, path)
+	punch := func(person string, restore *cache.PunchRestore) protocol.Fact {
+		f := protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactPunch, At: t0, GateID: gateID,
+			PersonID: person, Direction: protocol.DirectionIn}
+		got, err := c.Record(cache.LocalChange{}, f)
+		require.NoError(t, err)
+		void := protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactRefused, At: t0, GateID: gateID,
+			PersonID: person, Reason: protocol.ReasonRelayFailed, Voids: got.ID}
+		if restore != nil {
+			_, err = c.Record(cache.LocalChange{RestorePunch: restore}, void)
+			require.NoError(t, err)
+		}
+		return got
+	}
+	// Ada's first punch stands, her second is voided; Alan's only punch is
+	// voided.
+	ada, alan := ids.New(ids.Person), ids.New(ids.Person)
+	first := punch(ada, nil)
+	punch(ada, &cache.PunchRestore{PersonID: ada, Last: &first})
+	punch(alan, &cache.PunchRestore{PersonID: alan})
+	cache.Crash(c)
+	_, leaves := cache.BucketPages(t, path, "visits")
+	ps, _ := cache.Layout(t, path)
+	damage(t, path, func(b []byte) []byte { clear(b[int(leaves[1])*ps : int(leaves[1]+1)*ps]); return b })
+
+	rec, err := cache.Reset(path, cache.Options{EdgeID: edgeID}, t0)
+	require.NoError(t, err)
+	require.Equal(t, 2, rec.Punches, "filled's person's and Ada's")
+	view := openCache(t, path).View()
+	last, ok := view.LastPunch(ada)
+	require.True(t, ok)
+	require.Equal(t, first.ID, last.ID, "Ada's last punch is the one before the voided one")
+	_, ok = view.LastPunch(alan)
+	require.False(t, ok, "Alan's voided punch stays voided")
+}
+
 // Check counts the records the journal holds that the file lacks, and
 // does not write them.
 func TestCheck_CountsTheJournal(t *testing.T) {

@@ -189,14 +189,24 @@ func (s *salvage) outboxRow(k, v []byte, loose bool) bool {
 // punch takes v, filed under k, as a person's last punch if it is one of
 // this edge's, keeping the newest per person.
 func (s *salvage) punch(k, v []byte) {
-	var f protocol.Fact
-	if protocol.Decode(v, &f) != nil || f.Kind != protocol.FactPunch || f.PersonID != string(k) || (s.edgeID != "" && f.EdgeID != s.edgeID) {
+	f, ok := s.punchFact(k, v)
+	if !ok {
 		return
 	}
 	if old, ok := s.punches[f.PersonID]; !ok || f.Counter > old.Counter {
 		s.punches[f.PersonID] = f
 	}
+}
+
+// punchFact decodes v, filed under k, as a last punch of this edge's, and
+// counts its counter as one the file shows.
+func (s *salvage) punchFact(k, v []byte) (protocol.Fact, bool) {
+	var f protocol.Fact
+	if protocol.Decode(v, &f) != nil || f.Kind != protocol.FactPunch || f.PersonID != string(k) || (s.edgeID != "" && f.EdgeID != s.edgeID) {
+		return protocol.Fact{}, false
+	}
 	s.counter = max(s.counter, f.Counter)
+	return f, true
 }
 
 // metaValue takes the edge and the fact counter from the meta bucket.
@@ -271,15 +281,33 @@ func (w *salvager) leaves(root uint64, inline []byte, fn func(flags uint32, k, v
 // facts the file lacks; the others are from before the last flush, and
 // are taken as found outside the outbox's tree: the file had them, and the
 // cloud may have acknowledged them since.
+//
+// A person's last punch is not the newest punch ever put: a refusal that
+// voids a punch puts the one before it back, or deletes it. The journal's
+// frames are in order, so within each kind the last put or delete wins:
+// the following frames' over whatever the pages hold, the older frames'
+// only for people whose punch the pages did not give.
 func (s *salvage) fromJournal(b []byte) {
 	n, _, _ := following(b, s.salt, s.meta)
+	newer, older := map[string]*protocol.Fact{}, map[string]*protocol.Fact{}
 	for at := 0; ; {
 		f, ok := readFrame(b[at:])
 		if !ok {
-			return
+			break
 		}
 		loose := at >= n
 		_ = eachOp(f.ops, func(bucket byte, del bool, k, v []byte) error {
+			if bucket == jPunches {
+				last := newer
+				if loose {
+					last = older
+				}
+				if del {
+					last[string(k)] = nil
+				} else if p, ok := s.punchFact(k, v); ok {
+					last[p.PersonID] = &p
+				}
+			}
 			if del {
 				return nil
 			}
@@ -289,8 +317,6 @@ func (s *salvage) fromJournal(b []byte) {
 				if s.outboxRow(k, v, loose) && len(s.facts) > before && !loose {
 					s.journal++
 				}
-			case jPunches:
-				s.punch(k, v)
 			case jMeta:
 				if bytes.Equal(k, metaCounter) && len(v) == 8 {
 					s.counter = max(s.counter, binary.BigEndian.Uint64(v))
@@ -299,6 +325,18 @@ func (s *salvage) fromJournal(b []byte) {
 			return nil
 		})
 		at += f.size
+	}
+	for person, p := range older {
+		if _, ok := s.punches[person]; !ok && p != nil {
+			s.punches[person] = *p
+		}
+	}
+	for person, p := range newer {
+		if p == nil {
+			delete(s.punches, person)
+		} else {
+			s.punches[person] = *p
+		}
 	}
 }
 
