@@ -64,32 +64,37 @@ var sourceNames = [...]string{"shrunk", "full", "inverted", "blurred", "enlarged
 
 func (s source) String() string { return sourceNames[s] }
 
-// step is one attempt: a plane, a binarizer, and whether the finder scans
-// harder.
+// step is one attempt: a plane, a binarizer, whether the finder scans
+// harder, and whether it tries every triple of finder patterns (see read).
 type step struct {
 	src    source
 	bin    binarizer
 	harder bool
+	every  bool
 }
 
 func (s step) String() string {
-	h := ""
+	t := s.src.String() + "/" + s.bin.String()
 	if s.harder {
-		h = "+harder"
+		t += "+harder"
 	}
-	return s.src.String() + "/" + s.bin.String() + h
+	if s.every {
+		t += "+every"
+	}
+	return t
 }
 
 // steps is the order of attempts, cheapest and likeliest first; the first
 // code found wins. docs/decisions.md has the figures behind it.
 var steps = []step{
-	{srcShrunk, hybrid, false},
-	{srcFull, hybrid, true},
-	{srcFull, global, false},
-	{srcInverted, hybrid, false},
-	{srcBlurred, hybrid, false},
-	{srcEnlarged, global, false},
-	{srcTurned, hybrid, false},
+	{srcShrunk, hybrid, false, false},
+	{srcFull, hybrid, true, false},
+	{srcFull, global, false, false},
+	{srcFull, hybrid, true, true},
+	{srcInverted, hybrid, false, false},
+	{srcBlurred, hybrid, false, false},
+	{srcEnlarged, global, false, false},
+	{srcTurned, hybrid, false, false},
 }
 
 // frame holds the planes one Decode derives, each made when first needed.
@@ -174,7 +179,7 @@ func decode(img image.Image, order []step) (text string, i int, err error) {
 		if p == nil {
 			continue
 		}
-		if text, err := read(p, s.bin, s.harder); err == nil {
+		if text, err := read(p, s.bin, s.harder, s.every); err == nil {
 			return text, i, nil
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -326,5 +329,46 @@ func BenchmarkDecode_NoCode(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecode_FalseFinderPatterns reads passes whose codes hold runs in
+// their data that gozxing's single-code finder takes for finder patterns
+// (testdata/false-finder-passes.txt says how they were found): each as the
+// cloud's pass.png draws it, and as a camera sees it held up at a slant.
+// Without the attempt that tries every triple of finder patterns, none of
+// the plain ones is read.
+func TestDecode_FalseFinderPatterns(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "false-finder-passes.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var toks []string
+	for line := range strings.Lines(string(data)) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			toks = append(toks, line)
+		}
+	}
+	if len(toks) == 0 {
+		t.Fatal("no tokens in testdata/false-finder-passes.txt")
+	}
+	for i, tok := range toks {
+		sym := symbol(t, tok)
+		frames := []struct {
+			name  string
+			frame []byte
+		}{
+			{"pass.png", qrPNG(t, tok, 512)},
+			{"held at 8°", encodePNG(t, render(scene{w: 640, h: 480, background: paper(640, 480),
+				toModule: placed(len(sym), 380, 320, 240, 8), dark: 30, light: 235}, sym))},
+		}
+		for _, f := range frames {
+			t.Run(fmt.Sprintf("%d/%s", i+1, f.name), func(t *testing.T) {
+				got, err := qrdecode.DecodeBytes(f.frame)
+				if err != nil || got != tok {
+					t.Fatalf("DecodeBytes = %q, %v; want\n%q", got, err, tok)
+				}
+			})
+		}
 	}
 }
