@@ -24,9 +24,10 @@ import (
 	"sync"
 	"time"
 
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 //go:embed migrations/*.sql
