@@ -16,10 +16,18 @@ import (
 type scanner interface{ Scan(dest ...any) error }
 
 // get runs a single-row query, turning no rows into cloud.ErrNotFound.
+// Every query it runs reads a row by key, so on the read pool it is a
+// point read (readDB.point).
 func get[T any](ctx context.Context, db interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, scan func(scanner) (T, error), query string, args ...any) (T, error) {
-	v, err := scan(db.QueryRowContext(ctx, query, args...))
+	var row scanner
+	if r, ok := db.(*readDB); ok {
+		row = r.point(ctx, query, args...)
+	} else {
+		row = db.QueryRowContext(ctx, query, args...)
+	}
+	v, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, cloud.ErrNotFound
 	}
