@@ -372,8 +372,12 @@ func (s *Store) People(ctx context.Context, t cloud.Tenant, ids []string) ([]clo
 		args = append(args, id)
 	}
 	q := `SELECT ` + personCols + ` FROM people WHERE org_id = ? AND mode = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
-	out, _, err := list(ctx, s.r, scanPerson, len(ids)+1, q, args...)
-	return out, err
+	var out []cloud.Person
+	err := s.r.byKey(ctx, func(ctx context.Context, r keyReader) (err error) {
+		out, _, err = list(ctx, r, scanPerson, len(ids)+1, q, args...)
+		return err
+	})
+	return out, classify(err)
 }
 
 // UpdatePerson implements cloud.Store: the person goes out on the feed of
