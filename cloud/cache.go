@@ -40,6 +40,19 @@ func (c *cache[V]) get(key string, make func() (V, error)) (V, error) {
 	return v, nil
 }
 
+// getBytes is get with the key as bytes: a key found is looked up without
+// copying it into a string (parseForm's key is the schema, some KB, on
+// every visit made or shown).
+func (c *cache[V]) getBytes(key []byte, make func() (V, error)) (V, error) {
+	c.mu.RLock()
+	v, ok := c.m[string(key)]
+	c.mu.RUnlock()
+	if ok {
+		return v, nil
+	}
+	return c.get(string(key), make)
+}
+
 var (
 	forms = &cache[*form.Form]{}
 	zones = &cache[*time.Location]{}
@@ -48,7 +61,7 @@ var (
 // parseForm is form.Parse, cached by the schema's bytes. A parsed form is
 // never changed after parsing, so sharing it is safe.
 func parseForm(schema []byte) (*form.Form, error) {
-	return forms.get(string(schema), func() (*form.Form, error) { return form.Parse(schema) })
+	return forms.getBytes(schema, func() (*form.Form, error) { return form.Parse(schema) })
 }
 
 // loadLocation is time.LoadLocation, cached by name.

@@ -29,3 +29,18 @@ func TestParseForm_CachesByTheSchemaBytes(t *testing.T) {
 	_, err = loadLocation("Mars/Olympus")
 	require.Error(t, err)
 }
+
+// TestParseForm_CachedWithoutCopying checks that a form already parsed is
+// found without copying its schema into a string key (some KB on every
+// visit made or shown).
+func TestParseForm_CachedWithoutCopying(t *testing.T) {
+	schema := form.Default("meeting")
+	_, err := parseForm(schema)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := parseForm(schema); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs)
+}

@@ -50,3 +50,57 @@ func TestEvents_FromEdgeFacts(t *testing.T) {
 		require.Equal(t, e.entry, data.GateID)
 	})
 }
+
+// One write that records more events than a store inserts in one
+// statement (an edge's batch of 40 check-ins) stores every event once and
+// queues each one delivery per endpoint subscribed to it: here one
+// endpoint takes every type, one only check-ins, one only check-outs.
+func TestEvents_ManyInOneWrite(t *testing.T) {
+	stores.Each(t, func(t *testing.T, store cloud.Store) {
+		e := newEdgeEnv(t, store)
+		e.svc.SetEventRenderer(httpapi.RenderEvent)
+		endpoint := func(types ...string) cloud.WebhookEndpoint {
+			url := "https://hooks.example.org/" + types[0]
+			w, err := e.svc.CreateWebhookEndpoint(t.Context(), e.actor, cloud.WebhookInput{URL: &url, EventTypes: types})
+			require.NoError(t, err)
+			return w
+		}
+		every, checkIns, checkOuts := endpoint("*"), endpoint(cloud.EventVisitCheckedIn), endpoint(cloud.EventVisitCheckedOut)
+		const n = 40
+		visits := map[string]bool{}
+		var facts []protocol.Fact
+		for range n {
+			v := e.visit(t)
+			visits[v.ID] = true
+			facts = append(facts, e.fact(protocol.FactCheckIn, v.ID))
+		}
+		e.clock.Advance(10 * time.Minute)
+		errs, err := e.svc.ApplyFacts(t.Context(), e.site, facts)
+		require.NoError(t, err)
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+
+		evs, _, err := e.svc.Events(t.Context(), e.actor, cloud.EventFilter{Type: cloud.EventVisitCheckedIn}, cloud.Page{Limit: 100})
+		require.NoError(t, err)
+		require.Equal(t, n, len(evs), "check-in events")
+		for _, ev := range evs {
+			require.True(t, visits[ev.ObjectID], "one event per visit checked in")
+			delete(visits, ev.ObjectID)
+		}
+		for _, c := range []struct {
+			w    cloud.WebhookEndpoint
+			want int
+		}{{every, n}, {checkIns, n}, {checkOuts, 0}} {
+			ds, _, err := e.svc.WebhookDeliveries(t.Context(), e.actor, c.w.ID, cloud.DeliveryFilter{}, cloud.Page{Limit: 100})
+			require.NoError(t, err)
+			var checkedIn int
+			for _, d := range ds {
+				if d.EventType == cloud.EventVisitCheckedIn {
+					checkedIn++
+				}
+			}
+			require.Equal(t, c.want, checkedIn, "deliveries of check-ins to %s", c.w.URL)
+		}
+	})
+}

@@ -16,6 +16,11 @@
 # svc-cloud serve over each measured run in DIR (STORE-TARGET.pprof, for
 # go tool pprof); profiling costs CPU, so its figures are not the plain
 # run's.
+#
+# Each line ends with cpu_ms_per_req: the CPU time (user and system) the
+# server process used over the measured run, divided by the requests wrk
+# completed in it. It counts the server's own work whatever else runs on
+# the machine, where requests/s falls with the load.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -27,6 +32,7 @@ BENCH_STORES=${BENCH_STORES:-sqlite,postgres}
 BENCH_TARGETS=${BENCH_TARGETS:-teams,visits,checkin,onevisitor}
 BENCH_PROFILE_DIR=${BENCH_PROFILE_DIR:-}
 ADMIN=${ADMIN:-}
+SERVER_PID= # the process measure charges CPU time to
 
 wanted() { # list item: whether the comma-separated list names item
   case ",$1," in *",$2,"*) return 0 ;; esac
@@ -60,16 +66,36 @@ wait_port() {
 # analyzes the bench schema (see analyze_schema below).
 settle() { :; }
 
+# cpu_ticks pid: the process's user and system time so far, in clock ticks.
+cpu_ticks() {
+  local stat
+  stat=$(cat "/proc/$1/stat")
+  stat=${stat##*) } # past the command's name, which may hold spaces
+  set -- $stat
+  echo $((${12} + ${13})) # utime and stime, fields 14 and 15 of the whole line
+}
+
+# cpu_per_req ticks-before out: the RESULT line out with the server's CPU
+# milliseconds per request since ticks-before appended.
+cpu_per_req() {
+  local before=$1 out=$2 n
+  n=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$out")
+  awk -v t=$(($(cpu_ticks "$SERVER_PID") - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v out="$out" \
+    'BEGIN { printf "%s cpu_ms_per_req=%.3f\n", out, (n > 0 ? t * 1000 / hz / n : 0) }'
+}
+
 measure() { # label url script
   local label=$1 url=$2 script=$3
   wrk -t"$THREADS" -c"$CONNS" -d2s -s "cloud/bench/$script" "$url" >/dev/null # warm-up
   settle
-  local out prof=""
+  local out prof="" ticks
   if [ -n "$BENCH_PROFILE_DIR" ] && [ -n "$ADMIN" ]; then
     local name=${label//[^A-Za-z0-9]/-}
     curl -sf -o "$BENCH_PROFILE_DIR/$name.pprof" "http://$ADMIN/debug/pprof/profile?seconds=$(( $(seconds "$DURATION") - 1 ))" & prof=$!
   fi
+  ticks=$(cpu_ticks "$SERVER_PID")
   out=$(wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s "cloud/bench/$script" "$url" | grep '^RESULT')
+  out=$(cpu_per_req "$ticks" "$out")
   [ -z "$prof" ] || wait "$prof"
   printf '%-40s %s\n' "$label" "${out#RESULT }"
 }
@@ -95,7 +121,7 @@ make_visits() {
 # understate the rate: then more visits are made and the measurement is
 # repeated.
 measure_checkin() {
-  local label=$1 url=$2 ids=$3 dur total n warm out attempt
+  local label=$1 url=$2 ids=$3 dur total n warm out attempt ticks
   dur=$(seconds "$DURATION")
   total=$((dur + 2))
   # The POST /visits runs made as many visits as a check-in run of the same
@@ -111,7 +137,9 @@ measure_checkin() {
     tail -n +"$((warm + 1))" "$tmp/pool" >"$tmp/pool.run"
     IDS=$tmp/pool.warm THREADS=$THREADS wrk -t"$THREADS" -c"$CONNS" -d2s -s cloud/bench/checkin.lua "$url" >/dev/null
     settle
+    ticks=$(cpu_ticks "$SERVER_PID")
     out=$(IDS=$tmp/pool.run THREADS=$THREADS wrk -t"$THREADS" -c"$CONNS" -d"$DURATION" --latency -s cloud/bench/checkin.lua "$url" | grep '^RESULT')
+    out=$(cpu_per_req "$ticks" "$out")
     case $out in *ran_out=0*) break ;; esac
     [ "$attempt" = 3 ] && break
     echo "bench: $label ran out of its $((n - warm)) visits; making more" >&2
@@ -122,6 +150,7 @@ measure_checkin() {
 
 # The yardstick: a bare echo handler with a fixed body.
 "$tmp/baseline" --addr 127.0.0.1:18099 & pids+=($!)
+SERVER_PID=$!
 wait_port 18099
 KEY="" measure "baseline GET /v1/teams" http://127.0.0.1:18099 get.lua
 KEY="none" measure "baseline POST /v1/teams" http://127.0.0.1:18099 post.lua
@@ -145,6 +174,7 @@ bench_store() { # name port store-flags...
     ADMIN=127.0.0.1:$((port + 100))
   fi
   SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" "${admin[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --mqtt-tls-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
+  SERVER_PID=$!
   wait_port "$port"
   # 30 unarchived teams with three members each, so a page of 25 is full.
   wanted "$BENCH_TARGETS" teams && for i in $(seq 1 30); do

@@ -100,7 +100,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (cloud.Principal, er
 	var mode, kind, scopes, plan string
 	var created int64
 	var revoked sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT k.id, k.org_id, k.mode, k.kind, k.scopes, k.hash, k.last4, k.created_at, k.revoked_at, o.plan
+	err := s.r.point(ctx, `SELECT k.id, k.org_id, k.mode, k.kind, k.scopes, k.hash, k.last4, k.created_at, k.revoked_at, o.plan
 		FROM api_keys k JOIN organisations o ON o.id = k.org_id WHERE k.hash = ?`, hash).
 		Scan(&p.Key.ID, &p.Key.Tenant.OrgID, &mode, &kind, &scopes, &p.Key.Hash, &p.Key.Last4, &created, &revoked, &plan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -187,7 +187,7 @@ func (s *Store) IdempotencyRecord(ctx context.Context, t cloud.Tenant, key strin
 	rec := cloud.IdempotencyRecord{Tenant: t, Key: key}
 	var created int64
 	var header string
-	err := s.r.QueryRowContext(ctx, `SELECT owner, fingerprint, method, path, created_at, status, header, body
+	err := s.r.point(ctx, `SELECT owner, fingerprint, method, path, created_at, status, header, body
 		FROM idempotency_keys WHERE org_id = ? AND mode = ? AND key = ? AND done = 1 AND created_at >= ?`,
 		t.OrgID, string(t.Mode), key, micros(since)).
 		Scan(&rec.RequestID, &rec.Fingerprint, &rec.Method, &rec.Path, &created, &rec.Response.Status, &header, &rec.Response.Body)

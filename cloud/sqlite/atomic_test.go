@@ -2,12 +2,15 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	msqlite "modernc.org/sqlite"
 
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
@@ -89,4 +92,94 @@ func TestAtomic_GroupCommit(t *testing.T) {
 	require.ErrorIs(t, err, cloud.ErrNotFound, "the failed call's writes are rolled back")
 	_, err = s.Visitor(ctx, tn, w3.Visitor.ID)
 	require.ErrorIs(t, err, cloud.ErrNotFound)
+}
+
+// cancel_once() ends the context waiting in cancels, if one is, and
+// answers 1.
+var (
+	cancels            = make(chan context.CancelFunc, 1)
+	registerCancelOnce sync.Once
+)
+
+// TestAtomic_CancelMidStatementFailsOnlyItsCall ends a call's context
+// while its statement runs in the writer's transaction, which already
+// holds another call's released writes: the statement runs to its end,
+// the call fails at its next statement and rolls back its own savepoint,
+// and the other call's writes commit. (Interrupted by SQLite instead, an
+// INSERT inside a transaction rolls the whole transaction back, and both
+// calls would fail.)
+func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
+	registerCancelOnce.Do(func() {
+		msqlite.MustRegisterScalarFunction("cancel_once", 0, func(*msqlite.FunctionContext, []driver.Value) (driver.Value, error) {
+			select {
+			case cancel := <-cancels:
+				cancel()
+			default:
+			}
+			return int64(1), nil
+		})
+	})
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "cloud.db"), kektest.Ring())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	org := cloud.Organisation{ID: ids.New(ids.Organisation), Name: "Org", Plan: cloud.PlanPro, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateOrganisation(ctx, org))
+	tn := cloud.Tenant{OrgID: org.ID, Mode: cloud.ModeLive}
+	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "Site", Timezone: "Europe/London", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateSite(ctx, site))
+	vr := cloud.Visitor{ID: ids.New(ids.Visitor), Tenant: tn, Name: "Ada", CreatedAt: now, UpdatedAt: now}
+	v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: site.ID,
+		VisitorID: vr.ID, CreatedAt: now, UpdatedAt: now}
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var first, second error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		first = s.Atomic(ctx, func(ctx context.Context) error {
+			if err := s.CreateVisit(ctx, v, cloud.VisitWrites{Visitor: &vr}); err != nil {
+				return err
+			}
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	cctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	cancels <- cancel
+	go func() {
+		defer wg.Done()
+		second = s.Atomic(cctx, func(ctx context.Context) error {
+			return s.tx(ctx, func(tx *sql.Tx) error {
+				// Enough rows after the cancel for SQLite's interrupt, were
+				// it sent, to land while the INSERT runs.
+				if _, err := tx.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS scratch (i INTEGER)`); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `INSERT INTO scratch WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+					SELECT i FROM n WHERE cancel_once() = 1`, 300000); err != nil {
+					return err
+				}
+				_, err := tx.ExecContext(ctx, `INSERT INTO scratch (i) VALUES (?)`, 0)
+				return err
+			})
+		})
+	}()
+	require.Eventually(t, func() bool { return len(s.writer.waiting) == 1 }, 10*time.Second, time.Millisecond,
+		"the second call waits for the writer")
+	close(release)
+	wg.Wait()
+	require.NoError(t, first, "the first call's writes commit")
+	require.ErrorIs(t, second, context.Canceled)
+	_, err = s.Visit(ctx, tn, v.ID)
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT count(*) FROM temp.sqlite_master WHERE name = 'scratch'`).Scan(&n))
+	require.Zero(t, n, "the cancelled call's savepoint is rolled back, its table with it")
 }

@@ -16,10 +16,18 @@ import (
 type scanner interface{ Scan(dest ...any) error }
 
 // get runs a single-row query, turning no rows into cloud.ErrNotFound.
+// Every query it runs reads a row by key, so on the read pool it is a
+// point read (readDB.point).
 func get[T any](ctx context.Context, db interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, scan func(scanner) (T, error), query string, args ...any) (T, error) {
-	v, err := scan(db.QueryRowContext(ctx, query, args...))
+	var row scanner
+	if r, ok := db.(*readDB); ok {
+		row = r.point(ctx, query, args...)
+	} else {
+		row = db.QueryRowContext(ctx, query, args...)
+	}
+	v, err := scan(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, cloud.ErrNotFound
 	}
@@ -364,8 +372,12 @@ func (s *Store) People(ctx context.Context, t cloud.Tenant, ids []string) ([]clo
 		args = append(args, id)
 	}
 	q := `SELECT ` + personCols + ` FROM people WHERE org_id = ? AND mode = ? AND id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
-	out, _, err := list(ctx, s.r, scanPerson, len(ids)+1, q, args...)
-	return out, err
+	var out []cloud.Person
+	err := s.r.byKey(ctx, func(ctx context.Context, r keyReader) (err error) {
+		out, _, err = list(ctx, r, scanPerson, len(ids)+1, q, args...)
+		return err
+	})
+	return out, classify(err)
 }
 
 // UpdatePerson implements cloud.Store: the person goes out on the feed of

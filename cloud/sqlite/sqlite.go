@@ -24,9 +24,10 @@ import (
 	"sync"
 	"time"
 
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
 	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 //go:embed migrations/*.sql
@@ -108,7 +109,7 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
-	w, err := sql.Open(driverName, dsn+"&_txlock=immediate")
+	w, err := sql.Open(writerDriverName, dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}

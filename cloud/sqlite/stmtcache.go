@@ -23,6 +23,10 @@ import (
 // small fixed set, so the cache stays small; maxConnStmts bounds it.
 const driverName = "sqlite-svc"
 
+// writerDriverName is driverName for the writer's connection, whose
+// statements run to their end once begun (see cachingConn.detach).
+const writerDriverName = "sqlite-svc-writer"
+
 // maxConnStmts bounds one connection's statements: past it, the
 // connection closes them all and starts again.
 const maxConnStmts = 512
@@ -37,16 +41,20 @@ func init() {
 	base := db.Driver()
 	_ = db.Close()
 	sql.Register(driverName, &cachingDriver{base: base})
+	sql.Register(writerDriverName, &cachingDriver{base: base, detach: true})
 }
 
-type cachingDriver struct{ base driver.Driver }
+type cachingDriver struct {
+	base   driver.Driver
+	detach bool
+}
 
 func (d *cachingDriver) Open(name string) (driver.Conn, error) {
 	c, err := d.base.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	return &cachingConn{Conn: c, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{Conn: c, stmts: map[string]*cachedStmt{}, detach: d.detach}, nil
 }
 
 // cachingConn is a connection with its statements kept prepared.
@@ -55,6 +63,32 @@ func (d *cachingDriver) Open(name string) (driver.Conn, error) {
 type cachingConn struct {
 	driver.Conn
 	stmts map[string]*cachedStmt
+	// detach runs each statement (but BEGIN) to its end once begun: the
+	// context is checked before it starts, not watched while it runs.
+	// This is the writer's connection. Its write transaction holds the
+	// writes of every Atomic call in its group (group commit), and
+	// SQLite's interrupt of an INSERT, UPDATE or DELETE inside a
+	// transaction rolls the whole transaction back, so one request
+	// reaching its deadline mid-statement would fail the others' writes
+	// too; stopped between statements, it rolls back only its own
+	// savepoint. The driver also watches a cancellable context with a
+	// goroutine per statement, about a twentieth of POST /visits' CPU
+	// (docs/performance.md, "POST /v1/visits, CPU per request"). A
+	// statement on the writer is one request's rows, short; BEGIN, which
+	// may wait for another process's lock, stays interruptible.
+	detach bool
+}
+
+// run returns the context a statement runs with, or ctx's error when it
+// has ended before the statement begins.
+func (c *cachingConn) run(ctx context.Context) (context.Context, error) {
+	if !c.detach {
+		return ctx, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 type cachedStmt struct {
@@ -96,7 +130,33 @@ func (c *cachingConn) stmt(ctx context.Context, query string) (st *cachedStmt, o
 }
 
 func (c *cachingConn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
-	return c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	st, err := c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+	if err != nil || !c.detach {
+		return st, err
+	}
+	return &detachedStmt{Stmt: st, c: c}, nil
+}
+
+// detachedStmt is a statement of a detach connection.
+type detachedStmt struct {
+	driver.Stmt
+	c *cachingConn
+}
+
+func (s *detachedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	ctx, err := s.c.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+}
+
+func (s *detachedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	ctx, err := s.c.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
 }
 
 // drop closes query's kept statement after it failed: the next use
@@ -123,6 +183,10 @@ func (c *cachingConn) closeStmts() {
 // migration, a pragma, possibly several statements) goes through as it is.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if len(args) == 0 {
+		ctx, err := c.run(ctx)
+		if err != nil {
+			return nil, err
+		}
 		return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 	}
 	st, oneOff, err := c.stmt(ctx, query)
@@ -142,6 +206,10 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 // QueryContext runs query prepared, as ExecContext does.
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if len(args) == 0 {
+		ctx, err := c.run(ctx)
+		if err != nil {
+			return nil, err
+		}
 		return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 	}
 	st, oneOff, err := c.stmt(ctx, query)

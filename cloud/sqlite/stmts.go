@@ -74,6 +74,50 @@ func (r *readDB) QueryRowContext(ctx context.Context, query string, args ...any)
 	return st.QueryRowContext(ctx, args...)
 }
 
+// byKey runs fn, a read of rows by key (a few rows, each found through
+// an index), on a connection of the pool taken while ctx lasts; fn's
+// statements then run to their end without watching ctx. The driver
+// watches a cancellable context with a goroutine per statement, and
+// database/sql with one more per result set: for reads that end in
+// microseconds, that watching was most of their cost. Inside Atomic,
+// once its transaction has begun, fn reads in it.
+func (r *readDB) byKey(ctx context.Context, fn func(context.Context, keyReader) error) error {
+	if tx := r.inTx(ctx); tx != nil {
+		return fn(ctx, tx)
+	}
+	c, err := r.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(context.WithoutCancel(ctx), c)
+}
+
+// keyReader is a connection or a transaction, as byKey hands them.
+type keyReader interface {
+	querier
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// point returns the row of a read by key, read with byKey when scanned.
+func (r *readDB) point(ctx context.Context, query string, args ...any) *pointRow {
+	return &pointRow{r: r, ctx: ctx, query: query, args: args}
+}
+
+type pointRow struct {
+	r     *readDB
+	ctx   context.Context
+	query string
+	args  []any
+}
+
+// Scan runs the read and scans its row, as sql.Row's Scan does.
+func (p *pointRow) Scan(dest ...any) error {
+	return p.r.byKey(p.ctx, func(ctx context.Context, q keyReader) error {
+		return q.QueryRowContext(ctx, p.query, p.args...).Scan(dest...)
+	})
+}
+
 // Close closes the statements and the pool.
 func (r *readDB) Close() error {
 	r.mu.Lock()

@@ -13,12 +13,17 @@ import (
 	"github.com/svc-vms/svc/cloud/storedoc"
 )
 
-// qFanOut queues an event's deliveries: one per enabled endpoint of its
-// tenant subscribed to its type (or to "*").
-const qFanOut = `INSERT INTO webhook_deliveries (endpoint_id, event_id, org_id, mode, event_type, status, next_attempt_at, created_at, updated_at)
-	SELECT w.id, ?1, w.org_id, w.mode, ?2, 'pending', ?3, ?3, ?3 FROM webhook_endpoints w
-	WHERE w.org_id = ?4 AND w.mode = ?5 AND w.disabled_reason IS NULL
-		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value IN ('*', ?2))`
+// fanOut returns the statement that queues the deliveries of n events,
+// given as n rows of (id, type, created_at, org_id, mode): one per event
+// and enabled endpoint of its tenant subscribed to its type (or to "*"),
+// event by event in the order given.
+func fanOut(n int) string {
+	return `WITH e (id, type, at, org_id, mode) AS (VALUES ` + rowsOf(n, 5) + `)
+	INSERT INTO webhook_deliveries (endpoint_id, event_id, org_id, mode, event_type, status, next_attempt_at, created_at, updated_at)
+	SELECT w.id, e.id, w.org_id, w.mode, e.type, 'pending', e.at, e.at, e.at FROM e CROSS JOIN webhook_endpoints w
+	WHERE w.org_id = e.org_id AND w.mode = e.mode AND w.disabled_reason IS NULL
+		AND EXISTS (SELECT 1 FROM json_each(w.event_types) WHERE value IN ('*', e.type))`
+}
 
 const endpointCols = `id, org_id, mode, url, description, event_types, disabled_reason, secret, prev_secret, prev_until, failing_since, created_at, updated_at`
 
