@@ -250,10 +250,14 @@ func cutField(b []byte) (field, rest []byte, ok bool) {
 	return b[4 : 4+n], b[4+n:], true
 }
 
-// applyOps makes the puts and deletes of ops in tx. The slices stay
-// bbolt's until tx ends.
-func applyOps(tx *bolt.Tx, ops []byte) error {
+// applyOps makes the puts and deletes of ops in tx; with lastCounter
+// false, but its put of the fact counter. The slices stay bbolt's until
+// tx ends.
+func applyOps(tx *bolt.Tx, ops []byte, lastCounter bool) error {
 	return eachOp(ops, func(bucket byte, del bool, key, value []byte) error {
+		if !lastCounter && bucket == jMeta && bytes.Equal(key, metaCounter) {
+			return nil
+		}
 		b := tx.Bucket(journalBuckets[bucket])
 		if b == nil {
 			return fmt.Errorf("journal: the file has no bucket %s", journalBuckets[bucket])
@@ -265,14 +269,17 @@ func applyOps(tx *bolt.Tx, ops []byte) error {
 	})
 }
 
-// applyFrames applies every frame of b, which are whole, in order.
+// applyFrames applies every frame of b, which are whole, in order. Every
+// frame puts the fact counter; only the last frame's put is made, the
+// others' would be overwritten in the same transaction: a flush writes
+// the meta bucket once, not once a record.
 func applyFrames(tx *bolt.Tx, b []byte) error {
 	for len(b) > 0 {
 		f, ok := readFrame(b)
 		if !ok {
 			return errors.New("journal: a frame does not read")
 		}
-		if err := applyOps(tx, f.ops); err != nil {
+		if err := applyOps(tx, f.ops, f.size == len(b)); err != nil {
 			return err
 		}
 		b = b[f.size:]

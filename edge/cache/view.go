@@ -40,7 +40,6 @@ type View struct {
 	types   map[string]protocol.VisitType
 	waiting trie[struct{}] // checked-in visits with needs_someone
 	onSite  trie[struct{}] // checked-in visits
-	pending trie[struct{}] // visits a waiting fact names
 	search  *peopleIndex   // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
@@ -187,6 +186,11 @@ const (
 	flagReentered
 	flagNeedsSomeone
 	flagAtDesk
+	// flagPending marks a visit a waiting fact names (View.Pending): a
+	// bit of the entry a Record writes anyway, where a set of its own
+	// was a second trie to copy on every scan. The edit keeps it across
+	// the visit's writes (putVisit); markPending sets and clears it.
+	flagPending
 )
 
 // statuses numbers the visit statuses for visitEntry.status.
@@ -302,9 +306,11 @@ func packVisitor(r visitorOf) string {
 }
 
 // visitorRecord unpacks the visitor; its strings share the entry's.
-func (e *visitEntry) visitorRecord() visitorOf {
+func (e *visitEntry) visitorRecord() visitorOf { return unpackVisitor(e.visitor) }
+
+// unpackVisitor undoes packVisitor; the strings share s.
+func unpackVisitor(s string) visitorOf {
 	var r visitorOf
-	s := e.visitor
 	r.name, s = nextField(s)
 	r.email, s = nextField(s)
 	r.phone, s = nextField(s)
@@ -344,12 +350,8 @@ func bigEndian(s string) uint64 {
 
 func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	v := protocol.Visit{
-		ID:            id,
-		Status:        string(statuses[e.status]),
-		ExpectedAt:    fromMicros(e.expectedAt),
-		ExpectedUntil: fromMicros(e.expectedUntil),
-		CheckedInAt:   fromMicros(e.checkedInAt),
-		CheckedOutAt:  fromMicros(e.checkedOutAt),
+		ID:     id,
+		Status: string(statuses[e.status]),
 		Rules: protocol.Rules{
 			Window:    protocol.Window{Before: int(e.before), After: int(e.after)},
 			SingleUse: e.flags&flagSingleUse != 0,
@@ -358,6 +360,22 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 		Uses:       int(e.uses),
 		Revoked:    e.flags&flagRevoked != 0,
 		ForVisitID: id,
+	}
+	// The four times share one allocation: a decision reads a visit or
+	// two a scan, and each time apart was one.
+	var ts *[4]time.Time
+	for i, p := range [...]struct {
+		m   int64
+		dst **time.Time
+	}{{e.expectedAt, &v.ExpectedAt}, {e.expectedUntil, &v.ExpectedUntil}, {e.checkedInAt, &v.CheckedInAt}, {e.checkedOutAt, &v.CheckedOutAt}} {
+		if p.m == noTime {
+			continue
+		}
+		if ts == nil {
+			ts = new([4]time.Time)
+		}
+		ts[i] = time.UnixMicro(p.m).UTC()
+		*p.dst = &ts[i]
 	}
 	if x := e.extra; x != nil {
 		if x.hasFor {
@@ -430,9 +448,14 @@ func toMicros(t *time.Time) int64 {
 // never nil. So a visit read from the View equals the one stored.
 func normalize(v protocol.Visit) protocol.Visit {
 	for _, p := range []**time.Time{&v.ExpectedAt, &v.ExpectedUntil, &v.CheckedInAt, &v.CheckedOutAt} {
-		if *p != nil {
-			t := (*p).UTC().Truncate(time.Microsecond)
-			*p = &t
+		if *p == nil {
+			continue
+		}
+		// A time in that form already (a scan's are, read from the View)
+		// is kept: the caller's pointer, which the cache only reads.
+		if t := (*p).UTC().Truncate(time.Microsecond); t != **p {
+			*p = new(time.Time)
+			**p = t
 		}
 	}
 	if v.Rules.GateIDs == nil {
@@ -469,7 +492,8 @@ func (in *interner) share(k visitShared) *visitShared {
 	if r, ok := in.shared[k]; ok {
 		return r
 	}
-	r := &k
+	r := new(visitShared) // not &k: k would move to the heap on every call, found or not
+	*r = k
 	in.shared[k] = r
 	return r
 }
@@ -512,8 +536,18 @@ func (in *interner) visitGates(rules []string, entered string) *visitGates {
 	if len(rules) == 0 && entered == "" {
 		return nil
 	}
-	k := strings.Join(rules, ",") + "|" + entered // gate IDs hold neither separator
-	if g, ok := in.gates[k]; ok {
+	// The key is made on the stack: a lookup by string(k) does not
+	// allocate, and a known pair is what a scan's write meets.
+	var buf [128]byte
+	k := buf[:0]
+	for i, id := range rules {
+		if i > 0 {
+			k = append(k, ',')
+		}
+		k = append(k, id...)
+	}
+	k = append(append(k, '|'), entered...) // gate IDs hold neither separator
+	if g, ok := in.gates[string(k)]; ok {
 		return g
 	}
 	g := &visitGates{entered: in.name(entered)}
@@ -523,12 +557,14 @@ func (in *interner) visitGates(rules []string, entered string) *visitGates {
 			g.rules[i] = in.name(id)
 		}
 	}
-	in.gates[k] = g
+	in.gates[string(k)] = g
 	return g
 }
 
-// entry packs a validated visit.
-func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
+// entry packs a validated visit. was is the packed visitor of the entry
+// it replaces, if any, taken as it is when the visitor is the same (a
+// gate's write changes the visit, not its visitor).
+func (in *interner) entry(v *protocol.Visit, was string) (uid, visitEntry, error) {
 	u, ok := visitUID(v.ID)
 	if !ok {
 		return uid{}, visitEntry{}, fmt.Errorf("id %q is not a visit ID", v.ID)
@@ -583,7 +619,7 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	if v.AtDesk {
 		e.flags |= flagAtDesk
 	}
-	if err := in.kiosk(v, &e, &x); err != nil {
+	if err := in.kiosk(v, &e, &x, was); err != nil {
 		return uid{}, visitEntry{}, err
 	}
 	if x != (visitExtra{waitingSince: noTime}) {
@@ -594,7 +630,7 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 }
 
 // kiosk packs the fields the reception kiosk shows.
-func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error {
+func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra, was string) error {
 	src, aud := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
 	if src < 0 || aud < 0 {
 		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
@@ -629,7 +665,10 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error
 		}
 		r.hasID = true
 	}
-	e.visitor = packVisitor(r) // nameHash is putVisit's
+	e.visitor = was // nameHash is putVisit's
+	if unpackVisitor(was) != r {
+		e.visitor = packVisitor(r)
+	}
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
 		if k < 0 {
@@ -673,8 +712,20 @@ func newEdit(cur *View, in *interner) *edit {
 
 func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
+// entry packs a validated visit to put in the edit (interner.entry),
+// sharing the visitor's text of the entry it replaces when it is the same.
+func (e *edit) entry(v *protocol.Visit) (uid, visitEntry, error) {
+	var was string
+	if u, ok := visitUID(v.ID); ok {
+		old, _ := e.visit(u)
+		was = old.visitor
+	}
+	return e.in.entry(v, was)
+}
+
 func (e *edit) putVisit(u uid, x visitEntry) {
 	old, had := e.v.visits.get(u)
+	x.flags |= old.flags & flagPending // the zero entry when !had
 	if name := x.visitorName(); had && name == old.visitorName() {
 		x.nameHash = old.nameHash // a scan's write: no folding
 	} else {
@@ -775,7 +826,6 @@ func (e *edit) done() (*View, error) {
 		v.punches.compact(e.gen)
 		v.waiting.compact(e.gen)
 		v.onSite.compact(e.gen)
-		v.pending.compact(e.gen)
 	}
 	if e.peopleChange || e.v.search == nil {
 		e.v.search = buildPeopleIndex(e.v.people)
