@@ -18,6 +18,71 @@ import (
 type trie[V any] struct {
 	root *tnode[V]
 	n    int
+	// bulk holds the entries of an edit that fills the trie from nothing
+	// (startBulk) until build makes its nodes; nil in a published trie.
+	bulk *bulk[V]
+}
+
+// bulk is a trie being filled: its entries in one slice, and where each
+// is. Built once at the end, every leaf is made once at its final size:
+// grown entry by entry, each leaf was reallocated as it grew, and that
+// garbage, in the live leaves' size classes, left the heap at Open a
+// third larger than its live bytes (docs/performance.md, "A scan's
+// garbage and the edge's memory, fourth pass").
+type bulk[V any] struct {
+	ents []tent[V]
+	at   map[uid]int
+}
+
+// startBulk makes the empty trie t take its entries in bulk until build.
+func (t *trie[V]) startBulk() { t.bulk = &bulk[V]{at: map[uid]int{}} }
+
+// build makes the nodes of a trie filled in bulk, in the edit gen.
+func (t *trie[V]) build(gen uint64) {
+	b := t.bulk
+	if b == nil {
+		return
+	}
+	t.bulk = nil
+	if len(b.ents) > 0 {
+		t.root = buildNode(gen, 0, b.ents, make([]tent[V], len(b.ents)))
+	}
+}
+
+// buildNode makes the node at depth over ents, all of whose hashes agree
+// below depth: a leaf of a copy of them, or an interior node over ents
+// sorted by their chunk at depth (through scratch, as long as ents).
+func buildNode[V any](gen uint64, depth int, ents, scratch []tent[V]) *tnode[V] {
+	if len(ents) <= leafMax[V]() || depth >= trieDepth {
+		leaf := make([]tent[V], len(ents))
+		copy(leaf, ents)
+		return &tnode[V]{gen: gen, ents: leaf}
+	}
+	var at [33]int // at[c+1]: how many entries have chunk c; then where chunk c starts
+	for i := range ents {
+		at[chunk(ents[i].k.hash(), depth)+1]++
+	}
+	var mask uint32
+	for c := range 32 {
+		if at[c+1] > 0 {
+			mask |= 1 << c
+		}
+		at[c+1] += at[c]
+	}
+	next := at
+	for i := range ents {
+		c := chunk(ents[i].k.hash(), depth)
+		scratch[next[c]] = ents[i]
+		next[c]++
+	}
+	copy(ents, scratch[:len(ents)])
+	n := newInner[V](gen, mask, nil)
+	for c := range 32 {
+		if at[c+1] > at[c] {
+			n.kids = append(n.kids, buildNode(gen, depth+1, ents[at[c]:at[c+1]], scratch[at[c]:at[c+1]]))
+		}
+	}
+	return n
 }
 
 // tnode is a leaf (ents, kids nil) or an interior node: kids in the order
@@ -78,6 +143,13 @@ func chunk(h uint64, depth int) uint32 { return uint32(h>>(depth*chunkBits)) & 3
 func (t trie[V]) len() int { return t.n }
 
 func (t trie[V]) get(u uid) (V, bool) {
+	if b := t.bulk; b != nil {
+		if i, ok := b.at[u]; ok {
+			return b.ents[i].v, true
+		}
+		var zero V
+		return zero, false
+	}
 	n, h := t.root, u.hash()
 	for depth := 0; n != nil; depth++ {
 		if n.kids == nil {
@@ -119,6 +191,14 @@ func (t trie[V]) near(u uid, fn func(uid, V)) {
 // all calls fn for each entry, in no particular order, until fn returns
 // false.
 func (t trie[V]) all(fn func(uid, V) bool) {
+	if b := t.bulk; b != nil {
+		for i := range b.ents {
+			if !fn(b.ents[i].k, b.ents[i].v) {
+				return
+			}
+		}
+		return
+	}
 	if t.root != nil {
 		t.root.each(fn)
 	}
@@ -175,6 +255,16 @@ func newInner[V any](gen uint64, mask uint32, kids []*tnode[V]) *tnode[V] {
 
 // put sets u to v in the edit gen.
 func (t *trie[V]) put(gen uint64, u uid, v V) {
+	if b := t.bulk; b != nil {
+		if i, ok := b.at[u]; ok {
+			b.ents[i].v = v
+			return
+		}
+		b.at[u] = len(b.ents)
+		b.ents = append(b.ents, tent[V]{u, v})
+		t.n++
+		return
+	}
 	added := false
 	t.root = t.root.put(gen, u.hash(), 0, u, v, &added)
 	if added {
@@ -264,6 +354,17 @@ func split[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 
 // del removes u in the edit gen.
 func (t *trie[V]) del(gen uint64, u uid) {
+	if b := t.bulk; b != nil {
+		if i, ok := b.at[u]; ok {
+			last := len(b.ents) - 1
+			b.ents[i] = b.ents[last]
+			b.at[b.ents[i].k] = i
+			b.ents = b.ents[:last]
+			delete(b.at, u)
+			t.n--
+		}
+		return
+	}
 	removed := false
 	t.root = t.root.del(gen, u.hash(), 0, u, &removed)
 	if removed {

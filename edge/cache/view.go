@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/ids"
@@ -278,31 +279,48 @@ type visitorOf struct {
 // packVisitor packs a visitor into one string: the name, email, phone
 // and company, each after its length (uvarint), then the visitor ID's 16
 // bytes when there is one. Visitor records are nearly as many as visits,
-// so interning them would hold a map entry for each besides: one
-// allocation a visit is what they cost now.
-func packVisitor(r visitorOf) string {
+// so interning them would hold a map entry for each besides. The string's
+// bytes are the interner's text (textChunk), not an allocation of their
+// own.
+func (in *interner) packVisitor(r visitorOf) string {
 	if r == (visitorOf{}) {
 		return ""
 	}
-	var b strings.Builder
-	b.Grow(4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16)
+	n := 4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16
+	b := in.textRoom(n)
 	for _, s := range [...]string{r.name, r.email, r.phone, r.company} {
-		for n := uint(len(s)); ; n >>= 7 {
-			if n < 0x80 {
-				b.WriteByte(byte(n))
-				break
-			}
-			b.WriteByte(byte(n) | 0x80)
-		}
-		b.WriteString(s)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	if r.hasID {
-		var id [16]byte
-		binary.BigEndian.PutUint64(id[:8], r.id.hi)
-		binary.BigEndian.PutUint64(id[8:], r.id.lo)
-		b.Write(id[:])
+		b = binary.BigEndian.AppendUint64(b, r.id.hi)
+		b = binary.BigEndian.AppendUint64(b, r.id.lo)
 	}
-	return b.String()
+	in.text = in.text[:len(in.text)+len(b)]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// textChunk is the size of the chunks the visitors' packed text is
+// carved from: about 900 visitors each.
+const textChunk = 64 << 10
+
+// textRoom returns an empty slice with room for n bytes at the end of
+// the interner's text, in a new chunk when the current one lacks it;
+// the caller appends at most n bytes and then extends in.text by them.
+// Text once handed out is never written again (what follows it is), so a
+// string of it never changes. Carved from chunks, 100,000 visitors are
+// some 110 objects without pointers where they were 100,000 strings
+// rounded up to their size classes, each a hole in the heap once it is
+// replaced: the heap at Open held a third more than its live bytes
+// (docs/performance.md, "A scan's garbage and the edge's memory, fourth
+// pass"). A chunk lives while one visitor in it does; visits are loaded
+// in ID order, which is their creation's, and pruned by age, so the
+// visitors of one chunk tend to go together.
+func (in *interner) textRoom(n int) []byte {
+	if cap(in.text)-len(in.text) < n {
+		in.text = make([]byte, 0, max(textChunk, n))
+	}
+	return in.text[len(in.text):len(in.text)]
 }
 
 // visitorRecord unpacks the visitor; its strings share the entry's.
@@ -478,6 +496,7 @@ type interner struct {
 	teams  map[teamRef]*teamRef
 	hosts  map[hostRef]*hostRef
 	shared map[visitShared]*visitShared
+	text   []byte // the chunk packVisitor carves from (textRoom)
 }
 
 func newInterner() *interner {
@@ -667,7 +686,7 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra, was s
 	}
 	e.visitor = was // nameHash is putVisit's
 	if unpackVisitor(was) != r {
-		e.visitor = packVisitor(r)
+		e.visitor = in.packVisitor(r)
 	}
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
@@ -821,6 +840,7 @@ func (e *edit) setSettings(s protocol.Settings) error {
 func (e *edit) done() (*View, error) {
 	if e.full {
 		v := &e.v
+		v.visits.build(e.gen)
 		v.visits.compact(e.gen)
 		v.people.compact(e.gen)
 		v.punches.compact(e.gen)
@@ -890,6 +910,7 @@ func badgeSets(keys map[string]protocol.Key) (map[string]passtoken.KeySet, error
 // newFullEdit starts a View from nothing, for Open and ReplaceSnapshot.
 func newFullEdit(in *interner) *edit {
 	e := &edit{in: in, gen: newGen(), full: true, gatesCopy: true, keysCopy: true, keysChange: true}
+	e.v.visits.startBulk() // the View's bulk: its leaves made once, at their size
 	e.v.gates = map[string]protocol.Gate{}
 	e.v.keys = map[string]protocol.Key{}
 	e.v.teams, e.v.types, e.teamsCopy, e.typesCopy = map[string]protocol.Team{}, map[string]protocol.VisitType{}, true, true
