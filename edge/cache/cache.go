@@ -83,7 +83,8 @@ type Cache struct {
 	// buf holds what a commit of records writes (a journal frame, or the
 	// ops of one transaction) until it is written; reused, under mu.
 	buf []byte
-	ok  []*record // the records of the commit under way; reused, under mu
+	ok  []*record        // the records of the commit under way; reused, under mu
+	enc protocol.Encoder // a record's fact, encoded; reused, under mu
 }
 
 // LocalChange is the state a gate's action leaves behind, stored in the

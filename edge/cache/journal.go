@@ -108,7 +108,10 @@ func openJournal(path string, salt uint64) (*journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	return &journal{f: f, salt: salt, mem: make([]byte, 0, 64<<10)}, nil
+	// mem has room for a flush's frames at the start (a gate's record is
+	// under 1 KB): grown by appends it reached that room anyway, through
+	// five reallocations, in the first flushEvery records after Open.
+	return &journal{f: f, salt: salt, mem: make([]byte, 0, flushEvery<<10)}, nil
 }
 
 // newSalt returns a journal salt: random, never 0 (no salt).

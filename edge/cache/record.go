@@ -286,7 +286,7 @@ func (c *Cache) put(e *edit, r *record, counter uint64) error {
 	r.stored = r.fact
 	fact := &r.stored
 	fact.Counter = counter
-	raw, err := protocol.Encode(fact)
+	raw, err := protocol.EncodeWith(&c.enc, fact) // c.enc's bytes, copied into c.buf below
 	if err != nil {
 		return err
 	}

@@ -107,12 +107,13 @@ const (
 )
 
 // leafMax is how many entries a leaf holds before it splits: about
-// leafBytes of them, between 8 and 128. A leaf's node costs 64 bytes, so
-// small entries (the indexes' 16 to 40 bytes) share it with more of their
-// kind (100,000 of them fill 1,024 leaves of about 98), while a change
-// copies at most leafBytes of entries.
+// leafBytes of them, between 8 and 32. A change copies its leaf: at most
+// leafBytes of entries, and for the small entries of the kiosk's indexes
+// (16 bytes, a few hundred of them, one put on every check-in) at most
+// 32, half a KB, where 128 of them were 2 KB a scan. A leaf's node costs
+// 64 bytes, which 32 entries share.
 func leafMax[V any]() int {
-	return min(128, max(8, leafBytes/int(unsafe.Sizeof(tent[V]{}))))
+	return min(32, max(8, leafBytes/int(unsafe.Sizeof(tent[V]{}))))
 }
 
 // editGen numbers edits; each trie write names its edit's.
