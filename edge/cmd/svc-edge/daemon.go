@@ -245,16 +245,20 @@ func dash(code string) string {
 }
 
 // defaultGCPercent is the daemon's GOGC unless the environment sets one.
-// Its heap is mostly the cache's View, long-lived (about 21 MB for
-// 100,000 visits), and the garbage is small and steady (about 130 KB a
-// scan, 18 MB a batch of 500 changes). Go lets the heap reach
-// (1+GOGC/100) times the live heap before collecting, so at the default of
-// 100 the appliance settled at about 50 MiB resident with 100,000 visits;
-// at 50 about 44 MiB, with a collection twice as often (every ~90 scans
-// instead of ~180) and no change to the decision's median. A fixed
-// GOMEMLIMIT was not chosen: it does not scale with the site, and a site
-// whose View outgrew it would collect continuously.
-const defaultGCPercent = 50
+// Its heap is mostly the cache's View, long-lived (about 20 MB for
+// 100,000 visits), and the garbage is small and steady (some 40 KB a scan
+// through the HTTP API, 18 MB a batch of 500 changes). Go lets the heap
+// reach (1+GOGC/100) times the live heap before collecting, and that
+// headroom, filled by the scans' garbage, is what the appliance holds
+// above its View: after 1,000 scans at 100,000 visits 46-47 MiB resident
+// at 50, 43 at 20 (docs/performance.md, "A scan's garbage and the edge's
+// memory, fourth pass"). A collection comes every ~100 scans instead of
+// ~250; since the View's visitors' text is in chunks without pointers the
+// View is some 63,000 objects, not 164,000, and the scans' p50 and p99
+// did not move. A fixed GOMEMLIMIT was not chosen: it does not scale
+// with the site, and a site whose View outgrew it would collect
+// continuously, with the gate's decisions waiting on the assists.
+const defaultGCPercent = 20
 
 // setGC applies defaultGCPercent unless GOGC is set (the runtime has
 // applied it then).
