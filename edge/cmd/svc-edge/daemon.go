@@ -248,19 +248,17 @@ func dash(code string) string {
 // Its heap is mostly the cache's View, long-lived (about 20 MB for
 // 100,000 visits), and the garbage is small and steady (some 40 KB a scan
 // through the HTTP API, 18 MB a batch of 500 changes). Go lets the heap
-// reach (1+GOGC/100) times the live heap before collecting, and that
-// headroom, filled by the scans' garbage, is what the appliance holds
-// above its View: after 1,000 scans at 100,000 visits 46-47 MiB resident
-// at 50, 43 at 20 (docs/performance.md, "A scan's garbage and the edge's
-// memory, fourth pass"). A collection comes every ~100 scans instead of
-// ~250; since the View's visitors' text is in chunks without pointers the
-// View is some 63,000 objects, not 164,000, and a cycle is short: the
-// scans' p50 through the API stayed about 1 ms, their p99 3.2-3.9 ms
-// against 2.6-3.5 at 50, within the runs' noise or a little above it. A
-// fixed GOMEMLIMIT was not chosen: it does not scale
-// with the site, and a site whose View outgrew it would collect
-// continuously, with the gate's decisions waiting on the assists.
-const defaultGCPercent = 20
+// reach (1+GOGC/100) times the live heap before collecting: at 100 the
+// appliance settled at about 50 MiB resident with 100,000 visits when the
+// View was 21 MB of 164,000 objects; at 50 it holds 46 MiB after 1,000
+// scans (docs/performance.md, "A scan's garbage and the edge's memory,
+// fourth pass"). 20 held 42-45 MiB, but the scans through the API were
+// slower in the same session (p50 1.0-1.8 ms against 0.8-1.5, p99 more
+// often above 8 ms), for a target it did not meet either: not taken. A
+// fixed GOMEMLIMIT was not chosen: it does not scale with the site, and a
+// site whose View outgrew it would collect continuously, the gate's
+// decisions waiting on the assists.
+const defaultGCPercent = 50
 
 // setGC applies defaultGCPercent unless GOGC is set (the runtime has
 // applied it then).
