@@ -44,42 +44,50 @@ func (t *trie[V]) build(gen uint64) {
 		return
 	}
 	t.bulk = nil
-	if len(b.ents) > 0 {
-		t.root = buildNode(gen, 0, b.ents, make([]tent[V], len(b.ents)))
+	ents := b.ents
+	b.at = nil // not needed while the nodes are made, and as large as a third of them
+	if len(ents) > 0 {
+		t.root = buildNode(gen, 0, ents)
 	}
 }
 
 // buildNode makes the node at depth over ents, all of whose hashes agree
 // below depth: a leaf of a copy of them, or an interior node over ents
-// sorted by their chunk at depth (through scratch, as long as ents).
-func buildNode[V any](gen uint64, depth int, ents, scratch []tent[V]) *tnode[V] {
+// sorted in place by their chunk at depth (an American flag sort, so that
+// building holds no second copy of the entries).
+func buildNode[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 	if len(ents) <= leafMax[V]() || depth >= trieDepth {
 		leaf := make([]tent[V], len(ents))
 		copy(leaf, ents)
 		return &tnode[V]{gen: gen, ents: leaf}
 	}
-	var at [33]int // at[c+1]: how many entries have chunk c; then where chunk c starts
+	var start [33]int // start[c]: where chunk c's entries begin; start[32] = len(ents)
 	for i := range ents {
-		at[chunk(ents[i].k.hash(), depth)+1]++
+		start[chunk(ents[i].k.hash(), depth)+1]++
 	}
 	var mask uint32
 	for c := range 32 {
-		if at[c+1] > 0 {
+		if start[c+1] > 0 {
 			mask |= 1 << c
 		}
-		at[c+1] += at[c]
+		start[c+1] += start[c]
 	}
-	next := at
-	for i := range ents {
-		c := chunk(ents[i].k.hash(), depth)
-		scratch[next[c]] = ents[i]
-		next[c]++
+	next := start
+	for c := range uint32(32) {
+		for next[c] < start[c+1] { // each swap puts one entry where it belongs
+			d := chunk(ents[next[c]].k.hash(), depth)
+			if d == c {
+				next[c]++
+				continue
+			}
+			ents[next[c]], ents[next[d]] = ents[next[d]], ents[next[c]]
+			next[d]++
+		}
 	}
-	copy(ents, scratch[:len(ents)])
 	n := newInner[V](gen, mask, nil)
 	for c := range 32 {
-		if at[c+1] > at[c] {
-			n.kids = append(n.kids, buildNode(gen, depth+1, ents[at[c]:at[c+1]], scratch[at[c]:at[c+1]]))
+		if start[c+1] > start[c] {
+			n.kids = append(n.kids, buildNode(gen, depth+1, ents[start[c]:start[c+1]]))
 		}
 	}
 	return n
