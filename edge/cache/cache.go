@@ -83,7 +83,8 @@ type Cache struct {
 	// buf holds what a commit of records writes (a journal frame, or the
 	// ops of one transaction) until it is written; reused, under mu.
 	buf []byte
-	ok  []*record // the records of the commit under way; reused, under mu
+	ok  []*record        // the records of the commit under way; reused, under mu
+	enc protocol.Encoder // a record's fact, encoded; reused, under mu
 }
 
 // LocalChange is the state a gate's action leaves behind, stored in the
@@ -582,7 +583,7 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit, decode func([]byte) (protocol.V
 				var u uid
 				var x visitEntry
 				if it.err == nil {
-					u, x, it.err = e.in.entry(&it.v)
+					u, x, it.err = e.in.entry(&it.v, "")
 				}
 				if it.err != nil {
 					if first == nil {
@@ -963,7 +964,7 @@ func ended(s string) bool {
 
 // putVisit stores a normalized, valid visit and puts it in the edit.
 func (c *Cache) putVisit(tx *bolt.Tx, e *edit, v protocol.Visit) error {
-	u, x, err := e.in.entry(&v)
+	u, x, err := e.entry(&v)
 	if err != nil {
 		return fmt.Errorf("visit %s: %w", v.ID, err)
 	}
@@ -1014,7 +1015,6 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 	in := newInterner()
 	e := newFullEdit(in)
 	e.v.seq, e.v.syncedAt, e.v.outbox, e.v.punches = parts[0].Seq, cur.syncedAt, cur.outbox, cur.punches
-	e.v.pending = cur.pending
 	var next *View
 	err := c.update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketVisits, bucketGates, bucketKeys, bucketPeople, bucketTeams, bucketTypes} {
@@ -1066,14 +1066,14 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 			}
 		}
 		for u := range c.pending {
-			if _, ok := e.visit(u); ok {
-				continue
-			}
-			if x, ok := cur.visits.get(u); ok {
-				if err := c.putVisit(tx, e, x.visit(visitID(u), u)); err != nil {
-					return err
+			if _, ok := e.visit(u); !ok {
+				if x, ok := cur.visits.get(u); ok {
+					if err := c.putVisit(tx, e, x.visit(visitID(u), u)); err != nil {
+						return err
+					}
 				}
 			}
+			e.markPending(u, true)
 		}
 		var err error
 		next, err = e.done()

@@ -108,7 +108,10 @@ func openJournal(path string, salt uint64) (*journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %w", err)
 	}
-	return &journal{f: f, salt: salt, mem: make([]byte, 0, 64<<10)}, nil
+	// mem has room for a flush's frames at the start (a gate's record is
+	// under 1 KB): grown by appends it reached that room anyway, through
+	// five reallocations, in the first flushEvery records after Open.
+	return &journal{f: f, salt: salt, mem: make([]byte, 0, flushEvery<<10)}, nil
 }
 
 // newSalt returns a journal salt: random, never 0 (no salt).
@@ -250,10 +253,14 @@ func cutField(b []byte) (field, rest []byte, ok bool) {
 	return b[4 : 4+n], b[4+n:], true
 }
 
-// applyOps makes the puts and deletes of ops in tx. The slices stay
-// bbolt's until tx ends.
-func applyOps(tx *bolt.Tx, ops []byte) error {
+// applyOps makes the puts and deletes of ops in tx; with lastCounter
+// false, but its put of the fact counter. The slices stay bbolt's until
+// tx ends.
+func applyOps(tx *bolt.Tx, ops []byte, lastCounter bool) error {
 	return eachOp(ops, func(bucket byte, del bool, key, value []byte) error {
+		if !lastCounter && bucket == jMeta && bytes.Equal(key, metaCounter) {
+			return nil
+		}
 		b := tx.Bucket(journalBuckets[bucket])
 		if b == nil {
 			return fmt.Errorf("journal: the file has no bucket %s", journalBuckets[bucket])
@@ -265,14 +272,17 @@ func applyOps(tx *bolt.Tx, ops []byte) error {
 	})
 }
 
-// applyFrames applies every frame of b, which are whole, in order.
+// applyFrames applies every frame of b, which are whole, in order. Every
+// frame puts the fact counter; only the last frame's put is made, the
+// others' would be overwritten in the same transaction: a flush writes
+// the meta bucket once, not once a record.
 func applyFrames(tx *bolt.Tx, b []byte) error {
 	for len(b) > 0 {
 		f, ok := readFrame(b)
 		if !ok {
 			return errors.New("journal: a frame does not read")
 		}
-		if err := applyOps(tx, f.ops); err != nil {
+		if err := applyOps(tx, f.ops, f.size == len(b)); err != nil {
 			return err
 		}
 		b = b[f.size:]

@@ -67,15 +67,16 @@ func (e *edit) index(u uid, old visitEntry, had bool, x visitEntry, has bool) {
 	set(&e.v.onSite, had && checkedIn(old), has && checkedIn(x))
 }
 
-// markPending records whether a waiting fact names visit u.
+// markPending records whether a waiting fact names visit u, in its
+// entry (flagPending). A visit the View does not hold is not marked: a
+// pending visit is never pruned, and a snapshot that lacks it keeps it.
 func (e *edit) markPending(u uid, pending bool) {
-	_, was := e.v.pending.get(u)
-	switch {
-	case pending && !was:
-		e.v.pending.put(e.gen, u, struct{}{})
-	case !pending && was:
-		e.v.pending.del(e.gen, u)
+	x, ok := e.v.visits.get(u)
+	if !ok || (x.flags&flagPending != 0) == pending {
+		return
 	}
+	x.flags ^= flagPending
+	e.v.visits.put(e.gen, u, x) // the path is the edit's already when it has just put the visit
 }
 
 func (e *edit) putTeam(t protocol.Team) {
@@ -365,6 +366,6 @@ func (v *View) Pending(visitID string) bool {
 	if !ok {
 		return false
 	}
-	_, ok = v.pending.get(u)
-	return ok
+	x, ok := v.visits.get(u)
+	return ok && x.flags&flagPending != 0
 }

@@ -83,6 +83,34 @@ func TestRecord_KioskWalkIn(t *testing.T) {
 	require.Empty(t, c.View().OnSite())
 }
 
+// A visit stays pending through the cloud's writes of it, a change and
+// a snapshot that has it or lacks it, until the acknowledgement of its
+// fact: the mark is kept in the visit's entry, which those writes replace.
+func TestView_PendingThroughCloudWrites(t *testing.T) {
+	c, _ := newCache(t)
+	team := protocol.Team{ID: ids.New(ids.Team), Name: "Sales"}
+	v1, f1 := walkIn(team, "Ada", t0)
+	v2, f2 := walkIn(team, "Grace", t0)
+	stored1, stored2 := record(t, c, f1, v1), record(t, c, f2, v2)
+	require.True(t, c.View().Pending(v1.ID))
+
+	changed := v1
+	changed.VisitorPhone = "+44 20 7946 0000"
+	apply(t, c, 1, changed)
+	require.Equal(t, changed.VisitorPhone, visitOf(t, c, v1.ID).VisitorPhone, "the cloud's change is taken")
+	require.True(t, c.View().Pending(v1.ID), "still pending after the cloud's change")
+
+	require.NoError(t, c.ReplaceSnapshot(snapshot(9, 1, &protocol.Settings{Timezone: "UTC"}, nil, nil, []protocol.Visit{v1})))
+	require.True(t, c.View().Pending(v1.ID), "pending after a snapshot that has it")
+	require.True(t, c.View().Pending(v2.ID), "pending after a snapshot that lacks it")
+
+	ack(t, c, stored1.ID)
+	require.False(t, c.View().Pending(v1.ID))
+	require.True(t, c.View().Pending(v2.ID))
+	ack(t, c, stored2.ID)
+	require.False(t, c.View().Pending(v2.ID))
+}
+
 // The waiting queue is oldest first; a snapshot keeps the teams and types
 // it carries and replaces the rest.
 func TestView_KioskQueueAndSnapshot(t *testing.T) {

@@ -259,7 +259,7 @@ func (c *Cache) fail(batch []*record, err error) error {
 // before the journal (the gate refuses record_failed).
 func (c *Cache) persist(first, last uint64) error {
 	if c.j == nil {
-		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf) })
+		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf, true) })
 	}
 	if !c.j.fits(len(c.buf)) || c.failing.Load() != nil {
 		if err := c.flushLocked(); err != nil {
@@ -267,7 +267,7 @@ func (c *Cache) persist(first, last uint64) error {
 		}
 	}
 	if !c.j.fits(len(c.buf)) {
-		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf[frameHeader:]) })
+		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf[frameHeader:], true) })
 	}
 	sealFrame(c.buf, c.j.salt, first, last)
 	err := c.j.write(c.buf, int(last-first+1))
@@ -286,7 +286,7 @@ func (c *Cache) put(e *edit, r *record, counter uint64) error {
 	r.stored = r.fact
 	fact := &r.stored
 	fact.Counter = counter
-	raw, err := protocol.Encode(fact)
+	raw, err := protocol.EncodeWith(&c.enc, fact) // c.enc's bytes, copied into c.buf below
 	if err != nil {
 		return err
 	}
@@ -302,15 +302,13 @@ func (c *Cache) put(e *edit, r *record, counter uint64) error {
 			return err
 		}
 	}
-	// Only a cloud version received while the visit is pending may
-	// replace it at the acknowledgement; while it stays pending, the one
-	// received so far is kept.
+	// The cloud's version of a visit is kept only while the visit is
+	// pending (Apply, ReplaceSnapshot), and Ack deletes it with the last
+	// fact naming the visit, in its transaction (a file where one
+	// outlives it does not open: loadCloud): a visit becoming pending has
+	// none to delete.
 	for _, u := range r.us {
 		e.markPending(u, true)
-		if c.pending[u] == 0 {
-			var id [maxPrefix + 1 + 26]byte
-			c.buf = appendDelete(c.buf, jCloud, appendID(id[:0], ids.Visit, u))
-		}
 	}
 	if fact.Kind == protocol.FactPunch {
 		c.buf = appendPut(c.buf, jPunches, fact.PersonID, raw)
@@ -331,7 +329,7 @@ func (c *Cache) put(e *edit, r *record, counter uint64) error {
 // recordVisit appends the put of a normalized, valid visit to c.buf and
 // puts it in the edit, as putVisit does in a transaction.
 func (c *Cache) recordVisit(e *edit, v *protocol.Visit) error {
-	u, x, err := e.in.entry(v)
+	u, x, err := e.entry(v)
 	if err != nil {
 		return fmt.Errorf("visit %s: %w", v.ID, err)
 	}

@@ -18,6 +18,79 @@ import (
 type trie[V any] struct {
 	root *tnode[V]
 	n    int
+	// bulk holds the entries of an edit that fills the trie from nothing
+	// (startBulk) until build makes its nodes; nil in a published trie.
+	bulk *bulk[V]
+}
+
+// bulk is a trie being filled: its entries in one slice, and where each
+// is. Built once at the end, every leaf is made once at its final size:
+// grown entry by entry, each leaf was reallocated as it grew, and that
+// garbage, in the live leaves' size classes, left the heap at Open a
+// third larger than its live bytes (docs/performance.md, "A scan's
+// garbage and the edge's memory, fourth pass").
+type bulk[V any] struct {
+	ents []tent[V]
+	at   map[uid]int
+}
+
+// startBulk makes the empty trie t take its entries in bulk until build.
+func (t *trie[V]) startBulk() { t.bulk = &bulk[V]{at: map[uid]int{}} }
+
+// build makes the nodes of a trie filled in bulk, in the edit gen.
+func (t *trie[V]) build(gen uint64) {
+	b := t.bulk
+	if b == nil {
+		return
+	}
+	t.bulk = nil
+	ents := b.ents
+	b.at = nil // not needed while the nodes are made, and as large as a third of them
+	if len(ents) > 0 {
+		t.root = buildNode(gen, 0, ents)
+	}
+}
+
+// buildNode makes the node at depth over ents, all of whose hashes agree
+// below depth: a leaf of a copy of them, or an interior node over ents
+// sorted in place by their chunk at depth (an American flag sort, so that
+// building holds no second copy of the entries).
+func buildNode[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
+	if len(ents) <= leafMax[V]() || depth >= trieDepth {
+		leaf := make([]tent[V], len(ents))
+		copy(leaf, ents)
+		return &tnode[V]{gen: gen, ents: leaf}
+	}
+	var start [33]int // start[c]: where chunk c's entries begin; start[32] = len(ents)
+	for i := range ents {
+		start[chunk(ents[i].k.hash(), depth)+1]++
+	}
+	var mask uint32
+	for c := range 32 {
+		if start[c+1] > 0 {
+			mask |= 1 << c
+		}
+		start[c+1] += start[c]
+	}
+	next := start
+	for c := range uint32(32) {
+		for next[c] < start[c+1] { // each swap puts one entry where it belongs
+			d := chunk(ents[next[c]].k.hash(), depth)
+			if d == c {
+				next[c]++
+				continue
+			}
+			ents[next[c]], ents[next[d]] = ents[next[d]], ents[next[c]]
+			next[d]++
+		}
+	}
+	n := newInner[V](gen, mask, nil)
+	for c := range 32 {
+		if start[c+1] > start[c] {
+			n.kids = append(n.kids, buildNode(gen, depth+1, ents[start[c]:start[c+1]]))
+		}
+	}
+	return n
 }
 
 // tnode is a leaf (ents, kids nil) or an interior node: kids in the order
@@ -42,12 +115,13 @@ const (
 )
 
 // leafMax is how many entries a leaf holds before it splits: about
-// leafBytes of them, between 8 and 128. A leaf's node costs 64 bytes, so
-// small entries (the indexes' 16 to 40 bytes) share it with more of their
-// kind (100,000 of them fill 1,024 leaves of about 98), while a change
-// copies at most leafBytes of entries.
+// leafBytes of them, between 8 and 32. A change copies its leaf: at most
+// leafBytes of entries, and for the small entries of the kiosk's indexes
+// (16 bytes, a few hundred of them, one put on every check-in) at most
+// 32, half a KB, where 128 of them were 2 KB a scan. A leaf's node costs
+// 64 bytes, which 32 entries share.
 func leafMax[V any]() int {
-	return min(128, max(8, leafBytes/int(unsafe.Sizeof(tent[V]{}))))
+	return min(32, max(8, leafBytes/int(unsafe.Sizeof(tent[V]{}))))
 }
 
 // editGen numbers edits; each trie write names its edit's.
@@ -78,6 +152,13 @@ func chunk(h uint64, depth int) uint32 { return uint32(h>>(depth*chunkBits)) & 3
 func (t trie[V]) len() int { return t.n }
 
 func (t trie[V]) get(u uid) (V, bool) {
+	if b := t.bulk; b != nil {
+		if i, ok := b.at[u]; ok {
+			return b.ents[i].v, true
+		}
+		var zero V
+		return zero, false
+	}
 	n, h := t.root, u.hash()
 	for depth := 0; n != nil; depth++ {
 		if n.kids == nil {
@@ -119,6 +200,14 @@ func (t trie[V]) near(u uid, fn func(uid, V)) {
 // all calls fn for each entry, in no particular order, until fn returns
 // false.
 func (t trie[V]) all(fn func(uid, V) bool) {
+	if b := t.bulk; b != nil {
+		for i := range b.ents {
+			if !fn(b.ents[i].k, b.ents[i].v) {
+				return
+			}
+		}
+		return
+	}
 	if t.root != nil {
 		t.root.each(fn)
 	}
@@ -139,17 +228,16 @@ func (n *tnode[V]) each(fn func(uid, V) bool) bool {
 }
 
 // own returns n when edit gen made it, else a copy of it that gen owns.
-// Slices are copied at their length; only an edit's own nodes grow past
-// it, and compact takes that back.
+// A leaf's entries are copied at their length; only an edit's own leaves
+// grow past it, and compact takes that back.
 func (n *tnode[V]) own(gen uint64) *tnode[V] {
 	if n.gen == gen {
 		return n
 	}
-	c := &tnode[V]{gen: gen, mask: n.mask}
 	if n.kids != nil {
-		c.kids = make([]*tnode[V], len(n.kids))
-		copy(c.kids, n.kids)
+		return newInner(gen, n.mask, n.kids)
 	}
+	c := &tnode[V]{gen: gen, mask: n.mask}
 	if n.ents != nil {
 		c.ents = make([]tent[V], len(n.ents))
 		copy(c.ents, n.ents)
@@ -157,8 +245,35 @@ func (n *tnode[V]) own(gen uint64) *tnode[V] {
 	return c
 }
 
+// inner is an interior node with room for its kids, made in one
+// allocation: a write copies the interior nodes on its path (three for
+// 100,000 visits), and a node and its slice apart were two allocations
+// each. Its kids never outgrow the room: a node has at most 32.
+type inner[V any] struct {
+	n    tnode[V]
+	room [32]*tnode[V]
+}
+
+// newInner returns an interior node of edit gen over a copy of kids.
+func newInner[V any](gen uint64, mask uint32, kids []*tnode[V]) *tnode[V] {
+	in := &inner[V]{n: tnode[V]{gen: gen, mask: mask}}
+	in.n.kids = in.room[:len(kids)] // never nil: a nil kids is a leaf
+	copy(in.n.kids, kids)
+	return &in.n
+}
+
 // put sets u to v in the edit gen.
 func (t *trie[V]) put(gen uint64, u uid, v V) {
+	if b := t.bulk; b != nil {
+		if i, ok := b.at[u]; ok {
+			b.ents[i].v = v
+			return
+		}
+		b.at[u] = len(b.ents)
+		b.ents = append(b.ents, tent[V]{u, v})
+		t.n++
+		return
+	}
 	added := false
 	t.root = t.root.put(gen, u.hash(), 0, u, v, &added)
 	if added {
@@ -181,10 +296,17 @@ func (n *tnode[V]) put(gen uint64, h uint64, depth int, u uid, v V, added *bool)
 		}
 		*added = true
 		if len(n.ents) < leafMax[V]() || depth >= trieDepth {
-			// Copied at its length, then grown by append: an edit that
-			// fills a leaf (a snapshot) does not copy it for each entry.
-			m := n.own(gen)
-			m.ents = append(m.ents, tent[V]{u, v})
+			if n.gen == gen {
+				// Grown by append: an edit that fills a leaf (a
+				// snapshot) does not copy it for each entry.
+				n.ents = append(n.ents, tent[V]{u, v})
+				return n
+			}
+			// Copied with the new entry in one allocation, not copied
+			// at its length and then grown by append.
+			m := &tnode[V]{gen: gen, ents: make([]tent[V], len(n.ents)+1)}
+			copy(m.ents, n.ents)
+			m.ents[len(n.ents)] = tent[V]{u, v}
 			return m
 		}
 		// Full: it becomes an interior node over leaves of its entries
@@ -222,7 +344,7 @@ func split[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 		groups[c] = append(groups[c], e)
 		mask |= 1 << c
 	}
-	n := &tnode[V]{gen: gen, mask: mask, kids: make([]*tnode[V], 0, bits.OnesCount32(mask))}
+	n := newInner[V](gen, mask, nil)
 	for c := range groups {
 		g := groups[c]
 		switch {
@@ -241,6 +363,17 @@ func split[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 
 // del removes u in the edit gen.
 func (t *trie[V]) del(gen uint64, u uid) {
+	if b := t.bulk; b != nil {
+		if i, ok := b.at[u]; ok {
+			last := len(b.ents) - 1
+			b.ents[i] = b.ents[last]
+			b.at[b.ents[i].k] = i
+			b.ents = b.ents[:last]
+			delete(b.at, u)
+			t.n--
+		}
+		return
+	}
 	removed := false
 	t.root = t.root.del(gen, u.hash(), 0, u, &removed)
 	if removed {
@@ -288,14 +421,11 @@ func (n *tnode[V]) del(gen uint64, h uint64, depth int, u uid, removed *bool) *t
 		return nil
 	}
 	m := n.own(gen)
-	kids := make([]*tnode[V], len(m.kids)-1)
-	copy(kids, m.kids[:i])
-	copy(kids[i:], m.kids[i+1:])
-	m.kids, m.mask = kids, m.mask&^bit
+	m.kids, m.mask = slices.Delete(m.kids, i, i+1), m.mask&^bit
 	return m
 }
 
-// compact cuts the slices of the nodes edit gen owns to their length,
+// compact cuts the entries of the leaves edit gen owns to their length,
 // for an edit that put many entries (a snapshot, or the load at Open):
 // its appends left spare capacity. It works node by node, so the trie is
 // never held twice; nodes of earlier Views are not the edit's, and are
@@ -314,11 +444,6 @@ func (n *tnode[V]) compact(gen uint64) {
 		ents := make([]tent[V], len(n.ents))
 		copy(ents, n.ents)
 		n.ents = ents
-	}
-	if cap(n.kids) > len(n.kids) {
-		kids := make([]*tnode[V], len(n.kids))
-		copy(kids, n.kids)
-		n.kids = kids
 	}
 	for _, k := range n.kids {
 		k.compact(gen)

@@ -115,6 +115,56 @@ func TestTrie_MatchesMap(t *testing.T) {
 	}
 }
 
+// TestTrie_BulkBuild fills tries in bulk, with puts, overwrites and
+// deletes, and some keys whose hashes agree on many chunks, and checks the
+// built trie holds the model in a trie's shape, every leaf at its length,
+// and takes edits as a trie filled entry by entry does.
+func TestTrie_BulkBuild(t *testing.T) {
+	for _, n := range []int{0, 1, leafMax[int](), leafMax[int]() + 1, 5000} {
+		rnd := rand.New(rand.NewPCG(uint64(n), 1))
+		var tr trie[int]
+		tr.startBulk()
+		model := map[uid]int{}
+		gen := newGen()
+		var keys []uid
+		first, _ := visitUID(ids.New(ids.Visit))
+		for i := range n {
+			u, _ := visitUID(ids.New(ids.Visit))
+			if i%10 == 0 { // shares its hash's low 40 bits with first, as visits of one short code do
+				u = uid{hi: u.hi, lo: u.lo&^codeMask | first.lo&codeMask}
+			}
+			keys = append(keys, u)
+			tr.put(gen, u, i)
+			model[u] = i
+		}
+		for range n / 4 {
+			u := keys[rnd.IntN(len(keys))]
+			if rnd.IntN(2) == 0 {
+				tr.del(gen, u)
+				delete(model, u)
+			} else {
+				tr.put(gen, u, -1)
+				model[u] = -1
+			}
+		}
+		for u, v := range model {
+			got, ok := tr.get(u)
+			require.True(t, ok)
+			require.Equal(t, v, got, "read before it is built")
+		}
+		tr.build(gen)
+		require.Nil(t, tr.bulk)
+		checkTrie(t, tr, model, true)
+		next := tr
+		gen = newGen()
+		for _, u := range keys[:min(len(keys), 50)] {
+			next.put(gen, u, 7)
+			model[u] = 7
+		}
+		checkTrie(t, next, model, false)
+	}
+}
+
 // TestTrie_DeepCollisions puts keys whose hashes agree on many chunks, so
 // leaves split down several levels, and deletes them again.
 func TestTrie_DeepCollisions(t *testing.T) {

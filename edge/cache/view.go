@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/svc-vms/svc/shared/hardware"
 	"github.com/svc-vms/svc/shared/ids"
@@ -40,7 +41,6 @@ type View struct {
 	types   map[string]protocol.VisitType
 	waiting trie[struct{}] // checked-in visits with needs_someone
 	onSite  trie[struct{}] // checked-in visits
-	pending trie[struct{}] // visits a waiting fact names
 	search  *peopleIndex   // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
@@ -187,6 +187,11 @@ const (
 	flagReentered
 	flagNeedsSomeone
 	flagAtDesk
+	// flagPending marks a visit a waiting fact names (View.Pending): a
+	// bit of the entry a Record writes anyway, where a set of its own
+	// was a second trie to copy on every scan. The edit keeps it across
+	// the visit's writes (putVisit); markPending sets and clears it.
+	flagPending
 )
 
 // statuses numbers the visit statuses for visitEntry.status.
@@ -274,37 +279,56 @@ type visitorOf struct {
 // packVisitor packs a visitor into one string: the name, email, phone
 // and company, each after its length (uvarint), then the visitor ID's 16
 // bytes when there is one. Visitor records are nearly as many as visits,
-// so interning them would hold a map entry for each besides: one
-// allocation a visit is what they cost now.
-func packVisitor(r visitorOf) string {
+// so interning them would hold a map entry for each besides. The string's
+// bytes are the interner's text (textChunk), not an allocation of their
+// own.
+func (in *interner) packVisitor(r visitorOf) string {
 	if r == (visitorOf{}) {
 		return ""
 	}
-	var b strings.Builder
-	b.Grow(4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16)
+	n := 4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16
+	b := in.textRoom(n)
 	for _, s := range [...]string{r.name, r.email, r.phone, r.company} {
-		for n := uint(len(s)); ; n >>= 7 {
-			if n < 0x80 {
-				b.WriteByte(byte(n))
-				break
-			}
-			b.WriteByte(byte(n) | 0x80)
-		}
-		b.WriteString(s)
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	if r.hasID {
-		var id [16]byte
-		binary.BigEndian.PutUint64(id[:8], r.id.hi)
-		binary.BigEndian.PutUint64(id[8:], r.id.lo)
-		b.Write(id[:])
+		b = binary.BigEndian.AppendUint64(b, r.id.hi)
+		b = binary.BigEndian.AppendUint64(b, r.id.lo)
 	}
-	return b.String()
+	in.text = in.text[:len(in.text)+len(b)]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// textChunk is the size of the chunks the visitors' packed text is
+// carved from: about 900 visitors each.
+const textChunk = 64 << 10
+
+// textRoom returns an empty slice with room for n bytes at the end of
+// the interner's text, in a new chunk when the current one lacks it;
+// the caller appends at most n bytes and then extends in.text by them.
+// Text once handed out is never written again (what follows it is), so a
+// string of it never changes. Carved from chunks, 100,000 visitors are
+// some 110 objects without pointers where they were 100,000 strings
+// rounded up to their size classes, each a hole in the heap once it is
+// replaced: the heap at Open held a third more than its live bytes
+// (docs/performance.md, "A scan's garbage and the edge's memory, fourth
+// pass"). A chunk lives while one visitor in it does; visits are loaded
+// in ID order, which is their creation's, and pruned by age, so the
+// visitors of one chunk tend to go together.
+func (in *interner) textRoom(n int) []byte {
+	if cap(in.text)-len(in.text) < n {
+		in.text = make([]byte, 0, max(textChunk, n))
+	}
+	return in.text[len(in.text):len(in.text)]
 }
 
 // visitorRecord unpacks the visitor; its strings share the entry's.
-func (e *visitEntry) visitorRecord() visitorOf {
+func (e *visitEntry) visitorRecord() visitorOf { return unpackVisitor(e.visitor) }
+
+// unpackVisitor undoes packVisitor; the strings share s.
+func unpackVisitor(s string) visitorOf {
 	var r visitorOf
-	s := e.visitor
 	r.name, s = nextField(s)
 	r.email, s = nextField(s)
 	r.phone, s = nextField(s)
@@ -344,12 +368,8 @@ func bigEndian(s string) uint64 {
 
 func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	v := protocol.Visit{
-		ID:            id,
-		Status:        string(statuses[e.status]),
-		ExpectedAt:    fromMicros(e.expectedAt),
-		ExpectedUntil: fromMicros(e.expectedUntil),
-		CheckedInAt:   fromMicros(e.checkedInAt),
-		CheckedOutAt:  fromMicros(e.checkedOutAt),
+		ID:     id,
+		Status: string(statuses[e.status]),
 		Rules: protocol.Rules{
 			Window:    protocol.Window{Before: int(e.before), After: int(e.after)},
 			SingleUse: e.flags&flagSingleUse != 0,
@@ -358,6 +378,22 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 		Uses:       int(e.uses),
 		Revoked:    e.flags&flagRevoked != 0,
 		ForVisitID: id,
+	}
+	// The four times share one allocation: a decision reads a visit or
+	// two a scan, and each time apart was one.
+	var ts *[4]time.Time
+	for i, p := range [...]struct {
+		m   int64
+		dst **time.Time
+	}{{e.expectedAt, &v.ExpectedAt}, {e.expectedUntil, &v.ExpectedUntil}, {e.checkedInAt, &v.CheckedInAt}, {e.checkedOutAt, &v.CheckedOutAt}} {
+		if p.m == noTime {
+			continue
+		}
+		if ts == nil {
+			ts = new([4]time.Time)
+		}
+		ts[i] = time.UnixMicro(p.m).UTC()
+		*p.dst = &ts[i]
 	}
 	if x := e.extra; x != nil {
 		if x.hasFor {
@@ -430,9 +466,14 @@ func toMicros(t *time.Time) int64 {
 // never nil. So a visit read from the View equals the one stored.
 func normalize(v protocol.Visit) protocol.Visit {
 	for _, p := range []**time.Time{&v.ExpectedAt, &v.ExpectedUntil, &v.CheckedInAt, &v.CheckedOutAt} {
-		if *p != nil {
-			t := (*p).UTC().Truncate(time.Microsecond)
-			*p = &t
+		if *p == nil {
+			continue
+		}
+		// A time in that form already (a scan's are, read from the View)
+		// is kept: the caller's pointer, which the cache only reads.
+		if t := (*p).UTC().Truncate(time.Microsecond); t != **p {
+			*p = new(time.Time)
+			**p = t
 		}
 	}
 	if v.Rules.GateIDs == nil {
@@ -455,6 +496,7 @@ type interner struct {
 	teams  map[teamRef]*teamRef
 	hosts  map[hostRef]*hostRef
 	shared map[visitShared]*visitShared
+	text   []byte // the chunk packVisitor carves from (textRoom)
 }
 
 func newInterner() *interner {
@@ -469,7 +511,8 @@ func (in *interner) share(k visitShared) *visitShared {
 	if r, ok := in.shared[k]; ok {
 		return r
 	}
-	r := &k
+	r := new(visitShared) // not &k: k would move to the heap on every call, found or not
+	*r = k
 	in.shared[k] = r
 	return r
 }
@@ -512,8 +555,18 @@ func (in *interner) visitGates(rules []string, entered string) *visitGates {
 	if len(rules) == 0 && entered == "" {
 		return nil
 	}
-	k := strings.Join(rules, ",") + "|" + entered // gate IDs hold neither separator
-	if g, ok := in.gates[k]; ok {
+	// The key is made on the stack: a lookup by string(k) does not
+	// allocate, and a known pair is what a scan's write meets.
+	var buf [128]byte
+	k := buf[:0]
+	for i, id := range rules {
+		if i > 0 {
+			k = append(k, ',')
+		}
+		k = append(k, id...)
+	}
+	k = append(append(k, '|'), entered...) // gate IDs hold neither separator
+	if g, ok := in.gates[string(k)]; ok {
 		return g
 	}
 	g := &visitGates{entered: in.name(entered)}
@@ -523,12 +576,14 @@ func (in *interner) visitGates(rules []string, entered string) *visitGates {
 			g.rules[i] = in.name(id)
 		}
 	}
-	in.gates[k] = g
+	in.gates[string(k)] = g
 	return g
 }
 
-// entry packs a validated visit.
-func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
+// entry packs a validated visit. was is the packed visitor of the entry
+// it replaces, if any, taken as it is when the visitor is the same (a
+// gate's write changes the visit, not its visitor).
+func (in *interner) entry(v *protocol.Visit, was string) (uid, visitEntry, error) {
 	u, ok := visitUID(v.ID)
 	if !ok {
 		return uid{}, visitEntry{}, fmt.Errorf("id %q is not a visit ID", v.ID)
@@ -583,7 +638,7 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 	if v.AtDesk {
 		e.flags |= flagAtDesk
 	}
-	if err := in.kiosk(v, &e, &x); err != nil {
+	if err := in.kiosk(v, &e, &x, was); err != nil {
 		return uid{}, visitEntry{}, err
 	}
 	if x != (visitExtra{waitingSince: noTime}) {
@@ -594,7 +649,7 @@ func (in *interner) entry(v *protocol.Visit) (uid, visitEntry, error) {
 }
 
 // kiosk packs the fields the reception kiosk shows.
-func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error {
+func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra, was string) error {
 	src, aud := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
 	if src < 0 || aud < 0 {
 		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
@@ -629,7 +684,10 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra) error
 		}
 		r.hasID = true
 	}
-	e.visitor = packVisitor(r) // nameHash is putVisit's
+	e.visitor = was // nameHash is putVisit's
+	if unpackVisitor(was) != r {
+		e.visitor = in.packVisitor(r)
+	}
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
 		if k < 0 {
@@ -673,8 +731,20 @@ func newEdit(cur *View, in *interner) *edit {
 
 func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
+// entry packs a validated visit to put in the edit (interner.entry),
+// sharing the visitor's text of the entry it replaces when it is the same.
+func (e *edit) entry(v *protocol.Visit) (uid, visitEntry, error) {
+	var was string
+	if u, ok := visitUID(v.ID); ok {
+		old, _ := e.visit(u)
+		was = old.visitor
+	}
+	return e.in.entry(v, was)
+}
+
 func (e *edit) putVisit(u uid, x visitEntry) {
 	old, had := e.v.visits.get(u)
+	x.flags |= old.flags & flagPending // the zero entry when !had
 	if name := x.visitorName(); had && name == old.visitorName() {
 		x.nameHash = old.nameHash // a scan's write: no folding
 	} else {
@@ -770,12 +840,12 @@ func (e *edit) setSettings(s protocol.Settings) error {
 func (e *edit) done() (*View, error) {
 	if e.full {
 		v := &e.v
+		v.visits.build(e.gen)
 		v.visits.compact(e.gen)
 		v.people.compact(e.gen)
 		v.punches.compact(e.gen)
 		v.waiting.compact(e.gen)
 		v.onSite.compact(e.gen)
-		v.pending.compact(e.gen)
 	}
 	if e.peopleChange || e.v.search == nil {
 		e.v.search = buildPeopleIndex(e.v.people)
@@ -840,6 +910,7 @@ func badgeSets(keys map[string]protocol.Key) (map[string]passtoken.KeySet, error
 // newFullEdit starts a View from nothing, for Open and ReplaceSnapshot.
 func newFullEdit(in *interner) *edit {
 	e := &edit{in: in, gen: newGen(), full: true, gatesCopy: true, keysCopy: true, keysChange: true}
+	e.v.visits.startBulk() // the View's bulk: its leaves made once, at their size
 	e.v.gates = map[string]protocol.Gate{}
 	e.v.keys = map[string]protocol.Key{}
 	e.v.teams, e.v.types, e.teamsCopy, e.typesCopy = map[string]protocol.Team{}, map[string]protocol.VisitType{}, true, true

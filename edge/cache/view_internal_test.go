@@ -102,12 +102,12 @@ func TestVisitEntry_RoundTrip(t *testing.T) {
 	toDesk.ID, toDesk.ForVisitID, toDesk.Receiver, toDesk.WaitingSince = ids.New(ids.Visit), pass, protocol.ToReception, nil
 	in2 := newInterner()
 	for _, v := range []protocol.Visit{full, bare, desk, entered, kiosk, toTeam, toPerson, toDesk} {
-		u, e, err := in2.entry(&v)
+		u, e, err := in2.entry(&v, "")
 		require.NoError(t, err)
 		require.Equal(t, v, e.visit(v.ID, u))
 	}
 	// Returned gate lists are copies: changing one leaves the View alone.
-	u, e, _ := in2.entry(&full)
+	u, e, _ := in2.entry(&full, "")
 	got := e.visit(full.ID, u)
 	got.Rules.GateIDs[0] = "changed"
 	require.Equal(t, gate, e.visit(full.ID, u).Rules.GateIDs[0])
@@ -115,23 +115,23 @@ func TestVisitEntry_RoundTrip(t *testing.T) {
 	// Visits with the same gates share them: a site has few gates.
 	other := full
 	other.ID = ids.New(ids.Visit)
-	_, e2, err := in2.entry(&other)
+	_, e2, err := in2.entry(&other, "")
 	require.NoError(t, err)
 	require.Same(t, e.shared, e2.shared)
-	_, e3, err := in2.entry(&desk)
+	_, e3, err := in2.entry(&desk, "")
 	require.NoError(t, err)
 	require.Nil(t, e3.shared, "no gates, type, host or team: nothing shared to hold")
 	require.Nil(t, e3.extra, "nothing rare: nothing behind extra")
 
 	// A host's visits share one.
-	_, k1, err := in2.entry(&kiosk)
+	_, k1, err := in2.entry(&kiosk, "")
 	require.NoError(t, err)
-	_, k2, err := in2.entry(&toPerson)
+	_, k2, err := in2.entry(&toPerson, "")
 	require.NoError(t, err)
 	require.Same(t, k1.shared, k2.shared)
 	otherTeam := kiosk
 	otherTeam.ID, otherTeam.ForVisitID, otherTeam.TeamID = ids.New(ids.Visit), kiosk.ID, ids.New(ids.Team)
-	_, k3, err := in2.entry(&otherTeam)
+	_, k3, err := in2.entry(&otherTeam, "")
 	require.NoError(t, err)
 	require.NotSame(t, k1.shared, k3.shared)
 	require.Same(t, k1.shared.host, k3.shared.host, "a host is one, whatever else its visits have")
@@ -145,7 +145,7 @@ func TestView_VisitByCodeShared(t *testing.T) {
 	put := func(id, status string) {
 		t.Helper()
 		v := protocol.Visit{ID: id, Status: status, ForVisitID: id, Rules: protocol.Rules{GateIDs: []string{}}}
-		u, x, err := e.in.entry(&v)
+		u, x, err := e.in.entry(&v, "")
 		require.NoError(t, err)
 		e.putVisit(u, x)
 	}

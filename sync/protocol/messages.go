@@ -1064,11 +1064,42 @@ func (s *Status) setVersion()         { s.V = Version }
 
 // Encode validates m, sets its version and returns its JSON.
 func Encode[M Message](m M) ([]byte, error) {
-	m.setVersion()
-	if err := m.validate(); err != nil {
+	if err := prepare(m); err != nil {
 		return nil, err
 	}
 	b, err := json.Marshal(m)
+	return checkEncoded(b, err)
+}
+
+// Encoder encodes messages as Encode does into a buffer of its own,
+// reused: for a writer that encodes a message at a time and copies the
+// bytes on, which json.Marshal would give it in a new slice each time.
+// Not safe for concurrent use.
+type Encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// EncodeWith is Encode through e: the bytes are e's, valid until its next
+// use.
+func EncodeWith[M Message](e *Encoder, m M) ([]byte, error) {
+	if err := prepare(m); err != nil {
+		return nil, err
+	}
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf) // escapes HTML as json.Marshal does
+	}
+	e.buf.Reset()
+	err := e.enc.Encode(m)
+	return checkEncoded(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")), err)
+}
+
+func prepare[M Message](m M) error {
+	m.setVersion()
+	return m.validate()
+}
+
+func checkEncoded(b []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("protocol: encode: %w", err)
 	}

@@ -121,6 +121,27 @@ func TestMessages_RoundTrip(t *testing.T) {
 	require.Equal(t, []string{gateID}, got.GateIDs)
 }
 
+// EncodeWith writes what Encode does, byte for byte (HTML escaped, no
+// newline), into its encoder's buffer, and refuses what Encode refuses.
+func TestEncodeWith_AsEncode(t *testing.T) {
+	var enc protocol.Encoder
+	for _, f := range []protocol.Fact{
+		{ID: ids.New(ids.Fact), Kind: protocol.FactCheckIn, EdgeID: edgeID, Counter: 7, At: at, GateID: gateID, VisitID: ids.New(ids.Visit)},
+		{ID: ids.New(ids.Fact), Kind: protocol.FactRefused, EdgeID: edgeID, Counter: 8, At: at, GateID: gateID,
+			Reason: protocol.ReasonInvalidToken},
+		{ID: ids.New(ids.Fact), Kind: protocol.FactWalkIn, EdgeID: edgeID, Counter: 9, At: at, VisitID: ids.New(ids.Visit),
+			DeviceID: "kiosk-1", WalkIn: &protocol.WalkIn{Type: "meeting", Visitor: protocol.WalkInVisitor{Name: "<Vera> & Co"}}},
+	} {
+		want, err := protocol.Encode(&f)
+		require.NoError(t, err)
+		got, err := protocol.EncodeWith(&enc, &f)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+	_, err := protocol.EncodeWith(&enc, &protocol.Fact{ID: "not an ID", Kind: protocol.FactCheckIn})
+	require.ErrorIs(t, err, protocol.ErrInvalid)
+}
+
 func TestDecode_RefusesWhatIsNotAValidMessage(t *testing.T) {
 	good, err := protocol.Encode(&protocol.Fact{ID: ids.New(ids.Fact), Kind: protocol.FactCheckIn, EdgeID: edgeID, Counter: 1,
 		At: at, GateID: gateID, VisitID: ids.New(ids.Visit)})

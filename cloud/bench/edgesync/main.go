@@ -27,7 +27,8 @@
 //     sync, then the real svc-edge (run --simulate) is started on a copy of
 //     it -runs times: the time from exec to the first admitted POST
 //     /gates/{id}/scan answer, and VmRSS and VmHWM (with RssAnon and
-//     RssFile) once it is up and again after 1,000 more scans.
+//     RssFile) once it is up and again after 1,000 more scans, and those
+//     scans' p50 and p99, request to answer.
 //   - visits: N visits at a site of a running svc-cloud serve's own
 //     SQLite store (-data, its data directory; -site, -host), made as the
 //     other scenarios make theirs, for an appliance enrolled there to take
@@ -1619,15 +1620,20 @@ func (b *bench) edgeRun(ctx context.Context, r int, bin, cfgPath, listen, token,
 		return fail(err)
 	}
 	// A thousand more decisions (refused: the pass is used, so nothing
-	// changes) and the memory again.
+	// changes but the refusal each records) and the memory again. Each is
+	// timed, request to answer, for what the edge's collector costs them.
+	scans := make([]time.Duration, 0, 1000)
 	for range 1000 {
+		at := time.Now()
 		resp, err := cl.Post(base+"/gates/"+b.gateID+"/scan", "text/plain", strings.NewReader(token))
 		if err != nil {
 			return fail(err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		scans = append(scans, time.Since(at))
 	}
+	slices.Sort(scans)
 	m2, err := procMem(cmd.Process.Pid)
 	if err != nil {
 		return fail(err)
@@ -1644,7 +1650,8 @@ func (b *bench) edgeRun(ctx context.Context, r int, bin, cfgPath, listen, token,
 	kill()
 	b.result("memory", "run", r+1, "cached_visits", status.Cache.Visits,
 		"first_decision_after", first, "first_decision_attempts", attempts, "decision_us", sr.Decision,
-		"connected_synced_after", up)
+		"connected_synced_after", up, "scan_p50_ms", fmt.Sprintf("%.2f", benchutil.MS(benchutil.Pct(scans, 50))),
+		"scan_p99_ms", fmt.Sprintf("%.2f", benchutil.MS(benchutil.Pct(scans, 99))))
 	for _, x := range []struct {
 		when string
 		m    mem

@@ -245,15 +245,19 @@ func dash(code string) string {
 }
 
 // defaultGCPercent is the daemon's GOGC unless the environment sets one.
-// Its heap is mostly the cache's View, long-lived (about 21 MB for
-// 100,000 visits), and the garbage is small and steady (about 130 KB a
-// scan, 18 MB a batch of 500 changes). Go lets the heap reach
-// (1+GOGC/100) times the live heap before collecting, so at the default of
-// 100 the appliance settled at about 50 MiB resident with 100,000 visits;
-// at 50 about 44 MiB, with a collection twice as often (every ~90 scans
-// instead of ~180) and no change to the decision's median. A fixed
-// GOMEMLIMIT was not chosen: it does not scale with the site, and a site
-// whose View outgrew it would collect continuously.
+// Its heap is mostly the cache's View, long-lived (about 20 MB for
+// 100,000 visits), and the garbage is small and steady (some 40 KB a scan
+// through the HTTP API, 18 MB a batch of 500 changes). Go lets the heap
+// reach (1+GOGC/100) times the live heap before collecting: at 100 the
+// appliance settled at about 50 MiB resident with 100,000 visits when the
+// View was 21 MB of 164,000 objects; at 50 it holds 46 MiB after 1,000
+// scans (docs/performance.md, "A scan's garbage and the edge's memory,
+// fourth pass"). 20 held 42-45 MiB, but the scans through the API were
+// slower in the same session (p50 1.0-1.8 ms against 0.8-1.5, p99 more
+// often above 8 ms), for a target it did not meet either: not taken. A
+// fixed GOMEMLIMIT was not chosen: it does not scale with the site, and a
+// site whose View outgrew it would collect continuously, the gate's
+// decisions waiting on the assists.
 const defaultGCPercent = 50
 
 // setGC applies defaultGCPercent unless GOGC is set (the runtime has
