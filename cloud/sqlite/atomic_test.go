@@ -18,6 +18,25 @@ import (
 	"github.com/svc-vms/svc/shared/ids"
 )
 
+// siteVisits makes an organisation with a site in s and returns its live
+// tenant, the time its rows carry, and a maker of new visits at the site,
+// each with the new visitor to write with it.
+func siteVisits(t *testing.T, s *Store) (cloud.Tenant, time.Time, func() (cloud.Visit, cloud.VisitWrites)) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	org := cloud.Organisation{ID: ids.New(ids.Organisation), Name: "Org", Plan: cloud.PlanPro, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateOrganisation(ctx, org))
+	tn := cloud.Tenant{OrgID: org.ID, Mode: cloud.ModeLive}
+	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "Site", Timezone: "Europe/London", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.CreateSite(ctx, site))
+	return tn, now, func() (cloud.Visit, cloud.VisitWrites) {
+		vr := cloud.Visitor{ID: ids.New(ids.Visitor), Tenant: tn, Name: "Ada", CreatedAt: now, UpdatedAt: now}
+		return cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: site.ID,
+			VisitorID: vr.ID, CreatedAt: now, UpdatedAt: now}, cloud.VisitWrites{Visitor: &vr}
+	}
+}
+
 // TestAtomic_GroupCommit holds the writer in one Atomic call while two
 // more wait for it, then lets them run: the three share one commit, the
 // one that fails is rolled back to its savepoint alone, and no call
@@ -30,17 +49,7 @@ func TestAtomic_GroupCommit(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	org := cloud.Organisation{ID: ids.New(ids.Organisation), Name: "Org", Plan: cloud.PlanPro, CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.CreateOrganisation(ctx, org))
-	tn := cloud.Tenant{OrgID: org.ID, Mode: cloud.ModeLive}
-	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "Site", Timezone: "Europe/London", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.CreateSite(ctx, site))
-	visit := func() (cloud.Visit, cloud.VisitWrites) {
-		vr := cloud.Visitor{ID: ids.New(ids.Visitor), Tenant: tn, Name: "Ada", CreatedAt: now, UpdatedAt: now}
-		return cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: site.ID,
-			VisitorID: vr.ID, CreatedAt: now, UpdatedAt: now}, cloud.VisitWrites{Visitor: &vr}
-	}
+	tn, now, visit := siteVisits(t, s)
 	v1, w1 := visit()
 	v2, w2 := visit()
 	v3, w3 := visit()
@@ -124,15 +133,8 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	org := cloud.Organisation{ID: ids.New(ids.Organisation), Name: "Org", Plan: cloud.PlanPro, CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.CreateOrganisation(ctx, org))
-	tn := cloud.Tenant{OrgID: org.ID, Mode: cloud.ModeLive}
-	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "Site", Timezone: "Europe/London", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.CreateSite(ctx, site))
-	vr := cloud.Visitor{ID: ids.New(ids.Visitor), Tenant: tn, Name: "Ada", CreatedAt: now, UpdatedAt: now}
-	v := cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: site.ID,
-		VisitorID: vr.ID, CreatedAt: now, UpdatedAt: now}
+	tn, _, visit := siteVisits(t, s)
+	v, w := visit()
 
 	entered, release := make(chan struct{}), make(chan struct{})
 	var first, second error
@@ -141,7 +143,7 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		first = s.Atomic(ctx, func(ctx context.Context) error {
-			if err := s.CreateVisit(ctx, v, cloud.VisitWrites{Visitor: &vr}); err != nil {
+			if err := s.CreateVisit(ctx, v, w); err != nil {
 				return err
 			}
 			close(entered)

@@ -16,6 +16,33 @@ import (
 	"github.com/svc-vms/svc/sync/protocol"
 )
 
+// seeded is a store in a file with a seeded organisation, for tests that
+// act through the service and read the file's rows as they are.
+type seeded struct {
+	store *sqlite.Store
+	svc   *cloud.Service
+	seed  cloud.SeedResult
+	actor cloud.Actor // the organisation's test mode, on its plan
+	db    *sql.DB     // the file, read-only
+}
+
+func seededFile(t *testing.T, name string) seeded {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "cloud.db")
+	s, err := sqlite.Open(ctx, path, kektest.Ring())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	svc := cloud.NewService(s, time.Now)
+	seed, err := svc.Seed(ctx, name, cloud.PlanEnterprise)
+	require.NoError(t, err)
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return seeded{store: s, svc: svc, seed: seed, db: db,
+		actor: cloud.Actor{Tenant: cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}, Plan: cloud.PlanEnterprise}}
+}
+
 // TestCreateVisit_FeedRowIsTheStoredVisit makes visits through the
 // service as POST /visits does (hosted, a walk-in nobody hosts, a second
 // visit of a known visitor) and checks, byte for byte, that the row each
@@ -25,19 +52,9 @@ import (
 // would have put there.
 func TestCreateVisit_FeedRowIsTheStoredVisit(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cloud.db")
-	s, err := sqlite.Open(ctx, path, kektest.Ring())
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	svc := cloud.NewService(s, time.Now)
-	seed, err := svc.Seed(ctx, "Feed", cloud.PlanEnterprise)
-	require.NoError(t, err)
-	tn := cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}
-	a := cloud.Actor{Tenant: tn, Plan: cloud.PlanEnterprise}
-	site := seed.Test.Sites[0].ID
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
+	f := seededFile(t, "Feed")
+	s, svc, seed, a, db := f.store, f.svc, f.seed, f.actor, f.db
+	tn, site := a.Tenant, seed.Test.Sites[0].ID
 
 	at := time.Now().Add(time.Hour)
 	visitor := func(email string) cloud.Optional[*cloud.VisitorInput] {

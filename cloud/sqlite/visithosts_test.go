@@ -2,16 +2,12 @@ package sqlite_test
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
-	"github.com/svc-vms/svc/cloud/kek/kektest"
-	"github.com/svc-vms/svc/cloud/sqlite"
 )
 
 // TestVisitHosts_CarryTheVisitsCreation makes a visit, then changes its
@@ -20,18 +16,9 @@ import (
 // with the row rather than by a trigger.
 func TestVisitHosts_CarryTheVisitsCreation(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cloud.db")
-	s, err := sqlite.Open(ctx, path, kektest.Ring())
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	svc := cloud.NewService(s, time.Now)
-	seed, err := svc.Seed(ctx, "Hosts", cloud.PlanEnterprise)
-	require.NoError(t, err)
-	tn := cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}
-	a := cloud.Actor{Tenant: tn, Plan: cloud.PlanEnterprise}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
+	f := seededFile(t, "Hosts")
+	s, svc, seed, a, db := f.store, f.svc, f.seed, f.actor, f.db
+	tn := a.Tenant
 
 	at := time.Now().Add(time.Hour)
 	v, err := svc.CreateVisit(ctx, a, cloud.VisitInput{SiteID: cloud.Some(seed.Test.Sites[0].ID), Type: cloud.Some("meeting"),
