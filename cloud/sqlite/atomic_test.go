@@ -37,6 +37,29 @@ func siteVisits(t *testing.T, s *Store) (cloud.Tenant, time.Time, func() (cloud.
 	}
 }
 
+// holdWriter starts an Atomic call that writes v and then holds the
+// writer, and returns once it does: release lets the call commit, and
+// done gives its error when it returns.
+func holdWriter(ctx context.Context, s *Store, v cloud.Visit, w cloud.VisitWrites) (release func(), done <-chan error) {
+	entered, let, errc := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		errc <- s.Atomic(ctx, func(ctx context.Context) error {
+			if err := s.CreateVisit(ctx, v, w); err != nil {
+				return err
+			}
+			close(entered)
+			<-let
+			return nil
+		})
+	}()
+	select {
+	case <-entered:
+	case err := <-errc: // failed before it held the writer: done still gives the error
+		errc <- err
+	}
+	return func() { close(let) }, errc
+}
+
 // TestAtomic_GroupCommit holds the writer in one Atomic call while two
 // more wait for it, then lets them run: the three share one commit, the
 // one that fails is rolled back to its savepoint alone, and no call
@@ -57,22 +80,9 @@ func TestAtomic_GroupCommit(t *testing.T) {
 		Subject: "s", Body: "b", Status: cloud.MessageQueued, CreatedAt: now}
 	w3.Messages = []cloud.Message{m, m} // the second insert fails
 
-	entered, release := make(chan struct{}), make(chan struct{})
+	release, held := holdWriter(ctx, s, v1, w1)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errs[0] = s.Atomic(ctx, func(ctx context.Context) error {
-			if err := s.CreateVisit(ctx, v1, w1); err != nil {
-				return err
-			}
-			close(entered)
-			<-release
-			return nil
-		})
-	}()
-	<-entered
 	before := commits.Load()
 	for i, vw := range []struct {
 		v cloud.Visit
@@ -87,8 +97,9 @@ func TestAtomic_GroupCommit(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.writer.waiting) == 2 }, 10*time.Second, time.Millisecond,
 		"both calls wait for the writer")
 	require.Equal(t, before, commits.Load(), "nothing committed while the first call holds the writer")
-	close(release)
+	release()
 	wg.Wait()
+	errs[0] = <-held
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	require.Error(t, errs[2])
@@ -136,22 +147,10 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	tn, _, visit := siteVisits(t, s)
 	v, w := visit()
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	var first, second error
+	release, held := holdWriter(ctx, s, v, w)
+	var second error
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		first = s.Atomic(ctx, func(ctx context.Context) error {
-			if err := s.CreateVisit(ctx, v, w); err != nil {
-				return err
-			}
-			close(entered)
-			<-release
-			return nil
-		})
-	}()
-	<-entered
+	wg.Add(1)
 	cctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	cancels <- cancel
@@ -175,9 +174,9 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return len(s.writer.waiting) == 1 }, 10*time.Second, time.Millisecond,
 		"the second call waits for the writer")
-	close(release)
+	release()
 	wg.Wait()
-	require.NoError(t, first, "the first call's writes commit")
+	require.NoError(t, <-held, "the first call's writes commit")
 	require.ErrorIs(t, second, context.Canceled)
 	_, err = s.Visit(ctx, tn, v.ID)
 	require.NoError(t, err)
