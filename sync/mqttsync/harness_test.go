@@ -187,6 +187,23 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// waitMoving waits for done, failing only when progress (a figure that
+// changes while the work goes on: facts left, the seq reached) has stood
+// still for stall. A long drain on a loaded machine is slow, not stuck,
+// and the time it takes is the load program's to measure.
+func waitMoving(t testing.TB, stall time.Duration, what string, progress func() uint64, done func() bool) {
+	t.Helper()
+	for last := progress(); !done(); {
+		moved := poll.Until(stall, 20*time.Millisecond, func() bool {
+			return done() || progress() != last
+		})
+		if !moved {
+			t.Fatalf("%s stood still at %d for %v", what, last, stall)
+		}
+		last = progress()
+	}
+}
+
 // run starts r in a goroutine until the test ends, and checks it returns
 // nil.
 func run(t *testing.T, r func(context.Context) error) (stop func()) {

@@ -10,7 +10,8 @@ import (
 
 // TestThroughput_Facts drains 100,000 facts from one edge's outbox through
 // the broker into the cloud's store, every one applied, and logs the rate.
-// It asserts no duration: a loaded CI machine once took 36 s here, and
+// It asserts no duration, only that the drain keeps moving: a loaded CI
+// machine once took 36 s here and another over a minute, and
 // speed is measured by the drain load program (docs/performance.md), not
 // by a test. Under the race detector it drains 20,000.
 func TestThroughput_Facts(t *testing.T) {
@@ -28,7 +29,8 @@ func TestThroughput_Facts(t *testing.T) {
 			e.store.record(n)
 			start := time.Now()
 			e.Notify()
-			waitFor(t, 60*time.Second, "the outbox to drain", func() bool { return e.store.outboxLen() == 0 })
+			left := func() uint64 { return uint64(e.store.outboxLen()) }
+			waitMoving(t, 30*time.Second, "the outbox's drain", left, func() bool { return left() == 0 })
 			took := time.Since(start)
 			require.Equal(t, n, store.appliedCount())
 			t.Logf("%s: %d facts in %v (%.0f facts/s), %d published, %d store calls",
@@ -51,7 +53,7 @@ func TestThroughput_Feed(t *testing.T) {
 			start := time.Now()
 			head := store.addVisits(e.site, n)
 			cloud.Notify()
-			waitFor(t, 60*time.Second, "the feed to reach the edge", func() bool { return e.store.Seq() == head })
+			waitMoving(t, 30*time.Second, "the edge's feed", e.store.Seq, func() bool { return e.store.Seq() == head })
 			took := time.Since(start)
 			t.Logf("%s: %d changes in %v (%.0f changes/s), %d resync requests",
 				bk.name, n, took.Round(time.Millisecond), n/took.Seconds(), e.State().Counters.ResyncRequests)
