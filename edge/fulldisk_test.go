@@ -72,7 +72,10 @@ func TestApp_FullDiskOpensNothingUnrecorded(t *testing.T) {
 	s := newSite(t)
 	disk := smallDisk(t, 8<<20)
 	s.cfg.CachePath = filepath.Join(disk, "cache.db")
-	for range 400 {
+	// More visits than records the cache's journal takes before it writes
+	// them to the file (1024, edge/cache flushEvery): the journal's space
+	// is reserved, so records fail only once that write needs a block.
+	for range 1200 {
 		s.visits = append(s.visits, s.newVisit())
 	}
 	s.visits[0].Rules.SingleUse = true

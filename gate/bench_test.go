@@ -49,7 +49,9 @@ func benchSite(b *testing.B) (*fixture, []protocol.Visit) {
 	return f, visits
 }
 
-// reportLatency reports the median and the 99th percentile of ds.
+// reportLatency reports the median, the 99th percentile and the
+// slowest of ds: a scan whose record flushes the journal to bbolt, one in
+// edge/cache's flushEvery, is slower than 99 in 100 and shows in max.
 func reportLatency(b *testing.B, ds []time.Duration) {
 	if len(ds) == 0 {
 		return
@@ -57,6 +59,7 @@ func reportLatency(b *testing.B, ds []time.Duration) {
 	slices.Sort(ds)
 	b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(ds[len(ds)*99/100].Nanoseconds())/1e3, "p99-µs")
+	b.ReportMetric(float64(ds[len(ds)-1].Nanoseconds())/1e3, "max-µs")
 }
 
 // BenchmarkDecide_100k is the decision alone, as Scan makes it: verify
@@ -108,6 +111,15 @@ func BenchmarkScan_100k(b *testing.B) {
 		}
 		i++
 	}
+	// The records still in the journal are written to bbolt by the next
+	// write to the file: counted here, so that every record's share of
+	// its flush is in allocs/op and B/op, and not only that of the
+	// records flushed every flushEvery scans.
+	b.StartTimer()
+	if err := f.cache().MarkSynced(t0); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
 	reportLatency(b, ds)
 	if i >= len(visits) {
 		b.Fatalf("%d scans wrapped around %d visits", i, len(visits))

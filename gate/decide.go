@@ -163,9 +163,11 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 			return d
 		}
 		out := cur
-		out.Status, out.CheckedOutAt, out.AtDesk = string(passrule.CheckedOut), &at, false
+		out.Status, out.AtDesk = string(passrule.CheckedOut), false
+		p := pair(out, cur, at)
+		p.visits[0].CheckedOutAt = &p.at
 		d.Kind = protocol.FactCheckOut
-		d.Visits, d.undo = pair(out, cur)
+		d.Visits, d.undo = p.split()
 		return d
 	}
 
@@ -192,7 +194,7 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 		v := cur
 		v.GateID, v.AtDesk = g.id, false
 		d.Kind = protocol.FactEntered
-		d.Visits, d.undo = pair(v, cur)
+		d.Visits, d.undo = pair(v, cur, at).split()
 	case checkedIn || linkMissing:
 		d.Reason = protocol.ReasonAlreadyIn
 	case reentry:
@@ -205,10 +207,12 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 		d.undo = []protocol.Visit{gone, cur}
 	case known:
 		v := cur
-		v.Status, v.CheckedInAt, v.Uses = string(passrule.CheckedIn), &at, v.Uses+1
+		v.Status, v.Uses = string(passrule.CheckedIn), v.Uses+1
 		v.GateID, v.AtDesk = g.id, false // at the desk no gate: the desk's fact marks the visit AtDesk when recorded
+		p := pair(v, cur, at)
+		p.visits[0].CheckedInAt = &p.at
 		d.Kind = protocol.FactCheckIn
-		d.Visits, d.undo = pair(v, cur)
+		d.Visits, d.undo = p.split()
 	default:
 		v := fromClaims(c, at)
 		v.GateID = g.id
@@ -221,11 +225,23 @@ func (g *Gate) decide(st State, c *passtoken.Claims, badge bool, at time.Time) D
 	return d
 }
 
-// pair returns a decision's Visits, [now], and undo, [was], in one
-// allocation: a visit is some 400 bytes, and a scan makes one pair.
-func pair(now, was protocol.Visit) (visits, undo []protocol.Visit) {
-	both := []protocol.Visit{now, was}
-	return both[:1:1], both[1:2:2]
+// visitPair is a decision's Visits, [now], and undo, [was], and the
+// time of the scan that now's check-in or check-out time points at, in
+// one allocation: a visit is some 400 bytes, and a scan makes one pair.
+// Taking at's address in decide instead moved it to the heap on every
+// call, refusals too.
+type visitPair struct {
+	visits [2]protocol.Visit
+	at     time.Time
+}
+
+func pair(now, was protocol.Visit, at time.Time) *visitPair {
+	return &visitPair{visits: [2]protocol.Visit{now, was}, at: at}
+}
+
+// split returns the decision's Visits and undo.
+func (p *visitPair) split() (visits, undo []protocol.Visit) {
+	return p.visits[:1:1], p.visits[1:2:2]
 }
 
 // input is the pass-rule decision's input for visit v, or for the token's

@@ -73,7 +73,7 @@
 // changed and its fact together: a crash leaves both or neither), appends
 // the same puts and deletes as one frame to a journal beside the file
 // (journal.go) and fdatasyncs it before it returns; the journal goes into
-// the file every 256 records, in the transaction of any other write, and
+// the file every 1024 records, in the transaction of any other write, and
 // before the outbox is read, and Open replays what the file lacks. A
 // release on trial (Options.KeepSchema) writes records straight to the
 // file, in a transaction each. Record marks

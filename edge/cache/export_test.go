@@ -145,3 +145,7 @@ func Flush(c *Cache) error { return c.flush() }
 
 // JournalSize is the journal file's size.
 const JournalSize = journalSize
+
+// FlushEvery is how many records the journal holds before Record writes
+// them to the file.
+const FlushEvery = flushEvery

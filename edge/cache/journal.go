@@ -44,9 +44,17 @@ import (
 // assign counters the file already has, a torn frame fails its CRC, and a
 // journal of another file has another salt: none of them follows, and
 // replay stops at the first frame that does not.
+//
+// flushEvery is 1024 records (256 before, docs/performance.md "A scan's
+// garbage, fifth pass: the flush"): a flush reads into memory the bbolt
+// nodes its puts land in, the visits' branch nodes, the outbox's and
+// facts index's last leaves, however many records it carries, so a
+// record's share of them falls with the interval. The journal is 4 MiB
+// so that 1024 records of a gate (under 1 KB each) fit with room for
+// bigger ones before a frame that does not fit flushes early.
 const (
-	journalSize   = 1 << 20
-	flushEvery    = 256 // records
+	journalSize   = 4 << 20
+	flushEvery    = 1024 // records
 	frameHeader   = 36
 	journalSuffix = ".journal"
 	opDelete      = 0x80
@@ -110,7 +118,7 @@ func openJournal(path string, salt uint64) (*journal, error) {
 	}
 	// mem has room for a flush's frames at the start (a gate's record is
 	// under 1 KB): grown by appends it reached that room anyway, through
-	// five reallocations, in the first flushEvery records after Open.
+	// a dozen reallocations, in the first flushEvery records after Open.
 	return &journal{f: f, salt: salt, mem: make([]byte, 0, flushEvery<<10)}, nil
 }
 
