@@ -195,6 +195,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	if cfg.Instance == "" {
 		cfg.Instance = newInstance()
 	}
+	setGC(os.Getenv)
 	// Every line names the process: several replicas write to one log
 	// pipeline.
 	log := cfg.logger(stderr).With("instance", cfg.Instance)
