@@ -20,7 +20,10 @@
 # Each line ends with cpu_ms_per_req: the CPU time (user and system) the
 # server process used over the measured run, divided by the requests wrk
 # completed in it. It counts the server's own work whatever else runs on
-# the machine, where requests/s falls with the load.
+# the machine, where requests/s falls with the load. Then rss_peak_mib:
+# the server's peak resident memory since it started (VmHWM), which
+# covers every run of the store so far, so GOGC's cost in memory is
+# beside its gain in CPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -81,7 +84,8 @@ cpu_per_req() {
   local before=$1 out=$2 n
   n=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$out")
   awk -v t=$(($(cpu_ticks "$SERVER_PID") - before)) -v hz="$(getconf CLK_TCK)" -v n="$n" -v out="$out" \
-    'BEGIN { printf "%s cpu_ms_per_req=%.3f\n", out, (n > 0 ? t * 1000 / hz / n : 0) }'
+    'BEGIN { printf "%s cpu_ms_per_req=%.3f", out, (n > 0 ? t * 1000 / hz / n : 0) }'
+  awk '/^VmHWM:/ { printf " rss_peak_mib=%.1f\n", $2 / 1024 }' "/proc/$SERVER_PID/status"
 }
 
 measure() { # label url script
