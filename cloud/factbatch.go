@@ -3,6 +3,7 @@ package cloud
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // FactBatch is what the facts of one Store.ApplyFacts call write,
@@ -138,3 +139,22 @@ func (b *FactBatch) wrote(bv *BatchVisit) {
 // Written returns the visits the batch writes, each once, as it leaves
 // them, in the order first written.
 func (b *FactBatch) Written() []*BatchVisit { return b.order }
+
+// NamedVisits returns the IDs of the visits the facts name (VisitID,
+// PassVisitID), sorted, each once: what a store reads ahead, in one
+// statement, for Preloaded. With applied set, only the facts it marks.
+func NamedVisits(facts []EdgeFact, applied []bool) []string {
+	var named []string
+	for i, ef := range facts {
+		if applied != nil && !applied[i] {
+			continue
+		}
+		for _, id := range []string{ef.Fact.VisitID, ef.Fact.PassVisitID} {
+			if id != "" {
+				named = append(named, id)
+			}
+		}
+	}
+	slices.Sort(named)
+	return slices.Compact(named)
+}

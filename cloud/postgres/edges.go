@@ -95,22 +95,12 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 		if !slices.Contains(applied, true) {
 			return nil
 		}
-		var named []string // the visits the applied facts name
-		for i, ef := range facts {
-			if applied[i] {
-				for _, id := range []string{ef.Fact.VisitID, ef.Fact.PassVisitID} {
-					if id != "" {
-						named = append(named, id)
-					}
-				}
-			}
-		}
+		named := cloud.NamedVisits(facts, applied) // the visits the applied facts name
 		b := cloud.NewFactBatch(func(id string) (cloud.Visit, error) { return getVisit(ctx, tx, t, id, true) })
 		if len(named) > 0 {
-			slices.Sort(named)
 			rs, _ := tx.Query(ctx, `SELECT `+visitCols+` FROM `+visitFrom+`
 				WHERE v.org_id = $1 AND v.mode = $2 AND v.id = ANY($3) ORDER BY v.id FOR UPDATE OF v`,
-				t.OrgID, string(t.Mode), slices.Compact(named))
+				t.OrgID, string(t.Mode), named)
 			vs, err := pgx.CollectRows(rs, func(row pgx.CollectableRow) (cloud.Visit, error) { return scanVisit(row, t) })
 			if err != nil {
 				return fmt.Errorf("get visits: %w", err)

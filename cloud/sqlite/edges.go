@@ -22,6 +22,66 @@ const (
 	qFactConflict = `UPDATE edge_facts SET conflict = ? WHERE id = ?`
 )
 
+// factChunk is how many fact rows qInsertFacts inserts in one statement.
+const factChunk = 32
+
+// qInsertFacts inserts factChunk facts' rows and returns the IDs of those
+// it inserted: a batch's rows in a statement per factChunk rather than
+// one each.
+var qInsertFacts = `INSERT INTO edge_facts (id, org_id, mode, site_id, edge_id, counter, kind, at, gate_id,
+		visit_id, pass_visit_id, reason, received_at)
+	VALUES ` + strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), `, factChunk-1) + `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO NOTHING RETURNING id`
+
+// factArgs are the arguments of a fact's row, in qInsertFact's order.
+func factArgs(ef cloud.EdgeFact) []any {
+	f := ef.Fact
+	return []any{f.ID, ef.Tenant.OrgID, string(ef.Tenant.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), micros(f.At), f.GateID,
+		null(f.VisitID), null(f.PassVisitID), null(f.Reason), micros(ef.ReceivedAt)}
+}
+
+// insertFacts inserts the facts' rows, those whose IDs are not recorded
+// yet, and returns which it inserted: of equal IDs in facts, the first.
+func insertFacts(ctx context.Context, st *txStmts, facts []cloud.EdgeFact) ([]bool, error) {
+	inserted := map[string]bool{}
+	rest := facts
+	for len(rest) >= factChunk {
+		args := make([]any, 0, 13*factChunk)
+		for _, ef := range rest[:factChunk] {
+			args = append(args, factArgs(ef)...)
+		}
+		ids, err := all(ctx, st, func(r scanner) (id string, err error) { return id, r.Scan(&id) }, qInsertFacts, args...)
+		if err != nil {
+			return nil, fmt.Errorf("record facts: %w", err)
+		}
+		for _, id := range ids {
+			inserted[id] = true
+		}
+		rest = rest[factChunk:]
+	}
+	for _, ef := range rest {
+		res, err := st.ExecContext(ctx, qInsertFact, factArgs(ef)...)
+		if err != nil {
+			return nil, fmt.Errorf("record fact: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("record fact: %w", err)
+		}
+		if n > 0 {
+			inserted[ef.Fact.ID] = true
+		}
+	}
+	applied := make([]bool, len(facts))
+	for i, ef := range facts {
+		if inserted[ef.Fact.ID] {
+			applied[i] = true
+			delete(inserted, ef.Fact.ID) // a second fact of the ID is recorded before
+		}
+	}
+	return applied, nil
+}
+
 // ApplyFact implements cloud.Store, as a batch of one.
 func (s *Store) ApplyFact(ctx context.Context, ef cloud.EdgeFact, fn func(func(string) (cloud.Visit, error), *cloud.FactWrites) error) (bool, error) {
 	applied, err := s.ApplyFacts(ctx, []cloud.EdgeFact{ef}, func(_ int, load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
@@ -46,25 +106,29 @@ func (s *Store) ApplyFacts(ctx context.Context, facts []cloud.EdgeFact, fn func(
 			return nil, fmt.Errorf("apply facts: facts of tenants %v and %v in one batch", t, ef.Tenant)
 		}
 	}
-	applied := make([]bool, len(facts))
+	var applied []bool
 	err := s.writeTx(ctx, t, func(tx *sql.Tx, fd *feed) error {
+		// Each fact's row is inserted first: one recorded before is
+		// skipped.
+		var err error
+		if applied, err = insertFacts(ctx, fd.st, facts); err != nil {
+			return err
+		}
 		b := cloud.NewFactBatch(func(id string) (cloud.Visit, error) { return getVisit(ctx, fd.st, t, id) })
-		for i, ef := range facts {
-			f := ef.Fact
-			res, err := fd.st.ExecContext(ctx, qInsertFact,
-				f.ID, t.OrgID, string(t.Mode), ef.SiteID, f.EdgeID, int64(f.Counter), string(f.Kind), micros(f.At), f.GateID,
-				null(f.VisitID), null(f.PassVisitID), null(f.Reason), micros(ef.ReceivedAt))
+		// The visits the applied facts name are read in one statement
+		// rather than one each as the facts come to them.
+		if named := cloud.NamedVisits(facts, applied); len(named) > 1 {
+			vs, err := getVisits(ctx, fd.st, t, named)
 			if err != nil {
-				return fmt.Errorf("record fact: %w", err)
+				return fmt.Errorf("get visits: %w", err)
 			}
-			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				if err != nil {
-					return fmt.Errorf("record fact: %w", err)
-				}
+			b.Preloaded(vs...)
+		}
+		for i, ef := range facts {
+			if !applied[i] {
 				continue // recorded before
 			}
-			applied[i] = true
-			if err := b.Apply(f.ID, func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
+			if err := b.Apply(ef.Fact.ID, func(load func(string) (cloud.Visit, error), w *cloud.FactWrites) error {
 				return fn(i, load, w)
 			}); err != nil {
 				return err

@@ -142,7 +142,7 @@ type writeStmts struct {
 // hotWrites are the statements prepared on the writer: those an edge's
 // facts, the feed and its publisher run per row.
 var hotWrites = append([]string{
-	qInsertFact, qFactConflict, qGetVisit, qInsertVisit, qInsertAudit,
+	qInsertFact, qInsertFacts, qFactConflict, qGetVisit, qGetVisits, qInsertVisit, qInsertAudit,
 	qFeedHead, qFeedRow, qFeedCursor,
 }, qUpdateVisit[:]...)
 
@@ -206,6 +206,15 @@ func (p *txStmts) ExecContext(ctx context.Context, query string, args ...any) (s
 		return st.ExecContext(ctx, args...)
 	}
 	return p.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query in the transaction, prepared when it is one
+// of hotWrites.
+func (p *txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := p.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return p.tx.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a single-row query in the transaction, prepared

@@ -764,6 +764,43 @@ func factTests() []test {
 		{"BatchConflictsAndNewVisits", testFactBatchConflicts},
 		{"BatchAbortsWhole", testFactBatchAborts},
 		{"NewVisitorAndMessagesOnce", testFactVisitorAndMessages},
+		{"LargeBatchOnce", testFactLargeBatchOnce},
+	}
+}
+
+// A batch of more facts than a store records in one statement applies each
+// fact ID once, as testFactBatchOnce's: one recorded earlier, a second of
+// one ID within the first facts and one among the last are skipped.
+func testFactLargeBatchOnce(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	received := e.tick()
+	var batch []cloud.EdgeFact
+	for range 70 {
+		v := e.newVisit(t, e.a, s.ID)
+		batch = append(batch, cloud.EdgeFact{Tenant: e.a, SiteID: s.ID, Fact: e.newFact(protocol.FactCheckIn, v.ID), ReceivedAt: received})
+	}
+	var calls []int
+	earlier := batch[5:6]
+	_, err := e.s.ApplyFacts(t.Context(), earlier, checkIn(earlier, &calls))
+	require.NoError(t, err)
+	batch[20], batch[68] = batch[10], batch[0] // seconds of an ID
+	want := make([]bool, len(batch))
+	var wantCalls []int
+	for i := range batch {
+		if i != 5 && i != 20 && i != 68 {
+			want[i] = true
+			wantCalls = append(wantCalls, i)
+		}
+	}
+	calls = nil
+	applied, err := e.s.ApplyFacts(t.Context(), batch, checkIn(batch, &calls))
+	require.NoError(t, err)
+	require.Equal(t, want, applied)
+	require.Equal(t, wantCalls, calls)
+	for _, ef := range batch {
+		got, err := e.s.Visit(t.Context(), e.a, ef.Fact.VisitID)
+		require.NoError(t, err)
+		require.Equal(t, 1, got.Pass.Uses, "visit %s checked in once", got.ID)
 	}
 }
 

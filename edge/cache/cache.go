@@ -61,9 +61,10 @@ type Cache struct {
 	pending map[uid]int // visit → facts in the outbox that changed it
 	in      *interner
 	// waiting holds the IDs of the facts in the outbox, in the file or
-	// the journal: Record's duplicate check, which no longer reads the
-	// file.
-	waiting map[uid]struct{}
+	// the journal, each with the visits its row names (outboxRow.Visits):
+	// Record's duplicate check, which no longer reads the file, and what
+	// Ack uncounts, which need not decode the row.
+	waiting map[uid][]uid
 	// j is the journal Record appends to; nil when records go straight
 	// to the file (KeepSchema, or a cache not opened by Open).
 	j *journal
@@ -403,7 +404,7 @@ func (c *Cache) load(schema string) error {
 		}
 	}
 	return c.read(func(tx *bolt.Tx) error {
-		c.counter, c.pending, c.waiting = 0, map[uid]int{}, map[uid]struct{}{}
+		c.counter, c.pending, c.waiting = 0, map[uid]int{}, map[uid][]uid{}
 		e := newFullEdit(c.in)
 		meta := tx.Bucket(bucketMeta)
 		var err error
@@ -681,7 +682,7 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 			e.markPending(u, true)
 		}
 		if u, ok := parseUID(ids.Fact, f.ID); ok {
-			c.waiting[u] = struct{}{}
+			c.waiting[u] = us
 		}
 		e.v.outbox++
 		return nil
@@ -1358,12 +1359,14 @@ func (c *Cache) Ack(factIDs []string) (removed int, err error) {
 				continue
 			}
 			key = slices.Clone(key) // bbolt's bytes go stale after Delete
-			row, _, err := decodeRow(outbox.Get(key))
-			if err != nil {
-				return corrupt(bucketOutbox, key, err)
+			// The row's visits are those Record or Open took from it
+			// (waiting): the row is deleted without being read.
+			f, ok := parseUID(ids.Fact, id)
+			us, held := c.waiting[f]
+			if !ok || !held {
+				return corrupt(bucketFacts, []byte(id), errors.New("indexed, but not among the facts waiting"))
 			}
-			for _, v := range row.Visits {
-				u, _ := visitUID(v)
+			for _, u := range us {
 				n, ok := left[u]
 				if !ok {
 					n = c.pending[u]

@@ -212,7 +212,7 @@ func (c *Cache) commitLocked(batch []*record) error {
 			c.pending[u]++
 		}
 		if u, ok := parseUID(ids.Fact, r.stored.ID); ok {
-			c.waiting[u] = struct{}{}
+			c.waiting[u] = slices.Clone(r.us) // r.us is the pooled record's
 		}
 	}
 	clear(c.ok)
