@@ -80,6 +80,10 @@ type Deps struct {
 	// BrokerState reports the sync half's state for GET /status; it is
 	// marshalled as JSON. Nil leaves it out.
 	BrokerState func() any
+	// CacheOpened is called once the cache is open and the garbage of
+	// opening it given back to the OS, before the sync half is made: the
+	// daemon sets its steady GOGC there. Nil: nothing is called.
+	CacheOpened func()
 	// KeepCacheSchema opens the cache with cache.Options.KeepSchema: set
 	// for a release on trial, so that it never migrates the file the
 	// release before it must still read after a rollback.
@@ -336,6 +340,9 @@ func (a *App) open() (s *site, err error) {
 	// built. Give it back now rather than leave the heap at twice the
 	// View's size until the scavenger gets to it.
 	debug.FreeOSMemory()
+	if a.d.CacheOpened != nil {
+		a.d.CacheOpened()
+	}
 	if a.d.NewSyncer != nil {
 		if s.syncer, err = a.d.NewSyncer(s.cache, s.badge.Public()); err != nil {
 			return s, fmt.Errorf("edge: sync: %w", err)

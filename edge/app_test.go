@@ -3,6 +3,7 @@ package edge_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -494,4 +495,22 @@ func TestApp_PersonalPassPunches(t *testing.T) {
 		require.Equal(t, want.reason, f.Reason, "fact %d", i)
 		require.True(t, want.at.Equal(f.At), "fact %d at the scan time", i)
 	}
+}
+
+// TestApp_CacheOpened: the App calls CacheOpened once the cache is open,
+// before it makes the sync half (the daemon lowers its GOGC there, after
+// opening's garbage).
+func TestApp_CacheOpened(t *testing.T) {
+	s := newSite(t)
+	var calls []string
+	s.withDeps = func(d *edge.Deps) {
+		d.CacheOpened = func() { calls = append(calls, "opened") }
+		newSyncer := d.NewSyncer
+		d.NewSyncer = func(c *cache.Cache, badge ed25519.PublicKey) (edge.Syncer, error) {
+			calls = append(calls, "syncer")
+			return newSyncer(c, badge)
+		}
+	}
+	s.start()
+	require.Equal(t, []string{"opened", "syncer"}, calls)
 }

@@ -583,8 +583,9 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit, decode func([]byte) (protocol.V
 				it := &items[i]
 				var u uid
 				var x visitEntry
+				var xe visitExtra
 				if it.err == nil {
-					u, x, it.err = e.in.entry(&it.v, "")
+					u, x, xe, it.err = e.pack(&it.v, nil)
 				}
 				if it.err != nil {
 					if first == nil {
@@ -593,7 +594,7 @@ func (c *Cache) loadVisits(tx *bolt.Tx, e *edit, decode func([]byte) (protocol.V
 					}
 					continue
 				}
-				e.putVisit(u, x)
+				e.putVisit(u, x, xe)
 			}
 		}
 		packed <- first
@@ -823,7 +824,7 @@ func (c *Cache) applyOne(tx *bolt.Tx, e *edit, ch *protocol.Change) error {
 				return err
 			}
 			if x, ok := e.visit(u); ok {
-				v = merge(x.visit(v.ID, u), v)
+				v = merge(e.v.visitOf(&x, v.ID, u), v)
 			}
 		}
 		return c.putVisit(tx, e, v)
@@ -965,14 +966,14 @@ func ended(s string) bool {
 
 // putVisit stores a normalized, valid visit and puts it in the edit.
 func (c *Cache) putVisit(tx *bolt.Tx, e *edit, v protocol.Visit) error {
-	u, x, err := e.entry(&v)
+	u, x, xe, err := e.entry(&v)
 	if err != nil {
 		return fmt.Errorf("visit %s: %w", v.ID, err)
 	}
 	if err := putVisitValue(tx.Bucket(bucketVisits), v); err != nil {
 		return err
 	}
-	e.putVisit(u, x)
+	e.putVisit(u, x, xe)
 	return nil
 }
 
@@ -1059,7 +1060,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 					return err
 				}
 				if x, ok := cur.visits.get(u); ok {
-					v = merge(x.visit(v.ID, u), v)
+					v = merge(cur.visitOf(&x, v.ID, u), v)
 				}
 			}
 			if err := c.putVisit(tx, e, v); err != nil {
@@ -1069,7 +1070,7 @@ func (c *Cache) ReplaceSnapshot(parts []protocol.Snapshot) error {
 		for u := range c.pending {
 			if _, ok := e.visit(u); !ok {
 				if x, ok := cur.visits.get(u); ok {
-					if err := c.putVisit(tx, e, x.visit(visitID(u), u)); err != nil {
+					if err := c.putVisit(tx, e, cur.visitOf(&x, visitID(u), u)); err != nil {
 						return err
 					}
 				}

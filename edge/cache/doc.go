@@ -87,10 +87,11 @@
 // an atomic pointer swap, so a decision reads one consistent state without
 // locks. Writers are serialised, so Views appear in commit order.
 //
-// Visits are packed (a 120-byte entry keyed by the visit's 16-byte UUID,
-// times as Unix microseconds, hosts, teams and gates shared, what few
-// visits have behind one pointer) in a persistent
-// hash trie (trie.go): 32-way interior nodes over leaves of up to about
+// Visits are packed (a 64-byte entry without pointers keyed by the
+// visit's 16-byte UUID, times as Unix microseconds, hosts, teams and gates
+// shared and named by an index, the visitor's text by where it starts in
+// the View's chunks, what few visits have in a trie of its own) in a
+// persistent hash trie (trie.go): 32-way interior nodes over leaves of up to about
 // 8 KB of entries, keyed by a hash of the UUID. A write copies the path to
 // each leaf it changes (for 100,000 visits a leaf of about 3 entries and
 // three interior nodes) and shares every other node with the View before,
@@ -162,5 +163,6 @@
 // token would decide on its old end. A visit with no end (no
 // expected_until and not checked in) is never pruned, so its cancellation
 // is never forgotten. Host names and gate lists interned for pruned visits
-// stay until the next snapshot.
+// stay until the next snapshot; the chunks of their visitors' text go once
+// no visit uses them (sweepText).
 package cache

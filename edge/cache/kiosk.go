@@ -275,7 +275,7 @@ func (v *View) VisitByCode(code string) (protocol.Visit, bool) {
 		if u.lo&codeMask != k {
 			return
 		}
-		vis := x.visit(visitID(u), u)
+		vis := v.visitOf(&x, visitID(u), u)
 		switch {
 		case !found, vis.Status == "expected" && best.Status != "expected",
 			(vis.Status == "expected") == (best.Status == "expected") && vis.ID > best.ID:
@@ -332,7 +332,7 @@ func (v *View) collect(set trie[struct{}]) []protocol.Visit {
 	out := make([]protocol.Visit, 0, set.len())
 	set.all(func(u uid, _ struct{}) bool {
 		if x, ok := v.visits.get(u); ok {
-			out = append(out, x.visit(visitID(u), u))
+			out = append(out, v.visitOf(&x, visitID(u), u))
 		}
 		return true
 	})
@@ -350,8 +350,8 @@ func (v *View) VisitsByVisitorName(name string) []protocol.Visit {
 	want := textfold.Fold(name)
 	var out []protocol.Visit
 	v.visits.all(func(u uid, x visitEntry) bool {
-		if x.nameHash == k && textfold.Fold(x.visitorName()) == want { // the hash may collide
-			out = append(out, x.visit(visitID(u), u))
+		if x.nameHash == k && textfold.Fold(v.visitorName(&x)) == want { // the hash may collide
+			out = append(out, v.visitOf(&x, visitID(u), u))
 		}
 		return true
 	})

@@ -329,7 +329,7 @@ func (c *Cache) put(e *edit, r *record, counter uint64) error {
 // recordVisit appends the put of a normalized, valid visit to c.buf and
 // puts it in the edit, as putVisit does in a transaction.
 func (c *Cache) recordVisit(e *edit, v *protocol.Visit) error {
-	u, x, err := e.entry(v)
+	u, x, xe, err := e.entry(v)
 	if err != nil {
 		return fmt.Errorf("visit %s: %w", v.ID, err)
 	}
@@ -339,7 +339,7 @@ func (c *Cache) recordVisit(e *edit, v *protocol.Visit) error {
 		return fmt.Errorf("encode %s: %w", v.ID, err)
 	}
 	endValue(c.buf, start)
-	e.putVisit(u, x)
+	e.putVisit(u, x, xe)
 	return nil
 }
 

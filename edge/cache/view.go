@@ -23,6 +23,9 @@ import (
 // safe for concurrent use.
 type View struct {
 	visits   trie[visitEntry] // like every trie of the View, never written once published
+	extras   trie[visitExtra] // by visit: what few visits have (flagExtra)
+	shared   []visitShared    // what visitEntry.shared names; the interner's, only ever appended to
+	text     [][]byte         // the chunks of the visitors' packed text (textRef)
 	gates    map[string]protocol.Gate
 	keys     map[string]protocol.Key     // retired ones included
 	keySet   passtoken.KeySet            // the organisation's keys not retired
@@ -74,7 +77,7 @@ func (v *View) Visit(id string) (protocol.Visit, bool) {
 	if !ok {
 		return protocol.Visit{}, false
 	}
-	return e.visit(id, u), true
+	return v.visitOf(&e, id, u), true
 }
 
 // Person returns the person with this ID as the edge now knows them:
@@ -192,6 +195,8 @@ const (
 	// was a second trie to copy on every scan. The edit keeps it across
 	// the visit's writes (putVisit); markPending sets and clears it.
 	flagPending
+	// flagExtra marks a visit with an entry in View.extras.
+	flagExtra
 )
 
 // statuses numbers the visit statuses for visitEntry.status.
@@ -208,19 +213,21 @@ type visitGates struct {
 	entered string   // gate_id; empty while unknown
 }
 
-// visitEntry is a protocol.Visit packed for the View: 80 bytes and one
-// allocation of its visitor's text, against about 450 bytes and five
-// allocations for a decoded protocol.Visit. What many visits share
-// (gates, type, host, team) is interned as one; what few visits have
-// (another visit's pass, a re-entry, a receiver, a waiting time) is
-// behind extra; the visitor, whose record few visits share, is packed
-// into one string (packVisitor).
+// visitEntry is a protocol.Visit packed for the View: 64 bytes, and no
+// pointers, against about 450 bytes and five allocations for a decoded
+// protocol.Visit. What many visits share (gates, type, host, team) is
+// interned as one and named by its index in View.shared; what few visits
+// have (another visit's pass, a re-entry, a receiver, a waiting time) is
+// in View.extras; the visitor, whose record few visits share, is packed
+// into the View's text (packVisitor). Without pointers a leaf of the
+// visits' trie is memory the garbage collector marks and never reads,
+// where a leaf of entries holding strings and pointers was read whole on
+// every cycle (docs/performance.md, "Edge memory, fifth pass").
 type visitEntry struct {
 	expectedAt, expectedUntil int64 // Unix microseconds, or noTime
 	checkedInAt, checkedOutAt int64
-	shared                    *visitShared // interned; nil: none of its parts
-	visitor                   string       // packVisitor's
-	extra                     *visitExtra  // nil for most visits
+	visitor                   textRef // packVisitor's
+	shared                    uint32  // 1 + its index in View.shared; 0: none of its parts
 	uses                      int32
 	nameHash                  uint32 // of the visitor's name, for VisitsByVisitorName
 	before, after             int16  // window, minutes
@@ -229,6 +236,11 @@ type visitEntry struct {
 	flags                     uint8
 	source, audience          uint8 // indexes in storedSources, storedAudiences
 }
+
+// textRef is where a visitor's packed text starts in a View's text: the
+// chunk (1 + its index in View.text; 0: no visitor) and the offset in it.
+// The text says where it ends.
+type textRef struct{ chunk, off uint32 }
 
 // visitShared is what the visits of one host, team, type and gates
 // share, interned as one: a site has few of each, so it has few of them.
@@ -246,7 +258,7 @@ type hostRef struct {
 	name  string
 }
 
-// visitExtra holds what few visits have.
+// visitExtra holds what few visits have; it has no pointers either.
 type visitExtra struct {
 	forVisit     uid // the visit holding the pass, when hasFor
 	reenteredAs  uid // when flagReentered
@@ -255,6 +267,9 @@ type visitExtra struct {
 	hasFor       bool
 	hasReceiver  bool
 }
+
+// noExtra is the extra of a visit that has none.
+var noExtra = visitExtra{waitingSince: noTime}
 
 // teamRef is a visit's team, interned: the visits of a team share one.
 type teamRef struct {
@@ -276,28 +291,29 @@ type visitorOf struct {
 	hasID                       bool
 }
 
-// packVisitor packs a visitor into one string: the name, email, phone
-// and company, each after its length (uvarint), then the visitor ID's 16
-// bytes when there is one. Visitor records are nearly as many as visits,
-// so interning them would hold a map entry for each besides. The string's
-// bytes are the interner's text (textChunk), not an allocation of their
-// own.
-func (in *interner) packVisitor(r visitorOf) string {
+// packVisitor packs a visitor into the View's text: the name, email,
+// phone, company and visitor ID (16 bytes, or none), each after its
+// length (uvarint). Visitor records are nearly as many as visits, so
+// interning them would hold a map entry for each besides.
+func (e *edit) packVisitor(r visitorOf) textRef {
 	if r == (visitorOf{}) {
-		return ""
+		return textRef{}
 	}
-	n := 4*binary.MaxVarintLen16 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16
-	b := in.textRoom(n)
+	n := 5*binary.MaxVarintLen64 + len(r.name) + len(r.email) + len(r.phone) + len(r.company) + 16
+	b, ref := e.textRoom(n)
 	for _, s := range [...]string{r.name, r.email, r.phone, r.company} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
 	if r.hasID {
+		b = append(b, 16)
 		b = binary.BigEndian.AppendUint64(b, r.id.hi)
 		b = binary.BigEndian.AppendUint64(b, r.id.lo)
+	} else {
+		b = append(b, 0)
 	}
-	in.text = in.text[:len(in.text)+len(b)]
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	e.in.text = e.in.text[:len(e.in.text)+len(b)]
+	return ref
 }
 
 // textChunk is the size of the chunks the visitors' packed text is
@@ -305,43 +321,104 @@ func (in *interner) packVisitor(r visitorOf) string {
 const textChunk = 64 << 10
 
 // textRoom returns an empty slice with room for n bytes at the end of
-// the interner's text, in a new chunk when the current one lacks it;
-// the caller appends at most n bytes and then extends in.text by them.
-// Text once handed out is never written again (what follows it is), so a
-// string of it never changes. Carved from chunks, 100,000 visitors are
+// the interner's chunk, in a new chunk of the edit's text when the
+// current one lacks it or is not the edit's, and where it starts; the
+// caller appends at most n bytes and then extends in.text by them. Text
+// once handed out is never written again (what follows it is), so a
+// visitor's text never changes. Carved from chunks, 100,000 visitors are
 // some 110 objects without pointers where they were 100,000 strings
-// rounded up to their size classes, each a hole in the heap once it is
-// replaced: the heap at Open held a third more than its live bytes
-// (docs/performance.md, "A scan's garbage and the edge's memory, fourth
-// pass"). A chunk lives while one visitor in it does; visits are loaded
-// in ID order, which is their creation's, and pruned by age, so the
-// visitors of one chunk tend to go together.
-func (in *interner) textRoom(n int) []byte {
-	if cap(in.text)-len(in.text) < n {
+// rounded up to their size classes (docs/performance.md, "A scan's
+// garbage and the edge's memory, fourth pass"). A chunk lives while a
+// View's text holds it; sweepText lets go of those no visit uses.
+func (e *edit) textRoom(n int) ([]byte, textRef) {
+	in := e.in
+	if in.at >= len(e.v.text) || cap(in.text)-len(in.text) < n ||
+		unsafe.SliceData(e.v.text[in.at]) != unsafe.SliceData(in.text) {
 		in.text = make([]byte, 0, max(textChunk, n))
+		e.ownText()
+		e.v.text = append(e.v.text, in.text[:cap(in.text)])
+		in.at, in.made = len(e.v.text)-1, in.made+1
 	}
-	return in.text[len(in.text):len(in.text)]
+	return in.text[len(in.text):len(in.text)], textRef{chunk: uint32(in.at + 1), off: uint32(len(in.text))}
 }
 
-// visitorRecord unpacks the visitor; its strings share the entry's.
-func (e *visitEntry) visitorRecord() visitorOf { return unpackVisitor(e.visitor) }
+// ownText makes the edit's text table its own, so that it can change it:
+// published Views share theirs.
+func (e *edit) ownText() {
+	if !e.textCopy {
+		e.v.text = append(make([][]byte, 0, len(e.v.text)+16), e.v.text...)
+		e.textCopy = true
+	}
+}
 
-// unpackVisitor undoes packVisitor; the strings share s.
-func unpackVisitor(s string) visitorOf {
+// sweepText drops from the edit's text the chunks no visit uses any
+// more, once the chunks made since the last sweep are a quarter of those
+// it kept (at least 8, half a MB): a visit's text changes seldom (a
+// scan's write keeps it), and chunks are made in the order of visits,
+// which are pruned by age. The Views that still hold a dropped chunk
+// keep it until they go.
+func (e *edit) sweepText() {
+	in := e.in
+	if e.full {
+		in.made, in.kept = 0, len(e.v.text)
+		return
+	}
+	if in.made < max(8, in.kept/4) {
+		return
+	}
+	used := make([]bool, len(e.v.text))
+	if in.at < len(used) {
+		used[in.at] = true
+	}
+	e.v.visits.all(func(_ uid, x visitEntry) bool {
+		if x.visitor.chunk != 0 {
+			used[x.visitor.chunk-1] = true
+		}
+		return true
+	})
+	e.ownText()
+	in.made, in.kept = 0, 0
+	for i := range e.v.text {
+		switch {
+		case used[i]:
+			in.kept++
+		case e.v.text[i] != nil:
+			e.v.text[i] = nil
+		}
+	}
+}
+
+// visitorRecord unpacks the visitor; its strings share the View's text.
+func (v *View) visitorRecord(x *visitEntry) visitorOf {
+	if x.visitor.chunk == 0 {
+		return visitorOf{}
+	}
+	s := v.visitorText(x.visitor)
 	var r visitorOf
 	r.name, s = nextField(s)
 	r.email, s = nextField(s)
 	r.phone, s = nextField(s)
 	r.company, s = nextField(s)
-	if len(s) == 16 {
-		r.id, r.hasID = uid{bigEndian(s[:8]), bigEndian(s[8:])}, true
+	if id, _ := nextField(s); len(id) == 16 {
+		r.id, r.hasID = uid{bigEndian(id[:8]), bigEndian(id[8:])}, true
 	}
 	return r
 }
 
+// visitorText is the View's text from where r starts to the end of its
+// chunk: r's fields, and after them text the View may not hold, which is
+// not to be read (the writer may be writing it).
+func (v *View) visitorText(r textRef) string {
+	c := v.text[r.chunk-1][r.off:]
+	return unsafe.String(unsafe.SliceData(c), len(c))
+}
+
 // visitorName is the visitor's name, the first of packVisitor's fields.
-func (e *visitEntry) visitorName() string {
-	name, _ := nextField(e.visitor)
+func (v *View) visitorName(x *visitEntry) string {
+	if x.visitor.chunk == 0 {
+		return ""
+	}
+	name, _ := nextField(v.visitorText(x.visitor))
 	return name
 }
 
@@ -366,8 +443,9 @@ func bigEndian(s string) uint64 {
 	return x
 }
 
-func (e *visitEntry) visit(id string, u uid) protocol.Visit {
-	v := protocol.Visit{
+// visitOf is the visit of entry e, whose ID is id and u.
+func (v *View) visitOf(e *visitEntry, id string, u uid) protocol.Visit {
+	vis := protocol.Visit{
 		ID:     id,
 		Status: string(statuses[e.status]),
 		Rules: protocol.Rules{
@@ -385,7 +463,7 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 	for i, p := range [...]struct {
 		m   int64
 		dst **time.Time
-	}{{e.expectedAt, &v.ExpectedAt}, {e.expectedUntil, &v.ExpectedUntil}, {e.checkedInAt, &v.CheckedInAt}, {e.checkedOutAt, &v.CheckedOutAt}} {
+	}{{e.expectedAt, &vis.ExpectedAt}, {e.expectedUntil, &vis.ExpectedUntil}, {e.checkedInAt, &vis.CheckedInAt}, {e.checkedOutAt, &vis.CheckedOutAt}} {
 		if p.m == noTime {
 			continue
 		}
@@ -395,55 +473,57 @@ func (e *visitEntry) visit(id string, u uid) protocol.Visit {
 		ts[i] = time.UnixMicro(p.m).UTC()
 		*p.dst = &ts[i]
 	}
-	if x := e.extra; x != nil {
+	if e.flags&flagExtra != 0 {
+		x, _ := v.extras.get(u)
 		if x.hasFor {
-			v.ForVisitID = visitID(x.forVisit)
+			vis.ForVisitID = visitID(x.forVisit)
 		}
 		if e.flags&flagReentered != 0 {
-			v.ReenteredAs = visitID(x.reenteredAs)
+			vis.ReenteredAs = visitID(x.reenteredAs)
 		}
-		v.WaitingSince = fromMicros(x.waitingSince)
+		vis.WaitingSince = fromMicros(x.waitingSince)
 		if x.hasReceiver {
 			r := x.receiver
-			v.Receiver = storedReceivers[r.kind]
-			switch v.Receiver {
+			vis.Receiver = storedReceivers[r.kind]
+			switch vis.Receiver {
 			case protocol.ToPerson:
-				v.ReceiverID = personID(r.id)
+				vis.ReceiverID = personID(r.id)
 			case protocol.ToTeam:
-				v.ReceiverID = formatUID(ids.Team, r.id)
+				vis.ReceiverID = formatUID(ids.Team, r.id)
 			}
 		}
 	}
 	if e.flags&flagDaily != 0 {
-		v.Rules.Daily = &protocol.Daily{From: passrule.Clock(e.dailyFrom), Until: passrule.Clock(e.dailyUntil)}
+		vis.Rules.Daily = &protocol.Daily{From: passrule.Clock(e.dailyFrom), Until: passrule.Clock(e.dailyUntil)}
 	}
-	if sh := e.shared; sh != nil {
+	if e.shared != 0 {
+		sh := &v.shared[e.shared-1]
 		if g := sh.gates; g != nil {
 			if len(g.rules) > 0 {
-				v.Rules.GateIDs = slices.Clone(g.rules)
+				vis.Rules.GateIDs = slices.Clone(g.rules)
 			}
-			v.GateID = g.entered
+			vis.GateID = g.entered
 		}
-		v.Type = sh.typeKey
+		vis.Type = sh.typeKey
 		if h := sh.host; h != nil {
-			v.HostName = h.name
+			vis.HostName = h.name
 			if h.hasID {
-				v.HostID = personID(h.id)
+				vis.HostID = personID(h.id)
 			}
 		}
 		if t := sh.team; t != nil {
-			v.TeamID, v.TeamName = formatUID(ids.Team, t.id), t.name
+			vis.TeamID, vis.TeamName = formatUID(ids.Team, t.id), t.name
 		}
 	}
-	v.AtDesk = e.flags&flagAtDesk != 0
-	v.Source, v.Audience = storedSources[e.source], storedAudiences[e.audience]
-	v.NeedsSomeone = e.flags&flagNeedsSomeone != 0
-	r := e.visitorRecord()
-	v.VisitorName, v.VisitorEmail, v.VisitorPhone, v.VisitorCompany = r.name, r.email, r.phone, r.company
+	vis.AtDesk = e.flags&flagAtDesk != 0
+	vis.Source, vis.Audience = storedSources[e.source], storedAudiences[e.audience]
+	vis.NeedsSomeone = e.flags&flagNeedsSomeone != 0
+	r := v.visitorRecord(e)
+	vis.VisitorName, vis.VisitorEmail, vis.VisitorPhone, vis.VisitorCompany = r.name, r.email, r.phone, r.company
 	if r.hasID {
-		v.VisitorID = formatUID(ids.Visitor, r.id)
+		vis.VisitorID = formatUID(ids.Visitor, r.id)
 	}
-	return v
+	return vis
 }
 
 func fromMicros(m int64) *time.Time {
@@ -495,26 +575,39 @@ type interner struct {
 	gates  map[string]*visitGates
 	teams  map[teamRef]*teamRef
 	hosts  map[hostRef]*hostRef
-	shared map[visitShared]*visitShared
-	text   []byte // the chunk packVisitor carves from (textRoom)
+	shared map[visitShared]uint32 // visitEntry.shared
+	// sharedAll is every visitShared interned, in order; each View's
+	// shared is a prefix of it.
+	sharedAll []visitShared
+
+	text []byte // the chunk packVisitor carves from (textRoom)
+	at   int    // text's index in the text of the edit that made it
+	// made counts the chunks made since the last sweep, kept those it
+	// kept (sweepText).
+	made, kept int
 }
 
 func newInterner() *interner {
 	return &interner{names: map[string]string{}, gates: map[string]*visitGates{}, teams: map[teamRef]*teamRef{},
-		hosts: map[hostRef]*hostRef{}, shared: map[visitShared]*visitShared{}}
+		hosts: map[hostRef]*hostRef{}, shared: map[visitShared]uint32{}}
 }
 
-func (in *interner) share(k visitShared) *visitShared {
+// share returns what names k in visitEntry.shared: its index in the
+// edit's shared, plus one.
+func (e *edit) share(k visitShared) uint32 {
 	if k == (visitShared{}) {
-		return nil
+		return 0
 	}
-	if r, ok := in.shared[k]; ok {
-		return r
+	in := e.in
+	if i, ok := in.shared[k]; ok {
+		return i
 	}
-	r := new(visitShared) // not &k: k would move to the heap on every call, found or not
-	*r = k
-	in.shared[k] = r
-	return r
+	// Appended where no View reads: each holds a prefix of sharedAll.
+	in.sharedAll = append(in.sharedAll, k)
+	i := uint32(len(in.sharedAll))
+	in.shared[k] = i
+	e.v.shared = in.sharedAll
+	return i
 }
 
 func (in *interner) team(id uid, name string) *teamRef {
@@ -580,15 +673,46 @@ func (in *interner) visitGates(rules []string, entered string) *visitGates {
 	return g
 }
 
-// entry packs a validated visit. was is the packed visitor of the entry
-// it replaces, if any, taken as it is when the visitor is the same (a
-// gate's write changes the visit, not its visitor).
-func (in *interner) entry(v *protocol.Visit, was string) (uid, visitEntry, error) {
+// pack packs a validated visit for the edit: its entry and its extra
+// (noExtra when it has none). was is the entry it replaces, if any, whose
+// visitor's text is taken as it is when the visitor is the same (a gate's
+// write changes the visit, not its visitor).
+func (e *edit) pack(v *protocol.Visit, was *visitEntry) (uid, visitEntry, visitExtra, error) {
+	var p packed
+	if err := e.in.entry(v, &p); err != nil {
+		return uid{}, visitEntry{}, visitExtra{}, err
+	}
+	p.x.shared = e.share(p.shared)
+	if was != nil && e.v.visitorRecord(was) == p.visitor {
+		p.x.visitor = was.visitor // nameHash is putVisit's
+	} else {
+		p.x.visitor = e.packVisitor(p.visitor)
+	}
+	if p.extra != noExtra {
+		p.x.flags |= flagExtra
+	}
+	return p.u, p.x, p.extra, nil
+}
+
+// packed is a visit as interner.entry packs it, before the edit puts
+// what it shares and its visitor's text in the View (edit.pack).
+type packed struct {
+	u       uid
+	x       visitEntry
+	extra   visitExtra
+	shared  visitShared
+	visitor visitorOf
+}
+
+// entry packs a validated visit into p.
+func (in *interner) entry(v *protocol.Visit, p *packed) error {
 	u, ok := visitUID(v.ID)
 	if !ok {
-		return uid{}, visitEntry{}, fmt.Errorf("id %q is not a visit ID", v.ID)
+		return fmt.Errorf("id %q is not a visit ID", v.ID)
 	}
-	e := visitEntry{
+	p.u = u
+	e, x := &p.x, &p.extra
+	*e = visitEntry{
 		expectedAt:    toMicros(v.ExpectedAt),
 		expectedUntil: toMicros(v.ExpectedUntil),
 		checkedInAt:   toMicros(v.CheckedInAt),
@@ -596,35 +720,35 @@ func (in *interner) entry(v *protocol.Visit, was string) (uid, visitEntry, error
 		before:        int16(v.Rules.Window.Before),
 		after:         int16(v.Rules.Window.After),
 	}
-	var x visitExtra
+	*x = noExtra
 	holder, ok := visitUID(v.ForVisitID)
 	if !ok {
-		return uid{}, visitEntry{}, fmt.Errorf("for_visit_id %q is not a visit ID", v.ForVisitID)
+		return fmt.Errorf("for_visit_id %q is not a visit ID", v.ForVisitID)
 	}
 	if holder != u {
 		x.forVisit, x.hasFor = holder, true
 	}
 	if v.ReenteredAs != "" {
 		if x.reenteredAs, ok = visitUID(v.ReenteredAs); !ok {
-			return uid{}, visitEntry{}, fmt.Errorf("reentered_as %q is not a visit ID", v.ReenteredAs)
+			return fmt.Errorf("reentered_as %q is not a visit ID", v.ReenteredAs)
 		}
 		e.flags |= flagReentered
 	}
 	if i := slices.Index(statuses, passrule.Status(v.Status)); i >= 0 {
 		e.status = uint8(i)
 	} else {
-		return uid{}, visitEntry{}, fmt.Errorf("status %q is not a visit status", v.Status)
+		return fmt.Errorf("status %q is not a visit status", v.Status)
 	}
 	if v.Uses < 0 || v.Uses > math.MaxInt32 {
-		return uid{}, visitEntry{}, fmt.Errorf("uses %d is out of range", v.Uses)
+		return fmt.Errorf("uses %d is out of range", v.Uses)
 	}
 	e.uses = int32(v.Uses)
 	if w := v.Rules.Window; w.Before < 0 || w.Before > passrule.MaxWindowMinutes || w.After < 0 || w.After > passrule.MaxWindowMinutes {
-		return uid{}, visitEntry{}, fmt.Errorf("window %+v is out of range", w)
+		return fmt.Errorf("window %+v is out of range", w)
 	}
 	if d := v.Rules.Daily; d != nil {
 		if !d.From.Valid() || !d.Until.Valid() {
-			return uid{}, visitEntry{}, fmt.Errorf("daily %+v is out of range", *d)
+			return fmt.Errorf("daily %+v is out of range", *d)
 		}
 		e.dailyFrom, e.dailyUntil = int16(d.From), int16(d.Until)
 		e.flags |= flagDaily
@@ -638,18 +762,12 @@ func (in *interner) entry(v *protocol.Visit, was string) (uid, visitEntry, error
 	if v.AtDesk {
 		e.flags |= flagAtDesk
 	}
-	if err := in.kiosk(v, &e, &x, was); err != nil {
-		return uid{}, visitEntry{}, err
-	}
-	if x != (visitExtra{waitingSince: noTime}) {
-		e.extra = new(visitExtra)
-		*e.extra = x // x itself stays on the stack: most visits have no extra
-	}
-	return u, e, nil
+	return in.kiosk(v, p)
 }
 
 // kiosk packs the fields the reception kiosk shows.
-func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra, was string) error {
+func (in *interner) kiosk(v *protocol.Visit, p *packed) error {
+	e, x := &p.x, &p.extra
 	src, aud := slices.Index(storedSources[:], v.Source), slices.Index(storedAudiences[:], v.Audience)
 	if src < 0 || aud < 0 {
 		return fmt.Errorf("source %q or audience %q unknown", v.Source, v.Audience)
@@ -676,17 +794,14 @@ func (in *interner) kiosk(v *protocol.Visit, e *visitEntry, x *visitExtra, was s
 		}
 		sh.team = in.team(t, v.TeamName)
 	}
-	e.shared = in.share(sh)
-	r := visitorOf{name: v.VisitorName, email: v.VisitorEmail, phone: v.VisitorPhone, company: v.VisitorCompany}
+	p.shared = sh
+	r := &p.visitor
+	*r = visitorOf{name: v.VisitorName, email: v.VisitorEmail, phone: v.VisitorPhone, company: v.VisitorCompany}
 	if v.VisitorID != "" {
 		if r.id, ok = parseUID(ids.Visitor, v.VisitorID); !ok {
 			return fmt.Errorf("visitor_id %q is not a visitor ID", v.VisitorID)
 		}
 		r.hasID = true
-	}
-	e.visitor = was // nameHash is putVisit's
-	if unpackVisitor(was) != r {
-		e.visitor = in.packVisitor(r)
 	}
 	if v.Receiver != "" {
 		k := slices.Index(storedReceivers[:], v.Receiver)
@@ -723,32 +838,50 @@ type edit struct {
 	teamsCopy, typesCopy bool
 	peopleChange         bool
 	full                 bool // a View from nothing: compacted when done
+	textCopy             bool // v.text is the edit's own (ownText)
 }
 
 func newEdit(cur *View, in *interner) *edit {
-	return &edit{v: *cur, in: in, gen: newGen()}
+	e := &edit{v: *cur, in: in, gen: newGen()}
+	// The interner's, of which cur's is a prefix: an edit that did not
+	// publish may have interned more, which this one may meet.
+	e.v.shared = in.sharedAll
+	return e
 }
 
 func (e *edit) visit(u uid) (visitEntry, bool) { return e.v.visits.get(u) }
 
-// entry packs a validated visit to put in the edit (interner.entry),
-// sharing the visitor's text of the entry it replaces when it is the same.
-func (e *edit) entry(v *protocol.Visit) (uid, visitEntry, error) {
-	var was string
+// entry packs a validated visit to put in the edit (pack), sharing the
+// visitor's text of the entry it replaces when it is the same.
+func (e *edit) entry(v *protocol.Visit) (uid, visitEntry, visitExtra, error) {
 	if u, ok := visitUID(v.ID); ok {
-		old, _ := e.visit(u)
-		was = old.visitor
+		if old, ok := e.visit(u); ok {
+			return e.pack(v, &old)
+		}
 	}
-	return e.in.entry(v, was)
+	return e.pack(v, nil)
 }
 
-func (e *edit) putVisit(u uid, x visitEntry) {
+// putVisit puts a visit packed by entry or pack in the edit.
+func (e *edit) putVisit(u uid, x visitEntry, extra visitExtra) {
 	old, had := e.v.visits.get(u)
 	x.flags |= old.flags & flagPending // the zero entry when !had
-	if name := x.visitorName(); had && name == old.visitorName() {
+	switch {
+	case had && x.visitor == old.visitor:
 		x.nameHash = old.nameHash // a scan's write: no folding
-	} else {
-		x.nameHash = nameHash(name)
+	case had && e.v.visitorName(&x) == e.v.visitorName(&old):
+		x.nameHash = old.nameHash
+	default:
+		x.nameHash = nameHash(e.v.visitorName(&x))
+	}
+	hadExtra := had && old.flags&flagExtra != 0
+	switch {
+	case x.flags&flagExtra != 0:
+		if was, _ := e.v.extras.get(u); !hadExtra || was != extra {
+			e.v.extras.put(e.gen, u, extra)
+		}
+	case hadExtra:
+		e.v.extras.del(e.gen, u)
 	}
 	e.v.visits.put(e.gen, u, x)
 	e.index(u, old, had, x, true)
@@ -761,6 +894,9 @@ func (e *edit) deleteVisit(u uid) {
 		return
 	}
 	e.v.visits.del(e.gen, u)
+	if old.flags&flagExtra != 0 {
+		e.v.extras.del(e.gen, u)
+	}
 	e.index(u, old, true, visitEntry{}, false)
 }
 
@@ -842,11 +978,13 @@ func (e *edit) done() (*View, error) {
 		v := &e.v
 		v.visits.build(e.gen)
 		v.visits.compact(e.gen)
+		v.extras.compact(e.gen)
 		v.people.compact(e.gen)
 		v.punches.compact(e.gen)
 		v.waiting.compact(e.gen)
 		v.onSite.compact(e.gen)
 	}
+	e.sweepText()
 	if e.peopleChange || e.v.search == nil {
 		e.v.search = buildPeopleIndex(e.v.people)
 	}
@@ -909,7 +1047,8 @@ func badgeSets(keys map[string]protocol.Key) (map[string]passtoken.KeySet, error
 
 // newFullEdit starts a View from nothing, for Open and ReplaceSnapshot.
 func newFullEdit(in *interner) *edit {
-	e := &edit{in: in, gen: newGen(), full: true, gatesCopy: true, keysCopy: true, keysChange: true}
+	e := &edit{in: in, gen: newGen(), full: true, gatesCopy: true, keysCopy: true, keysChange: true, textCopy: true}
+	e.v.shared = in.sharedAll
 	e.v.visits.startBulk() // the View's bulk: its leaves made once, at their size
 	e.v.gates = map[string]protocol.Gate{}
 	e.v.keys = map[string]protocol.Key{}

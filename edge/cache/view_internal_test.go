@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -61,12 +63,15 @@ func TestVisitUID_HashSpreads(t *testing.T) {
 }
 
 func TestVisitEntry_Size(t *testing.T) {
-	// 88: gates, type, host and team interned as one, the visitor packed
-	// in one string with a hash of its name beside it (no index of
-	// names), and what few visits have (another visit's pass, a
-	// re-entry, a receiver, a waiting time) behind one pointer; it was
-	// 120 (3.2 MB more for 100,000 visits), and 192 before that.
-	require.Equal(t, uintptr(88), unsafe.Sizeof(visitEntry{}))
+	// 64, and no pointers: gates, type, host and team interned as one
+	// and named by an index, the visitor packed in the View's text and
+	// named by where it starts, with a hash of its name beside it (no
+	// index of names), and what few visits have (another visit's pass, a
+	// re-entry, a receiver, a waiting time) in a trie of their own; it
+	// was 88 with pointers (2.4 MB more for 100,000 visits), 120, and
+	// 192 before that.
+	require.Equal(t, uintptr(64), unsafe.Sizeof(visitEntry{}))
+	require.Equal(t, uintptr(80), unsafe.Sizeof(tent[visitEntry]{}))
 }
 
 func TestVisitEntry_RoundTrip(t *testing.T) {
@@ -100,41 +105,47 @@ func TestVisitEntry_RoundTrip(t *testing.T) {
 	toTeam.Receiver, toTeam.ReceiverID = protocol.ToTeam, ids.New(ids.Team)
 	toPerson.ID, toPerson.ForVisitID, toPerson.Receiver, toPerson.ReceiverID = ids.New(ids.Visit), pass, protocol.ToPerson, ids.New(ids.Person)
 	toDesk.ID, toDesk.ForVisitID, toDesk.Receiver, toDesk.WaitingSince = ids.New(ids.Visit), pass, protocol.ToReception, nil
-	in2 := newInterner()
-	for _, v := range []protocol.Visit{full, bare, desk, entered, kiosk, toTeam, toPerson, toDesk} {
-		u, e, err := in2.entry(&v, "")
+	ed := newEdit(&View{}, newInterner())
+	put := func(v protocol.Visit) visitEntry {
+		t.Helper()
+		u, x, extra, err := ed.entry(&v)
 		require.NoError(t, err)
-		require.Equal(t, v, e.visit(v.ID, u))
+		ed.putVisit(u, x, extra)
+		x, ok := ed.visit(u)
+		require.True(t, ok)
+		return x
+	}
+	for _, v := range []protocol.Visit{full, bare, desk, entered, kiosk, toTeam, toPerson, toDesk} {
+		x := put(v)
+		u, _ := visitUID(v.ID)
+		require.Equal(t, v, ed.v.visitOf(&x, v.ID, u))
 	}
 	// Returned gate lists are copies: changing one leaves the View alone.
-	u, e, _ := in2.entry(&full, "")
-	got := e.visit(full.ID, u)
+	u, _ := visitUID(full.ID)
+	e, _ := ed.visit(u)
+	got := ed.v.visitOf(&e, full.ID, u)
 	got.Rules.GateIDs[0] = "changed"
-	require.Equal(t, gate, e.visit(full.ID, u).Rules.GateIDs[0])
+	require.Equal(t, gate, ed.v.visitOf(&e, full.ID, u).Rules.GateIDs[0])
 
 	// Visits with the same gates share them: a site has few gates.
 	other := full
 	other.ID = ids.New(ids.Visit)
-	_, e2, err := in2.entry(&other, "")
-	require.NoError(t, err)
-	require.Same(t, e.shared, e2.shared)
-	_, e3, err := in2.entry(&desk, "")
-	require.NoError(t, err)
-	require.Nil(t, e3.shared, "no gates, type, host or team: nothing shared to hold")
-	require.Nil(t, e3.extra, "nothing rare: nothing behind extra")
+	e2 := put(other)
+	require.NotZero(t, e.shared)
+	require.Equal(t, e.shared, e2.shared)
+	e3 := put(desk)
+	require.Zero(t, e3.shared, "no gates, type, host or team: nothing shared to hold")
+	require.Zero(t, e3.flags&flagExtra, "nothing rare: no extra")
+	require.Equal(t, 6, ed.v.extras.len(), "full, kiosk, toTeam, toPerson, toDesk and other have extras")
 
 	// A host's visits share one.
-	_, k1, err := in2.entry(&kiosk, "")
-	require.NoError(t, err)
-	_, k2, err := in2.entry(&toPerson, "")
-	require.NoError(t, err)
-	require.Same(t, k1.shared, k2.shared)
+	k1, k2 := put(kiosk), put(toPerson)
+	require.Equal(t, k1.shared, k2.shared)
 	otherTeam := kiosk
 	otherTeam.ID, otherTeam.ForVisitID, otherTeam.TeamID = ids.New(ids.Visit), kiosk.ID, ids.New(ids.Team)
-	_, k3, err := in2.entry(&otherTeam, "")
-	require.NoError(t, err)
-	require.NotSame(t, k1.shared, k3.shared)
-	require.Same(t, k1.shared.host, k3.shared.host, "a host is one, whatever else its visits have")
+	k3 := put(otherTeam)
+	require.NotEqual(t, k1.shared, k3.shared)
+	require.Same(t, ed.v.shared[k1.shared-1].host, ed.v.shared[k3.shared-1].host, "a host is one, whatever else its visits have")
 }
 
 // The visits that share a short code are found among many others, with no
@@ -145,9 +156,9 @@ func TestView_VisitByCodeShared(t *testing.T) {
 	put := func(id, status string) {
 		t.Helper()
 		v := protocol.Visit{ID: id, Status: status, ForVisitID: id, Rules: protocol.Rules{GateIDs: []string{}}}
-		u, x, err := e.in.entry(&v, "")
+		u, x, extra, err := e.entry(&v)
 		require.NoError(t, err)
-		e.putVisit(u, x)
+		e.putVisit(u, x, extra)
 	}
 	for range 20_000 {
 		put(ids.New(ids.Visit), string(passrule.CheckedOut))
@@ -179,4 +190,60 @@ func TestView_VisitByCodeShared(t *testing.T) {
 	other.lo ^= 1 << 39 // another code
 	_, ok = v.VisitByCode(ids.ShortCode(visitID(other)))
 	require.False(t, ok)
+}
+
+// The visitors' text of visits whose visitor changed, or which went, is
+// let go of: each write makes new text, and a View holds only the chunks
+// its visits use, once a sweep has found the others. A View published
+// before the sweep still reads its visitors.
+func TestView_TextSwept(t *testing.T) {
+	in := newInterner()
+	v := &View{}
+	visits := make([]string, 200)
+	for i := range visits {
+		visits[i] = ids.New(ids.Visit)
+	}
+	long := strings.Repeat("x", 4000) // 16 visitors a chunk: 13 chunks for the 200
+	name := func(round, i int) string { return fmt.Sprintf("%d %d %s", round, i, long) }
+	var first *View
+	for round := range 40 {
+		e := newEdit(v, in)
+		for i, id := range visits {
+			if round == 39 && i%2 == 1 {
+				u, _ := visitUID(id)
+				e.deleteVisit(u)
+				continue
+			}
+			p := protocol.Visit{ID: id, Status: string(passrule.Expected), ForVisitID: id,
+				Rules: protocol.Rules{GateIDs: []string{}}, VisitorName: name(round, i)}
+			u, x, extra, err := e.entry(&p)
+			require.NoError(t, err)
+			e.putVisit(u, x, extra)
+		}
+		var err error
+		v, err = e.done()
+		require.NoError(t, err)
+		if first == nil {
+			first = v
+		}
+	}
+	held := 0
+	for _, c := range v.text {
+		if c != nil {
+			held++
+		}
+	}
+	// 520 chunks were made; the 100 visits left use 7, the 200 of the
+	// round before 13, and a sweep waits for 8 new ones.
+	require.LessOrEqual(t, held, 7+13+8)
+	for i, id := range visits {
+		got, ok := v.Visit(id)
+		require.Equal(t, i%2 == 0, ok)
+		if ok {
+			require.Equal(t, name(39, i), got.VisitorName)
+		}
+		got, ok = first.Visit(id)
+		require.True(t, ok)
+		require.Equal(t, name(0, i), got.VisitorName)
+	}
 }

@@ -74,8 +74,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	setGC(os.Getenv)
+	setGC(os.Getenv, openGCPercent)
 	deps := edge.Deps{Logger: log, KeepCacheSchema: update.OnTrial()}
+	deps.CacheOpened = func() { setGC(os.Getenv, defaultGCPercent) }
 	if *simulate {
 		deps.OpenPin = edge.SimulatedPins(log)
 	}
@@ -244,27 +245,33 @@ func dash(code string) string {
 	return code[:3] + "-" + code[3:]
 }
 
-// defaultGCPercent is the daemon's GOGC unless the environment sets one.
-// Its heap is mostly the cache's View, long-lived (about 20 MB for
-// 100,000 visits), and the garbage is small and steady (some 40 KB a scan
-// through the HTTP API, 18 MB a batch of 500 changes). Go lets the heap
-// reach (1+GOGC/100) times the live heap before collecting: at 100 the
-// appliance settled at about 50 MiB resident with 100,000 visits when the
-// View was 21 MB of 164,000 objects; at 50 it holds 46 MiB after 1,000
-// scans (docs/performance.md, "A scan's garbage and the edge's memory,
-// fourth pass"). 20 held 42-45 MiB, but the scans through the API were
-// slower in the same session (p50 1.0-1.8 ms against 0.8-1.5, p99 more
-// often above 8 ms), for a target it did not meet either: not taken. A
-// fixed GOMEMLIMIT was not chosen: it does not scale with the site, and a
-// site whose View outgrew it would collect continuously, the gate's
-// decisions waiting on the assists.
-const defaultGCPercent = 50
+// defaultGCPercent is the daemon's GOGC once the cache is open, unless
+// the environment sets one. Its heap is mostly the cache's View,
+// long-lived (about 18 MB for 100,000 visits), and the garbage is small
+// and steady (some 40 KB a scan through the HTTP API, 18 MB a batch of
+// 500 changes). Go lets the heap reach (1+GOGC/100) times the live heap
+// before collecting: at 50 svc-edge held 44-45 MiB after 1,000 scans, at
+// 10 38 (docs/performance.md, "Edge memory, fifth pass"). A collection
+// every tenth of the live heap costs little since the View's leaves hold
+// no pointers: the collector marks them and does not read them (ten
+// forced collections of that View take 50-150 ms, where they took
+// 430-510 ms with pointers in its leaves, when 20 was measured slower
+// and not taken). A GOMEMLIMIT was not chosen: one fixed does not scale
+// with the site, and at 24 MiB it made the collector run continuously
+// (scans through the API at a p50 of 14-16 ms).
+const defaultGCPercent = 10
 
-// setGC applies defaultGCPercent unless GOGC is set (the runtime has
-// applied it then).
-func setGC(getenv func(string) string) {
+// openGCPercent is the daemon's GOGC until the cache is open: opening
+// decodes every visit (about 200 MB of garbage for 100,000) while the
+// live heap grows from nothing, which a GOGC of 10 would collect a
+// hundred times over.
+const openGCPercent = 50
+
+// setGC sets GOGC to percent unless the environment sets it (the runtime
+// has applied it then).
+func setGC(getenv func(string) string, percent int) {
 	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+		debug.SetGCPercent(percent)
 	}
 }
 

@@ -244,7 +244,7 @@ func TestSetGC_DefaultUnlessGOGC(t *testing.T) {
 		gogc string
 		want int
 	}{
-		"unset": {"", defaultGCPercent},
+		"unset": {"", 42},
 		"set":   {"200", 100}, // left as the runtime has it (100 here)
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -255,7 +255,7 @@ func TestSetGC_DefaultUnlessGOGC(t *testing.T) {
 					return tc.gogc
 				}
 				return ""
-			})
+			}, 42)
 			require.Equal(t, tc.want, debug.SetGCPercent(100))
 		})
 	}
