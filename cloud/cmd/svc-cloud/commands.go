@@ -25,6 +25,7 @@ import (
 	"github.com/svc-vms/svc/cloud/sqlite"
 	"github.com/svc-vms/svc/cloud/telemetry"
 	"github.com/svc-vms/svc/cloud/webhook"
+	"github.com/svc-vms/svc/shared/gcpercent"
 )
 
 const usage = `usage:
@@ -195,7 +196,7 @@ func serve(ctx context.Context, args []string, stdout io.Writer, stderr *os.File
 	if cfg.Instance == "" {
 		cfg.Instance = newInstance()
 	}
-	setGC(os.Getenv)
+	gcpercent.Default(os.Getenv, defaultGCPercent)
 	// Every line names the process: several replicas write to one log
 	// pipeline.
 	log := cfg.logger(stderr).With("instance", cfg.Instance)

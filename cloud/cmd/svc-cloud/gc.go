@@ -1,7 +1,5 @@
 package main
 
-import "runtime/debug"
-
 // defaultGCPercent is serve's GOGC unless the environment sets one. The
 // server's live heap is small (statements, caches, connections' buffers)
 // and its garbage is steady, some 70 KB a POST /v1/visits: at the
@@ -11,13 +9,6 @@ import "runtime/debug"
 // (docs/performance.md, "POST /v1/visits, CPU per request, second pass").
 // An operator short of memory sets GOGC (or GOMEMLIMIT) as for any Go
 // program. The appliance makes the other choice (svc-edge's
-// defaultGCPercent, 50): its memory is the target there.
+// defaultGCPercent, 10 once its cache is open): its memory is the target
+// there. Set in serve by gcpercent.Default.
 const defaultGCPercent = 400
-
-// setGC applies defaultGCPercent unless GOGC is set (the runtime has
-// applied it then).
-func setGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-}

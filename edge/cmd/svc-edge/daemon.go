@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 	"github.com/svc-vms/svc/kiosk"
 	"github.com/svc-vms/svc/kiosk/badge"
 	"github.com/svc-vms/svc/kiosk/printer"
+	"github.com/svc-vms/svc/shared/gcpercent"
 	"github.com/svc-vms/svc/shared/logging"
 	"github.com/svc-vms/svc/sync/mqttsync"
 )
@@ -74,9 +74,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	setGC(os.Getenv, openGCPercent)
+	gcpercent.Default(os.Getenv, openGCPercent)
 	deps := edge.Deps{Logger: log, KeepCacheSchema: update.OnTrial()}
-	deps.CacheOpened = func() { setGC(os.Getenv, defaultGCPercent) }
+	deps.CacheOpened = func() { gcpercent.Default(os.Getenv, defaultGCPercent) }
 	if *simulate {
 		deps.OpenPin = edge.SimulatedPins(log)
 	}
@@ -266,14 +266,6 @@ const defaultGCPercent = 10
 // live heap grows from nothing, which a GOGC of 10 would collect a
 // hundred times over.
 const openGCPercent = 50
-
-// setGC sets GOGC to percent unless the environment sets it (the runtime
-// has applied it then).
-func setGC(getenv func(string) string, percent int) {
-	if getenv("GOGC") == "" {
-		debug.SetGCPercent(percent)
-	}
-}
 
 // envBool reads a boolean variable; unset, empty or unparsable is false.
 func envBool(name string) bool {

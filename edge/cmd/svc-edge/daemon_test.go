@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -237,26 +236,4 @@ func TestRun_NotEnrolled(t *testing.T) {
 	code, _, errOut := runCLI(t, "run", "--config", filepath.Join(t.TempDir(), "none.json"))
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "none.json does not exist: the appliance is not enrolled; run svc-edge enrol --cloud URL")
-}
-
-func TestSetGC_DefaultUnlessGOGC(t *testing.T) {
-	for name, tc := range map[string]struct {
-		gogc string
-		want int
-	}{
-		"unset": {"", 42},
-		"set":   {"200", 100}, // left as the runtime has it (100 here)
-	} {
-		t.Run(name, func(t *testing.T) {
-			old := debug.SetGCPercent(100)
-			t.Cleanup(func() { debug.SetGCPercent(old) })
-			setGC(func(k string) string {
-				if k == "GOGC" {
-					return tc.gogc
-				}
-				return ""
-			}, 42)
-			require.Equal(t, tc.want, debug.SetGCPercent(100))
-		})
-	}
 }
