@@ -64,7 +64,7 @@ type Cache struct {
 	// the journal, each with the visits its row names (outboxRow.Visits):
 	// Record's duplicate check, which no longer reads the file, and what
 	// Ack uncounts, which need not decode the row.
-	waiting map[uid][]uid
+	waiting map[uid]factVisits
 	// j is the journal Record appends to; nil when records go straight
 	// to the file (KeepSchema, or a cache not opened by Open).
 	j *journal
@@ -404,7 +404,7 @@ func (c *Cache) load(schema string) error {
 		}
 	}
 	return c.read(func(tx *bolt.Tx) error {
-		c.counter, c.pending, c.waiting = 0, map[uid]int{}, map[uid][]uid{}
+		c.counter, c.pending, c.waiting = 0, map[uid]int{}, map[uid]factVisits{}
 		e := newFullEdit(c.in)
 		meta := tx.Bucket(bucketMeta)
 		var err error
@@ -683,7 +683,7 @@ func (c *Cache) loadOutbox(tx *bolt.Tx, e *edit) error {
 			e.markPending(u, true)
 		}
 		if u, ok := parseUID(ids.Fact, f.ID); ok {
-			c.waiting[u] = us
+			c.waiting[u] = holdVisits(us)
 		}
 		e.v.outbox++
 		return nil
@@ -1363,11 +1363,11 @@ func (c *Cache) Ack(factIDs []string) (removed int, err error) {
 			// The row's visits are those Record or Open took from it
 			// (waiting): the row is deleted without being read.
 			f, ok := parseUID(ids.Fact, id)
-			us, held := c.waiting[f]
+			fv, held := c.waiting[f]
 			if !ok || !held {
 				return corrupt(bucketFacts, []byte(id), errors.New("indexed, but not among the facts waiting"))
 			}
-			for _, u := range us {
+			for _, u := range fv.list() {
 				n, ok := left[u]
 				if !ok {
 					n = c.pending[u]

@@ -212,12 +212,39 @@ func (c *Cache) commitLocked(batch []*record) error {
 			c.pending[u]++
 		}
 		if u, ok := parseUID(ids.Fact, r.stored.ID); ok {
-			c.waiting[u] = slices.Clone(r.us) // r.us is the pooled record's
+			c.waiting[u] = holdVisits(r.us) // a copy: r.us is the pooled record's
 		}
 	}
 	clear(c.ok)
 	c.view.Store(next)
 	return nil
+}
+
+// factVisits is the visits a waiting fact's outbox row names (Cache's
+// waiting), as uids: the first held in place, as every fact a gate
+// records names one, so that Record does not allocate for it.
+type factVisits struct {
+	n     int
+	first [1]uid
+	more  []uid // the rest, past the first
+}
+
+// holdVisits copies us.
+func holdVisits(us []uid) factVisits {
+	fv := factVisits{n: len(us)}
+	if k := copy(fv.first[:], us); k < len(us) {
+		fv.more = slices.Clone(us[k:])
+	}
+	return fv
+}
+
+// list returns the visits in order. One is read through fv's own field:
+// fv is the caller's copy.
+func (fv *factVisits) list() []uid {
+	if fv.n <= len(fv.first) {
+		return fv.first[:fv.n]
+	}
+	return append(fv.first[:], fv.more...)
 }
 
 // duplicate reports whether r's fact is in the outbox, or earlier in the
