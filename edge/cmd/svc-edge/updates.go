@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/svc-vms/svc/shared/keyfile"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/svc-vms/svc/edge"
 	"github.com/svc-vms/svc/edge/update"
+	"github.com/svc-vms/svc/shared/keyfile"
 	"github.com/svc-vms/svc/shared/release"
 )
 
