@@ -150,6 +150,9 @@ type writer struct {
 	waiting chan struct{} // one token per call waiting for the turn (a counter that needs no lock)
 	tx      *sql.Tx       // the open transaction; touched only by the turn's holder
 	cur     *batch
+	// committed, when set, is called after each commit (the
+	// checkpointer's kick); it must not block.
+	committed func()
 }
 
 // batch is the calls one transaction commits; done is closed, with err
@@ -209,7 +212,9 @@ func (w *writer) give(bt *batch, poison error) {
 	case bt.members == 0:
 		bt.err = w.tx.Rollback()
 	default:
-		bt.err = w.tx.Commit()
+		if bt.err = w.tx.Commit(); bt.err == nil && w.committed != nil {
+			w.committed()
+		}
 	}
 	w.tx, w.cur = nil, nil
 	close(bt.done)

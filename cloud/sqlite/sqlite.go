@@ -43,6 +43,7 @@ type Store struct {
 	writer *writer
 	ws     *writeStmts // the writer's hot statements, prepared once
 	r      *readDB     // readers, concurrent under WAL, statements prepared once
+	ckpt   *checkpointer
 
 	countsMu sync.Mutex
 	counts   map[countKey]int64
@@ -104,8 +105,11 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 	// is on disk (docs/decisions.md, issue 20). temp_store=MEMORY keeps
 	// the sub-journal of each Atomic call's savepoint in memory: on a file
 	// it wrote every page a call touched once more (a sixth of the CPU).
+	// The WAL's checkpoints are the checkpointer's (checkpoint.go); the
+	// writer makes one only past writerAutoCheckpoint pages.
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(FULL)", "temp_store(MEMORY)"} {
+	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(FULL)", "temp_store(MEMORY)",
+		fmt.Sprintf("wal_autocheckpoint(%d)", writerAutoCheckpoint)} {
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
@@ -145,7 +149,16 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	r.SetConnMaxLifetime(0)
+	c, err := sql.Open(driverName, dsn)
+	if err != nil {
+		r.Close()
+		s.ws.Close()
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	s.r = newReadDB(r)
+	s.ckpt = newCheckpointer(c, checkpointEvery)
+	s.writer.committed = s.ckpt.committed
 	return s, nil
 }
 
@@ -178,10 +191,10 @@ func ensureFile(path string) error {
 // KEK: plain values from before sealing, or values under an older KEK.
 func (s *Store) Resealed() int { return s.resealed }
 
-// Close closes both pools.
+// Close stops the checkpointer and closes the pools.
 func (s *Store) Close() error {
 	s.ws.Close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.ckpt.close(), s.r.Close(), s.w.Close())
 }
 
 // Ready implements cloud.Store: one read of the migrations table, on the

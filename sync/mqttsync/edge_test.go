@@ -152,6 +152,18 @@ func TestEdge_Snapshot(t *testing.T) {
 	assert.False(t, e.State().Resyncing)
 }
 
+// TestEdge_DefaultWindow: with no Window set, an outbox longer than
+// DefaultWindow has that many facts published before the first
+// acknowledgement comes back, and no more.
+func TestEdge_DefaultWindow(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	store.record(DefaultWindow + 10)
+	e.flush(rec)
+	require.Len(t, rec.take(), DefaultWindow)
+	e.flush(rec)
+	assert.Empty(t, rec.take(), "the window is full")
+}
+
 func TestEdge_Facts(t *testing.T) {
 	e, store, rec := newTestEdge(t)
 	e.cfg.Window = 3

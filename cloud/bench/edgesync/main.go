@@ -163,7 +163,7 @@ func main() {
 	flag.StringVar(&o.key, "key", "", "visits: a secret key of the organisation (default: the test-mode key in DATA/demo.json, as serve --demo writes it)")
 	flag.StringVar(&o.siteID, "site", "", "visits: the site's ID")
 	flag.StringVar(&o.hostID, "host", "", "visits: the ID of an active person of the organisation, the visits' host")
-	flag.IntVar(&o.window, "window", 256, "broker, drain: the in-flight window of the broker's own rate (the edge half's default Window)")
+	flag.IntVar(&o.window, "window", mqttsync.DefaultWindow, "broker, drain: the in-flight window of the edge half and of the broker's own rate")
 	flag.IntVar(&o.brokerN, "broker-n", -1, "drain: messages of the broker's own rate measured before the drain (default -n; 0: none); needs -broker URL")
 	flag.BoolVar(&o.smaps, "smaps", false, "memory: after the scans, print svc-edge's resident memory by mapping (/proc/PID/smaps)")
 	flag.BoolVar(&o.verbose, "v", false, "log the components' info messages")
@@ -633,6 +633,7 @@ func (b *bench) runEdge(ctx context.Context, st mqttsync.EdgeStore) (*mqttsync.E
 	e, err := mqttsync.NewEdge(mqttsync.EdgeConfig{
 		BrokerURL: b.brokerURL, Username: b.edge.Username, Password: b.secret,
 		Site: b.site, EdgeID: b.edge.ID, Store: st, Logger: b.log.With("part", "edge-sync"), Software: "edgesync-bench",
+		Window: b.o.window,
 	})
 	if err != nil {
 		return nil, nil, err
