@@ -17,7 +17,7 @@ import (
 // it, and every write request waits for it: the writer is the one
 // connection all writes take turns on. A PASSIVE checkpoint made on
 // another connection takes no lock a writer or a reader needs, so the
-// writer's commits write and fsync only the WAL (docs/performance.md,
+// writer's commits write and fsync only the WAL (docs/decisions.md,
 // "SQLite's checkpoints off the writer (issue 20)").
 const (
 	// checkpointEvery is the least time between two checkpoints: the

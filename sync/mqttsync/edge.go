@@ -117,7 +117,7 @@ type EdgeConfig struct {
 // the cloud has committed it, so the window is what keeps the cloud busy
 // while a batch commits and its acknowledgements travel back: at 256 the
 // cloud waited for facts about half the time of a drain, at 768 it
-// drains 30% faster on either store (docs/performance.md, "The drain's
+// drains 28–57% faster (both stores) (docs/performance.md, "The drain's
 // window (issue 20)"). It stays under Mosquitto's default queue of 1,000
 // messages a client, past which the broker drops QoS 1 messages (and the
 // edge publishes them again only after AckTimeout).
