@@ -566,6 +566,21 @@ type StoreStats struct {
 	// when the store has no one place every statement's error passes
 	// (SQLite: docs/decisions.md, "Metrics (issue 19)").
 	Errors *StatementErrors
+	// WAL is SQLite's checkpointer's (docs/decisions.md, "SQLite's
+	// checkpoints off the writer (issue 20)"); nil for PostgreSQL.
+	WAL *WALStats
+}
+
+// WALStats is what the checkpoints of SQLite's write-ahead log did.
+type WALStats struct {
+	// Checkpoints and Failed count the checkpoints made and those that
+	// failed.
+	Checkpoints, Failed int64
+	// Frames is the log's length in pages at the last checkpoint, and
+	// Uncopied those it could not copy into the database file (a reader
+	// still read them). A log that keeps growing, or pages that stay
+	// uncopied, are the checkpointer falling behind.
+	Frames, Uncopied int64
 }
 
 // PoolStats is one connection pool of a store.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/svc-vms/svc/cloud"
 )
 
 // The WAL's checkpoints are made by a goroutine of the Store's own, on a
@@ -103,6 +105,11 @@ func (c *checkpointer) checkpoint() {
 	c.log.Store(log)
 	c.left.Store(log - done)
 	c.runs.Add(1)
+}
+
+// stats returns what the checkpoints did.
+func (c *checkpointer) stats() *cloud.WALStats {
+	return &cloud.WALStats{Checkpoints: c.runs.Load(), Failed: c.failed.Load(), Frames: c.log.Load(), Uncopied: c.left.Load()}
 }
 
 // close stops the checkpointer and closes its connection; a second call

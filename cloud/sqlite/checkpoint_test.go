@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/svc-vms/svc/cloud"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/shared/poll"
 )
@@ -21,16 +22,17 @@ func TestCheckpointer_CopiesTheWAL(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	_, _, visit := siteVisits(t, s)
-	before := s.ckpt.runs.Load()
+	before := s.Stats().WAL.Checkpoints
 	for range 50 {
 		v, w := visit()
 		require.NoError(t, s.CreateVisit(ctx, v, w))
 	}
+	var wal *cloud.WALStats
 	require.True(t, poll.Until(10*time.Second, 20*time.Millisecond, func() bool {
-		return s.ckpt.runs.Load() > before && s.ckpt.log.Load() > 0 && s.ckpt.left.Load() == 0
-	}), "no checkpoint copied the WAL: runs %d, log %d, left %d, failed %d",
-		s.ckpt.runs.Load(), s.ckpt.log.Load(), s.ckpt.left.Load(), s.ckpt.failed.Load())
-	require.Zero(t, s.ckpt.failed.Load())
+		wal = s.Stats().WAL
+		return wal.Checkpoints > before && wal.Frames > 0 && wal.Uncopied == 0
+	}), "no checkpoint copied the WAL: %+v", wal)
+	require.Zero(t, wal.Failed)
 }
 
 // TestWriter_LeavesCheckpointsToTheCheckpointer: the writer's commits

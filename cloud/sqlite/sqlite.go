@@ -218,7 +218,8 @@ func (s *Store) Stats() cloud.StoreStats {
 		return cloud.PoolStats{Name: name, MaxOpen: st.MaxOpenConnections, InUse: st.InUse, Idle: st.Idle,
 			Waits: st.WaitCount, WaitTime: st.WaitDuration}
 	}
-	return cloud.StoreStats{Pools: []cloud.PoolStats{pool("sqlite_write", s.w.Stats()), pool("sqlite_read", s.r.Stats())}}
+	return cloud.StoreStats{Pools: []cloud.PoolStats{pool("sqlite_write", s.w.Stats()), pool("sqlite_read", s.r.Stats())},
+		WAL: s.ckpt.stats()}
 }
 
 func (s *Store) migrate(ctx context.Context) error {

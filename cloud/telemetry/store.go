@@ -25,10 +25,17 @@ var (
 		"Statements the database failed, by kind: unavailable (unreachable, timed out), canceled (the caller went away), "+
 			"constraint (a unique key or reference refused the write; some answer requests with 409), other. PostgreSQL only.",
 		[]string{"kind"}, nil)
+	descCheckpoints = prometheus.NewDesc("svc_cloud_db_wal_checkpoints_total",
+		"Checkpoints of SQLite's write-ahead log made by the store's checkpointer, by result: done, failed. SQLite only.",
+		[]string{"result"}, nil)
+	descWALFrames = prometheus.NewDesc("svc_cloud_db_wal_frames",
+		"Pages in SQLite's write-ahead log at the last checkpoint, by state: logged (the log's length), "+
+			"uncopied (those the checkpoint left, a reader still reading them). SQLite only.",
+		[]string{"state"}, nil)
 )
 
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConns, descConnsMax, descWaits, descWaitSeconds, descErrors} {
+	for _, d := range []*prometheus.Desc{descConns, descConnsMax, descWaits, descWaitSeconds, descErrors, descCheckpoints, descWALFrames} {
 		ch <- d
 	}
 }
@@ -49,6 +56,12 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}{{"unavailable", e.Unavailable}, {"canceled", e.Canceled}, {"constraint", e.Constraint}, {"other", e.Other}} {
 			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(k.n), k.kind)
 		}
+	}
+	if w := st.WAL; w != nil {
+		ch <- prometheus.MustNewConstMetric(descCheckpoints, prometheus.CounterValue, float64(w.Checkpoints), "done")
+		ch <- prometheus.MustNewConstMetric(descCheckpoints, prometheus.CounterValue, float64(w.Failed), "failed")
+		ch <- prometheus.MustNewConstMetric(descWALFrames, prometheus.GaugeValue, float64(w.Frames), "logged")
+		ch <- prometheus.MustNewConstMetric(descWALFrames, prometheus.GaugeValue, float64(w.Uncopied), "uncopied")
 	}
 }
 

@@ -233,6 +233,17 @@ func TestMetrics_AfterRequests(t *testing.T) {
 			}
 			_, counted := value(mfs, "svc_cloud_db_statement_errors_total", map[string]string{"kind": "other"})
 			require.Equal(t, e.store.Stats().Errors != nil, counted, "statement errors are shown where the store counts them")
+			if wal := e.store.Stats().WAL; wal != nil {
+				// The requests above committed, so the checkpointer has
+				// been asked; its counter may not have moved yet.
+				_, done := value(mfs, "svc_cloud_db_wal_checkpoints_total", map[string]string{"result": "done"})
+				require.True(t, done, "SQLite shows its checkpoints")
+				_, logged := value(mfs, "svc_cloud_db_wal_frames", map[string]string{"state": "logged"})
+				require.True(t, logged)
+			} else {
+				_, shown := value(mfs, "svc_cloud_db_wal_checkpoints_total", map[string]string{"result": "done"})
+				require.False(t, shown, "PostgreSQL has no SQLite checkpoints")
+			}
 			for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes"} {
 				require.Contains(t, mfs, name)
 			}
