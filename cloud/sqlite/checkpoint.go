@@ -22,15 +22,10 @@ import (
 // writer's commits write and fsync only the WAL (docs/decisions.md,
 // "SQLite's checkpoints off the writer (issue 20)").
 const (
-	// checkpointEvery is the least time between two checkpoints while
-	// the log grows fast (busyFrames or more at the last one): the
+	// checkpointEvery is the least time between two checkpoints: the
 	// commits of that time are copied together, with one fsync of the
-	// database file. idleEvery is the least time otherwise, so that a
-	// trickle of writes does not fsync the database file after nearly
-	// every commit.
+	// database file.
 	checkpointEvery = 50 * time.Millisecond
-	idleEvery       = time.Second
-	busyFrames      = 1000
 	// writerAutoCheckpoint is the writer's own wal_autocheckpoint, in
 	// pages: a bound on the WAL should the checkpointer fall behind or
 	// fail, ten times SQLite's default, which it does not reach while
@@ -39,8 +34,7 @@ const (
 )
 
 // checkpointer makes a PASSIVE checkpoint after the writer has committed
-// (kick): at most one every checkpointEvery while the log grows fast,
-// one a second otherwise (next).
+// (kick), at most one every checkpointEvery.
 type checkpointer struct {
 	db    *sql.DB // one read-write connection, for checkpoints only
 	kick  chan struct{}
@@ -85,7 +79,8 @@ func (c *checkpointer) run() {
 			return
 		case <-c.kick:
 		}
-		wait.Reset(c.next(c.checkpoint()))
+		c.checkpoint()
+		wait.Reset(c.every)
 		select {
 		case <-c.stop:
 			wait.Stop()
@@ -95,33 +90,21 @@ func (c *checkpointer) run() {
 	}
 }
 
-// next is the least time before the checkpoint after one that found
-// log frames in the WAL: c.every while the log grows fast, idleEvery
-// (or c.every, if longer) otherwise.
-func (c *checkpointer) next(log int64) time.Duration {
-	if log >= busyFrames {
-		return c.every
-	}
-	return max(c.every, idleEvery)
-}
-
 // checkpoint copies into the database file the WAL's frames that no
-// reader still needs, and returns the WAL's length in frames. A failure
-// is counted and left to the next commit's checkpoint, and to the
-// writer's own bound (writerAutoCheckpoint); it returns 0.
-func (c *checkpointer) checkpoint() int64 {
+// reader still needs. A failure is counted and left to the next commit's
+// checkpoint, and to the writer's own bound (writerAutoCheckpoint).
+func (c *checkpointer) checkpoint() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var busy, log, done int64
 	err := c.db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done)
 	if err != nil {
 		c.failed.Add(1)
-		return 0
+		return
 	}
 	c.log.Store(log)
 	c.left.Store(log - done)
 	c.runs.Add(1)
-	return log
 }
 
 // stats returns what the checkpoints did.

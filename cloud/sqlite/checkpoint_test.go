@@ -47,17 +47,3 @@ func TestWriter_LeavesCheckpointsToTheCheckpointer(t *testing.T) {
 	require.NoError(t, s.w.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&pages))
 	require.Equal(t, writerAutoCheckpoint, pages)
 }
-
-// TestCheckpointer_Next: after a checkpoint that found the log long, the
-// next may come after checkpointEvery; after one that found it short (a
-// trickle of writes), only after idleEvery, so that the database file is
-// not fsynced after nearly every commit.
-func TestCheckpointer_Next(t *testing.T) {
-	c := &checkpointer{every: checkpointEvery}
-	require.Equal(t, checkpointEvery, c.next(busyFrames))
-	require.Equal(t, checkpointEvery, c.next(5*busyFrames))
-	require.Equal(t, idleEvery, c.next(busyFrames-1))
-	require.Equal(t, idleEvery, c.next(0))
-	slow := &checkpointer{every: 2 * idleEvery}
-	require.Equal(t, 2*idleEvery, slow.next(0), "never sooner than every")
-}
