@@ -26,6 +26,11 @@ type Store interface {
 	// WriteCommitted); fn's error, or the error of any write inside it,
 	// rolls everything back and is returned. Atomic inside Atomic joins the
 	// outer transaction. A write made apart (apart) inside fn joins it too.
+	// fn may run more than once: a store that commits several calls in one
+	// transaction may roll it back for another call's failure and run fn
+	// again from its start (cloud/sqlite). So a run must leave nothing for
+	// the next (it sets, never adds to, what it hands out) and act on
+	// nothing outside the store until Atomic has returned.
 	Atomic(ctx context.Context, fn func(ctx context.Context) error) error
 
 	// CreateOrganisation stores a new organisation.

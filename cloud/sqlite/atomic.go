@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/svc-vms/svc/cloud"
 )
@@ -12,14 +13,18 @@ import (
 // boundTx is an Atomic call, carried in its context. Its writes begin at
 // the first write fn makes (tx is nil until then); from there the reads of
 // the read pool (readDB) and the writes of every Store method called with
-// that context run in the writer's open transaction, inside a savepoint
-// of the call's own.
+// that context run in the writer's open transaction, in a savepoint of the
+// call's own when the call is safe or its batch is (batch.safe), else with
+// the transaction's count of changed rows noted (changes).
 type boundTx struct {
-	s     *Store
-	tx    *sql.Tx
-	batch *batch                   // the group of calls the transaction commits
-	took  *cloud.IdempotencyRecord // the reply a write inserted; commit reports it
-	err   error                    // the first write that failed: the whole rolls back
+	s         *Store
+	tx        *sql.Tx
+	batch     *batch                   // the group of calls the transaction commits
+	took      *cloud.IdempotencyRecord // the reply a write inserted; commit reports it
+	err       error                    // the first write that failed: the whole rolls back
+	safe      bool                     // the call writes in a savepoint whatever its batch does
+	savepoint bool                     // its writes are in a savepoint of their own
+	changes   int64                    // without one, total_changes() when its turn began
 }
 
 type boundKey struct{}
@@ -33,7 +38,9 @@ func (s *Store) bound(ctx context.Context) *boundTx {
 }
 
 // begin starts b's writes if they have not begun: it takes the writer's
-// turn (writer.take) and opens b's savepoint in the open transaction.
+// turn (writer.take) and, when b or its batch is safe, opens b's savepoint
+// in the open transaction; otherwise it notes the transaction's count of
+// changed rows, by which a failure tells whether the call wrote.
 func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 	if b.tx != nil {
 		return b.tx, nil
@@ -42,13 +49,26 @@ func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT atomic`); err != nil {
+	if b.safe || bt.safe || time.Now().Before(b.s.writer.safeUntil) {
+		bt.safe = true
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT atomic`); err != nil {
+			b.s.writer.give(bt, err)
+			return nil, err
+		}
+		b.savepoint = true
+	} else if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&b.changes); err != nil {
 		b.s.writer.give(bt, err)
 		return nil, err
 	}
 	b.tx, b.batch = tx, bt
 	return tx, nil
 }
+
+// errBatchRolledBack is why a call whose writes had been released to its
+// batch fails when a later call of the batch failed after writing without
+// a savepoint to roll back to: the whole transaction rolled back. Atomic
+// runs such a call again, safe.
+var errBatchRolledBack = errors.New("a call sharing the write transaction failed")
 
 // Atomic implements cloud.Store.
 //
@@ -61,21 +81,42 @@ func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 // keys (the idempotency key, a team's name), and UpdateVisit reads the
 // visit again inside the transaction.
 //
-// From its first write to fn's return the call has the writer to itself,
-// in a savepoint of its own inside the writer's open transaction. When fn
-// fails, the call rolls back to its savepoint; when it succeeds, it
-// releases it and waits for the transaction to commit. The transaction
-// commits when the writer's turn passes and no other call is waiting for
-// it (or after maxBatch calls): calls that wrote while one commit was
-// under way commit together in the next (group commit). No call returns
-// before the commit that holds its writes has returned, and with
-// synchronous=FULL that commit is on disk (docs/decisions.md, "One
-// transaction per write request (issue 20)").
+// From its first write to fn's return the call has the writer to itself
+// inside the writer's open transaction. The transaction commits when the
+// writer's turn passes and no other call is waiting for it (or after
+// maxBatch calls): calls that wrote while one commit was under way commit
+// together in the next (group commit). No call returns before the commit
+// that holds its writes has returned, and with synchronous=FULL that
+// commit is on disk (docs/decisions.md, "One transaction per write
+// request (issue 20)").
+//
+// A call writes without a savepoint of its own: SQLite copies every page a
+// savepoint's writes first touch, a malloc for each kilobyte, which was
+// about 6% of svc-cloud's CPU on POST /visits, all of it in the writer's
+// turn (docs/decisions.md, "Group commit without a savepoint a call
+// (issue 20)"). When fn fails having written nothing,
+// the transaction goes on; having written, and alone in the transaction,
+// it rolls the transaction back; having written after other calls'
+// writes, it rolls the transaction back with theirs, and each of those
+// calls runs fn again from its start, safe: in a savepoint, as every call
+// after it in its batch, so that a failure then rolls back to the failing
+// call's savepoint alone and no call is run a third time. For a second
+// after such a rollback every call is safe, so that failures, however
+// frequent, make the writer run at most one batch twice a second.
 func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) error {
 	if s.bound(ctx) != nil {
 		return fn(ctx)
 	}
-	b := &boundTx{s: s}
+	err := s.atomic(ctx, fn, false)
+	if errors.Is(err, errBatchRolledBack) {
+		err = s.atomic(ctx, fn, true)
+	}
+	return err
+}
+
+// atomic is one run of Atomic's call, in a savepoint when safe.
+func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe bool) error {
+	b := &boundTx{s: s, safe: safe}
 	err := fn(context.WithValue(ctx, boundKey{}, b))
 	if err == nil {
 		err = b.err
@@ -88,12 +129,14 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 		err = s.finish(ctx, b)
 	}
 	if err != nil {
-		s.writer.give(b.batch, rollbackTo(b.tx))
+		s.writer.give(b.batch, b.undo(err))
 		return classify(err)
 	}
-	if _, err := b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE atomic`); err != nil {
-		s.writer.give(b.batch, fmt.Errorf("release savepoint: %w", err))
-		return classify(err)
+	if b.savepoint {
+		if _, err := b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE atomic`); err != nil {
+			s.writer.give(b.batch, fmt.Errorf("release savepoint: %w", err))
+			return classify(err)
+		}
 	}
 	b.batch.members++
 	cloud.Fail(ctx, cloud.FailBeforeCommit)
@@ -105,6 +148,32 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 	cloud.Fail(ctx, cloud.FailAfterCommit)
 	cloud.WriteCommitted(ctx, b.took)
 	return nil
+}
+
+// undo undoes the writes of b's call, which failed with err, and returns
+// why the transaction must not commit, if it must not (give's poison): to
+// b's savepoint when it has one; else nothing when the call changed no
+// row (total_changes() as at its start); else the whole transaction, and
+// with it the calls before b in its batch, which fail with
+// errBatchRolledBack (and run again).
+func (b *boundTx) undo(err error) error {
+	if b.savepoint {
+		return rollbackTo(b.tx)
+	}
+	var now int64
+	if qerr := b.tx.QueryRowContext(context.Background(), `SELECT total_changes()`).Scan(&now); qerr != nil {
+		err = fmt.Errorf("count changes: %w", qerr)
+	} else if now == b.changes {
+		return nil
+	}
+	if b.batch.members == 0 {
+		return err
+	}
+	// Calls run again: for a while every call writes in a savepoint, so
+	// that failures, however frequent, cannot make the writer run each
+	// batch twice.
+	b.s.writer.safeUntil = time.Now().Add(b.s.writer.safeFor)
+	return fmt.Errorf("%w: %w", errBatchRolledBack, err)
 }
 
 // rollbackTo undoes the writes of the call whose savepoint is open; an
@@ -153,7 +222,16 @@ type writer struct {
 	// committed, when set, is called after each commit (the
 	// checkpointer's kick); it must not block.
 	committed func()
+	// After a failed call rolled back other calls' writes, until
+	// safeUntil, every call writes in a savepoint (safeFor after it).
+	safeUntil time.Time
+	safeFor   time.Duration
 }
+
+// safeAfterRollback is how long the writer's calls keep savepoints after
+// a failed call rolled back others' writes: one batch run twice a second
+// at most, whatever fails.
+const safeAfterRollback = time.Second
 
 // batch is the calls one transaction commits; done is closed, with err
 // set, when it has committed or failed.
@@ -162,10 +240,11 @@ type batch struct {
 	err     error
 	members int // calls whose writes it holds
 	poison  error
+	safe    bool // a safe call has joined: every call from it on writes in a savepoint
 }
 
 func newWriter() *writer {
-	return &writer{turn: make(chan struct{}, 1), waiting: make(chan struct{}, 1<<16)}
+	return &writer{turn: make(chan struct{}, 1), waiting: make(chan struct{}, 1<<16), safeFor: safeAfterRollback}
 }
 
 // take waits for the writer's turn and returns the open transaction,

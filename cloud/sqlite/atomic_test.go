@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,80 +40,206 @@ func siteVisits(t *testing.T, s *Store) (cloud.Tenant, time.Time, func() (cloud.
 }
 
 // holdWriter starts an Atomic call that writes v and then holds the
-// writer, and returns once it does: release lets the call commit, and
-// done gives its error when it returns.
-func holdWriter(ctx context.Context, s *Store, v cloud.Visit, w cloud.VisitWrites) (release func(), done <-chan error) {
+// writer, and returns once it does: release lets the call commit, done
+// gives its error when it returns, and runs counts how often its function
+// ran. A safe call writes in a savepoint, as a call run again does.
+func holdWriter(ctx context.Context, s *Store, v cloud.Visit, w cloud.VisitWrites, safe bool) (release func(), done <-chan error, runs *atomic.Int32) {
 	entered, let, errc := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	var once sync.Once
+	runs = new(atomic.Int32)
+	fn := func(ctx context.Context) error {
+		runs.Add(1)
+		if err := s.CreateVisit(ctx, v, w); err != nil {
+			return err
+		}
+		once.Do(func() { close(entered) })
+		<-let
+		return nil
+	}
 	go func() {
-		errc <- s.Atomic(ctx, func(ctx context.Context) error {
-			if err := s.CreateVisit(ctx, v, w); err != nil {
-				return err
-			}
-			close(entered)
-			<-let
-			return nil
-		})
+		if safe {
+			errc <- s.atomic(ctx, fn, true)
+		} else {
+			errc <- s.Atomic(ctx, fn)
+		}
 	}()
 	select {
 	case <-entered:
 	case err := <-errc: // failed before it held the writer: done still gives the error
 		errc <- err
 	}
-	return func() { close(let) }, errc
+	return func() { close(let) }, errc, runs
 }
 
-// TestAtomic_GroupCommit holds the writer in one Atomic call while two
-// more wait for it, then lets them run: the three share one commit, the
-// one that fails is rolled back to its savepoint alone, and no call
-// returns before that commit.
-func TestAtomic_GroupCommit(t *testing.T) {
+// groupOf holds the writer with a call writing the first of vws (safe or
+// not), starts an Atomic call for each of the others, waits until they
+// all wait for the writer, and lets them go: it returns each call's
+// error, how many commits the file made meanwhile, and how often the
+// first call's function ran.
+func groupOf(t *testing.T, s *Store, commits *atomic.Int64, safe bool, vws ...visitWrites) ([]error, int64, int32) {
+	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "cloud.db")
-	commits := sqlitetest.CommitCounter(path)
-	s, err := Open(ctx, path, kektest.Ring())
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-
-	tn, now, visit := siteVisits(t, s)
-	v1, w1 := visit()
-	v2, w2 := visit()
-	v3, w3 := visit()
-	m := cloud.Message{ID: ids.New(ids.Message), Tenant: tn, VisitID: v3.ID, Channel: cloud.ChannelEmail, To: "a@example.com",
-		Subject: "s", Body: "b", Status: cloud.MessageQueued, CreatedAt: now}
-	w3.Messages = []cloud.Message{m, m} // the second insert fails
-
-	release, held := holdWriter(ctx, s, v1, w1)
-	errs := make([]error, 3)
+	release, held, runs := holdWriter(ctx, s, vws[0].v, vws[0].w, safe)
+	errs := make([]error, len(vws))
 	var wg sync.WaitGroup
 	before := commits.Load()
-	for i, vw := range []struct {
-		v cloud.Visit
-		w cloud.VisitWrites
-	}{{v2, w2}, {v3, w3}} {
+	for i, vw := range vws[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i+1] = s.Atomic(ctx, func(ctx context.Context) error { return s.CreateVisit(ctx, vw.v, vw.w) })
+			errs[i+1] = s.Atomic(ctx, func(ctx context.Context) error {
+				if vw.fn != nil {
+					return vw.fn(ctx)
+				}
+				return s.CreateVisit(ctx, vw.v, vw.w)
+			})
 		}()
 	}
-	require.Eventually(t, func() bool { return len(s.writer.waiting) == 2 }, 10*time.Second, time.Millisecond,
-		"both calls wait for the writer")
+	require.Eventually(t, func() bool { return len(s.writer.waiting) == len(vws)-1 }, 10*time.Second, time.Millisecond,
+		"the calls wait for the writer")
 	require.Equal(t, before, commits.Load(), "nothing committed while the first call holds the writer")
 	release()
 	wg.Wait()
 	errs[0] = <-held
+	return errs, commits.Load() - before, runs.Load()
+}
+
+// visitWrites is a visit and its writes for groupOf, or a function to
+// run instead.
+type visitWrites struct {
+	v  cloud.Visit
+	w  cloud.VisitWrites
+	fn func(context.Context) error
+}
+
+// groupStore opens a store in a new file, with a counter of its commits
+// and a maker of new visits.
+func groupStore(t *testing.T) (*Store, *atomic.Int64, cloud.Tenant, time.Time, func() visitWrites) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cloud.db")
+	commits := sqlitetest.CommitCounter(path)
+	s, err := Open(context.Background(), path, kektest.Ring())
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	tn, now, visit := siteVisits(t, s)
+	return s, commits, tn, now, func() visitWrites {
+		v, w := visit()
+		return visitWrites{v: v, w: w}
+	}
+}
+
+// failing makes vw's writes fail after its visit and first message are
+// written: the same message twice.
+func failing(vw visitWrites, tn cloud.Tenant, now time.Time) visitWrites {
+	m := cloud.Message{ID: ids.New(ids.Message), Tenant: tn, VisitID: vw.v.ID, Channel: cloud.ChannelEmail, To: "a@example.com",
+		Subject: "s", Body: "b", Status: cloud.MessageQueued, CreatedAt: now}
+	vw.w.Messages = []cloud.Message{m, m}
+	return vw
+}
+
+func requireVisits(t *testing.T, s *Store, tn cloud.Tenant, present []visitWrites, absent ...visitWrites) {
+	t.Helper()
+	ctx := context.Background()
+	for _, vw := range present {
+		_, err := s.Visit(ctx, tn, vw.v.ID)
+		require.NoError(t, err)
+	}
+	for _, vw := range absent {
+		_, err := s.Visit(ctx, tn, vw.v.ID)
+		require.ErrorIs(t, err, cloud.ErrNotFound, "the failed call's writes are rolled back")
+		_, err = s.Visitor(ctx, tn, vw.w.Visitor.ID)
+		require.ErrorIs(t, err, cloud.ErrNotFound)
+	}
+}
+
+// TestAtomic_GroupCommit holds the writer in one Atomic call while two
+// more wait for it, then lets them run: the three share one commit, no
+// call returns before it, and each call's function runs once.
+func TestAtomic_GroupCommit(t *testing.T) {
+	s, commits, tn, _, visit := groupStore(t)
+	vws := []visitWrites{visit(), visit(), visit()}
+	errs, n, runs := groupOf(t, s, commits, false, vws...)
+	require.NoError(t, errors.Join(errs...))
+	require.Equal(t, int64(1), n, "one commit for the three calls")
+	require.Equal(t, int32(1), runs)
+	requireVisits(t, s, tn, vws)
+}
+
+// TestAtomic_FailedCallRunsItsBatchMatesAgain: a call that fails after
+// writing, with no savepoint, rolls back the transaction that holds an
+// earlier call's released writes; that call runs again, alone, and
+// commits; nothing of the failed call is left.
+func TestAtomic_FailedCallRunsItsBatchMatesAgain(t *testing.T) {
+	s, commits, tn, now, visit := groupStore(t)
+	first, bad := visit(), failing(visit(), tn, now)
+	errs, n, runs := groupOf(t, s, commits, false, first, bad)
+	require.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	require.NotErrorIs(t, errs[1], errBatchRolledBack, "the failed call reports its own failure")
+	require.Equal(t, int32(2), runs, "the first call runs again")
+	require.Equal(t, int64(1), n, "one commit: the first call's second run")
+	requireVisits(t, s, tn, []visitWrites{first}, bad)
+}
+
+// TestAtomic_SafeBatchRollsBackTheFailedCallAlone: in a batch a safe call
+// began (one run again), every call writes in a savepoint, so a call that
+// fails rolls back to its own and the others commit, each run once.
+func TestAtomic_SafeBatchRollsBackTheFailedCallAlone(t *testing.T) {
+	s, commits, tn, now, visit := groupStore(t)
+	first, second, bad := visit(), visit(), failing(visit(), tn, now)
+	errs, n, runs := groupOf(t, s, commits, true, first, second, bad)
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	require.Error(t, errs[2])
-	require.Equal(t, before+1, commits.Load(), "one commit for the three calls")
-	for _, id := range []string{v1.ID, v2.ID} {
-		_, err := s.Visit(ctx, tn, id)
-		require.NoError(t, err)
-	}
-	_, err = s.Visit(ctx, tn, v3.ID)
-	require.ErrorIs(t, err, cloud.ErrNotFound, "the failed call's writes are rolled back")
-	_, err = s.Visitor(ctx, tn, w3.Visitor.ID)
-	require.ErrorIs(t, err, cloud.ErrNotFound)
+	require.Equal(t, int32(1), runs, "no call runs again")
+	require.Equal(t, int64(1), n, "one commit for the three calls")
+	requireVisits(t, s, tn, []visitWrites{first, second}, bad)
+}
+
+// TestAtomic_SafeAfterARollback: once a failed call has rolled back
+// others' writes, the batches after it are safe for a while (an hour
+// here): a failure in the next one rolls back its own savepoint and runs
+// no call again.
+func TestAtomic_SafeAfterARollback(t *testing.T) {
+	s, commits, tn, now, visit := groupStore(t)
+	s.writer.safeFor = time.Hour
+	first, bad := visit(), failing(visit(), tn, now)
+	_, _, runs := groupOf(t, s, commits, false, first, bad)
+	require.Equal(t, int32(2), runs, "the first rollback runs its batch-mate again")
+
+	next, second, bad2 := visit(), visit(), failing(visit(), tn, now)
+	errs, n, runs := groupOf(t, s, commits, false, next, second, bad2)
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.Error(t, errs[2])
+	require.Equal(t, int32(1), runs, "no call runs again")
+	require.Equal(t, int64(1), n)
+	requireVisits(t, s, tn, []visitWrites{first, next, second}, bad, bad2)
+}
+
+// TestAtomic_FailureWithoutWritesKeepsItsBatch: a call that takes the
+// writer and fails before changing a row (as a transition refused on the
+// visit it read) leaves the transaction as it found it: the calls before
+// it commit, run once.
+func TestAtomic_FailureWithoutWritesKeepsItsBatch(t *testing.T) {
+	s, commits, tn, _, visit := groupStore(t)
+	first := visit()
+	refused := errors.New("refused")
+	reader := visitWrites{fn: func(ctx context.Context) error {
+		return s.tx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM visits`).Scan(&n); err != nil {
+				return err
+			}
+			return refused
+		})
+	}}
+	errs, n, runs := groupOf(t, s, commits, false, first, reader)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], refused)
+	require.Equal(t, int32(1), runs, "the first call is not run again")
+	require.Equal(t, int64(1), n)
+	requireVisits(t, s, tn, []visitWrites{first})
 }
 
 // cancel_once() ends the context waiting in cancels, if one is, and
@@ -123,9 +251,10 @@ var (
 
 // TestAtomic_CancelMidStatementFailsOnlyItsCall ends a call's context
 // while its statement runs in the writer's transaction, which already
-// holds another call's released writes: the statement runs to its end,
-// the call fails at its next statement and rolls back its own savepoint,
-// and the other call's writes commit. (Interrupted by SQLite instead, an
+// holds another call's released writes, in a batch a safe call began (so
+// every call in it has a savepoint): the statement runs to its end, the
+// call fails at its next statement and rolls back its own savepoint, and
+// the other call's writes commit. (Interrupted by SQLite instead, an
 // INSERT inside a transaction rolls the whole transaction back, and both
 // calls would fail.)
 func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
@@ -147,7 +276,7 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	tn, _, visit := siteVisits(t, s)
 	v, w := visit()
 
-	release, held := holdWriter(ctx, s, v, w)
+	release, held, runs := holdWriter(ctx, s, v, w, true)
 	var second error
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -177,6 +306,7 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	release()
 	wg.Wait()
 	require.NoError(t, <-held, "the first call's writes commit")
+	require.Equal(t, int32(1), runs.Load(), "the first call ran once")
 	require.ErrorIs(t, second, context.Canceled)
 	_, err = s.Visit(ctx, tn, v.ID)
 	require.NoError(t, err)

@@ -280,7 +280,23 @@ func (s *Store) migrate(ctx context.Context) error {
 //
 // Inside Atomic it runs fn and those writes in Atomic's transaction and
 // leaves the commit to Atomic; its failure fails the whole.
+//
+// A write of its own, outside a request's Atomic call, is safe (a
+// savepoint of its own, see Atomic): fn need not be one that can run
+// twice. rerunTx is tx for a fn that can.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.txSafe(ctx, fn, true)
+}
+
+// rerunTx is tx for a fn that may run twice, each run from its start with
+// nothing of the other left (it sets, never adds to, what it hands out):
+// outside Atomic it writes as Atomic's calls do, without a savepoint,
+// and runs again if a later call of its batch rolls the transaction back.
+func (s *Store) rerunTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.txSafe(ctx, fn, false)
+}
+
+func (s *Store) txSafe(ctx context.Context, fn func(*sql.Tx) error, safe bool) error {
 	if b := s.bound(ctx); b != nil {
 		tx, err := b.begin(ctx)
 		if err == nil {
@@ -294,9 +310,11 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		}
 		return classify(err)
 	}
-	return s.Atomic(ctx, func(ctx context.Context) error {
-		return s.tx(ctx, fn)
-	})
+	call := func(ctx context.Context) error { return s.txSafe(ctx, fn, safe) }
+	if safe {
+		return s.atomic(ctx, call, true)
+	}
+	return s.Atomic(ctx, call)
 }
 
 // micros and fromMicros convert the stored form of times.

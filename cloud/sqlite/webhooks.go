@@ -176,7 +176,10 @@ func scanDelivery(r scanner) (cloud.WebhookDelivery, error) {
 // a time, so the claim's update is its lock.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, now, until time.Time, claim string, limit int) ([]cloud.WebhookJob, error) {
 	var jobs []cloud.WebhookJob
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	// The dispatcher claims after every commit with events: its call
+	// writes without a savepoint, as a request's, and may run twice.
+	err := s.rerunTx(ctx, func(tx *sql.Tx) error {
+		jobs = nil
 		r, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET next_attempt_at = ?, claim = ?
 			WHERE rowid IN (SELECT d.rowid FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
 				WHERE d.status = 'pending' AND d.next_attempt_at <= ? AND w.disabled_reason IS NULL
