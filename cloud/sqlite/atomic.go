@@ -94,15 +94,15 @@ var errBatchRolledBack = errors.New("a call sharing the write transaction failed
 // savepoint's writes first touch, a malloc for each kilobyte, which was
 // about 6% of svc-cloud's CPU on POST /visits, all of it in the writer's
 // turn (docs/decisions.md, "Group commit without a savepoint a call
-// (issue 20)"). When fn fails having written nothing,
-// the transaction goes on; having written, and alone in the transaction,
-// it rolls the transaction back; having written after other calls'
-// writes, it rolls the transaction back with theirs, and each of those
-// calls runs fn again from its start, safe: in a savepoint, as every call
-// after it in its batch, so that a failure then rolls back to the failing
-// call's savepoint alone and no call is run a third time. For a second
-// after such a rollback every call is safe, so that failures, however
-// frequent, make the writer run at most one batch twice a second.
+// (issue 20)"). When fn fails having written nothing, the transaction
+// goes on; having written, and alone in the transaction, it rolls the
+// transaction back; having written after other calls' writes, it rolls
+// the transaction back with theirs, and each of those calls runs fn again
+// from its start, safe: in a savepoint, as every call after it in its
+// batch, so that a failure then rolls back to the failing call's savepoint
+// alone and no call is run a third time. For a second after such a
+// rollback every call is safe, so that failures, however frequent, make
+// the writer run at most one batch twice a second.
 func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) error {
 	if s.bound(ctx) != nil {
 		return fn(ctx)
