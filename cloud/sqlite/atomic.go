@@ -39,8 +39,9 @@ func (s *Store) bound(ctx context.Context) *boundTx {
 
 // begin starts b's writes if they have not begun: it takes the writer's
 // turn (writer.take) and, when b or its batch is safe, opens b's savepoint
-// in the open transaction; otherwise it notes the transaction's count of
-// changed rows, by which a failure tells whether the call wrote.
+// in the open transaction; otherwise, after other calls' writes, it notes
+// the transaction's count of changed rows, by which a failure tells
+// whether the call wrote.
 func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 	if b.tx != nil {
 		return b.tx, nil
@@ -56,9 +57,13 @@ func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 			return nil, err
 		}
 		b.savepoint = true
-	} else if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&b.changes); err != nil {
-		b.s.writer.give(bt, err)
-		return nil, err
+	} else if bt.members > 0 {
+		// Alone in the transaction, a call that fails rolls it back
+		// whole: it needs no count.
+		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&b.changes); err != nil {
+			b.s.writer.give(bt, err)
+			return nil, err
+		}
 	}
 	b.tx, b.batch = tx, bt
 	return tx, nil
@@ -152,22 +157,23 @@ func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe
 
 // undo undoes the writes of b's call, which failed with err, and returns
 // why the transaction must not commit, if it must not (give's poison): to
-// b's savepoint when it has one; else nothing when the call changed no
-// row (total_changes() as at its start); else the whole transaction, and
-// with it the calls before b in its batch, which fail with
-// errBatchRolledBack (and run again).
+// b's savepoint when it has one; else the whole transaction when it holds
+// no other call's writes; else nothing when the call changed no row
+// (total_changes() as at its start); else the whole transaction, and with
+// it the calls before b in its batch, which fail with errBatchRolledBack
+// (and run again).
 func (b *boundTx) undo(err error) error {
 	if b.savepoint {
 		return rollbackTo(b.tx)
+	}
+	if b.batch.members == 0 {
+		return err // the transaction holds the call's writes alone
 	}
 	var now int64
 	if qerr := b.tx.QueryRowContext(context.Background(), `SELECT total_changes()`).Scan(&now); qerr != nil {
 		err = fmt.Errorf("count changes: %w", qerr)
 	} else if now == b.changes {
 		return nil
-	}
-	if b.batch.members == 0 {
-		return err
 	}
 	// Calls run again: for a while every call writes in a savepoint, so
 	// that failures, however frequent, cannot make the writer run each

@@ -217,6 +217,45 @@ func TestAtomic_SafeAfterARollback(t *testing.T) {
 	requireVisits(t, s, tn, []visitWrites{first, next, second}, bad, bad2)
 }
 
+// TestAtomic_LoneFailureRollsBackBeforeTheNextCall: a call that fails
+// after writing, with no other call's writes in the transaction, rolls
+// the transaction back before the call waiting for the writer gets it:
+// that call commits alone, and nothing of the failed one with it.
+func TestAtomic_LoneFailureRollsBackBeforeTheNextCall(t *testing.T) {
+	s, commits, tn, _, visit := groupStore(t)
+	ctx := context.Background()
+	bad, next := visit(), visit()
+	failed := errors.New("failed after writing")
+	entered, let, badErr := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		badErr <- s.Atomic(ctx, func(ctx context.Context) error {
+			if err := s.CreateVisit(ctx, bad.v, bad.w); err != nil {
+				return err
+			}
+			close(entered)
+			<-let
+			return failed
+		})
+	}()
+	select {
+	case <-entered:
+	case err := <-badErr:
+		t.Fatalf("the first call failed before holding the writer: %v", err)
+	}
+	before := commits.Load()
+	nextErr := make(chan error, 1)
+	go func() {
+		nextErr <- s.Atomic(ctx, func(ctx context.Context) error { return s.CreateVisit(ctx, next.v, next.w) })
+	}()
+	require.Eventually(t, func() bool { return len(s.writer.waiting) == 1 }, 10*time.Second, time.Millisecond,
+		"the next call waits for the writer")
+	close(let)
+	require.ErrorIs(t, <-badErr, failed)
+	require.NoError(t, <-nextErr)
+	require.Equal(t, int64(1), commits.Load()-before)
+	requireVisits(t, s, tn, []visitWrites{next}, bad)
+}
+
 // TestAtomic_FailureWithoutWritesKeepsItsBatch: a call that takes the
 // writer and fails before changing a row (as a transition refused on the
 // visit it read) leaves the transaction as it found it: the calls before
