@@ -23,6 +23,13 @@ OPENAPI_FETCH_VERSION := 0.17.0
 OPENAPI_FETCH := $(TOOLS)/node_modules/openapi-fetch/package.json
 # The AsyncAPI CLI validates the MQTT protocol's document (issue 19).
 ASYNCAPI_VERSION := 6.2.0
+# Every npm install resolves the tools' dependencies as the registry stood
+# on this day (npm's --before), not as it stands: their ranges are loose,
+# and a registry (a mirror, or npm on a bad day) can list a package's new
+# version before the new version of a package it needs, which failed CI
+# (the AsyncAPI CLI wanted @aws-sdk/credential-provider-http@^3.972.88
+# where the registry had 3.972.87). Move it forward with the versions.
+NPM_BEFORE := 2026-11-20
 ASYNCAPI_DIR := $(TOOLS)/asyncapi
 ASYNCAPI := $(ASYNCAPI_DIR)/node_modules/.bin/asyncapi
 
@@ -148,7 +155,7 @@ $(SPECTRAL):
 	  echo "warning: npm not found, OpenAPI lint skipped (apt-get install npm to run it)"; \
 	  exit 0; \
 	fi; \
-	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) @stoplight/spectral-cli@$(SPECTRAL_VERSION)
+	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --before=$(NPM_BEFORE) --prefix $(TOOLS) @stoplight/spectral-cli@$(SPECTRAL_VERSION)
 
 ## clients: generated clients against a real server: starts svc-cloud serve --demo (SQLite in a temporary folder, free ports), fetches its GET /v1/openapi.json, generates a Go client with oapi-codegen (cloud/httpapi/testdata/goclient) and TypeScript types with openapi-typescript (--default-non-nullable=false: docs/decisions.md, "The OpenAPI document for generated clients"), compiles cloud/httpapi/testdata/typescript with tsc --strict, and runs each one's flow (create a visit, check it in, read its event and two problems); the TypeScript half is skipped with a warning without npm
 clients: $(BIN)/svc-cloud $(OPENAPI_FETCH)
@@ -162,7 +169,7 @@ $(OPENAPI_FETCH):
 	  echo "warning: npm not found, the TypeScript client is skipped (apt-get install npm to run it)"; \
 	  exit 0; \
 	fi; \
-	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --save-exact --prefix $(TOOLS) \
+	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --before=$(NPM_BEFORE) --save-exact --prefix $(TOOLS) \
 	  openapi-typescript@$(OPENAPI_TS_VERSION) typescript@$(TYPESCRIPT_VERSION) openapi-fetch@$(OPENAPI_FETCH_VERSION)
 
 ## lint-asyncapi: validate the MQTT protocol's AsyncAPI 3 document (sync/protocol/asyncapi.yaml) with the AsyncAPI CLI, installed from npm into ./.tools/asyncapi
@@ -194,7 +201,7 @@ $(ASYNCAPI):
 	  exit 0; \
 	fi; \
 	mkdir -p $(ASYNCAPI_DIR) && \
-	npm install --silent --no-audit --no-fund --ignore-scripts --prefix $(ASYNCAPI_DIR) @asyncapi/cli@$(ASYNCAPI_VERSION)
+	npm install --silent --no-audit --no-fund --before=$(NPM_BEFORE) --ignore-scripts --prefix $(ASYNCAPI_DIR) @asyncapi/cli@$(ASYNCAPI_VERSION)
 
 ## browser-tools: playwright-core and axe-core from npm into ./.tools, for the kiosk's browser tests (skipped with a warning without npm; CI requires them)
 .PHONY: browser-tools
@@ -206,7 +213,7 @@ $(PLAYWRIGHT):
 	  echo "warning: npm not found, the kiosk's browser tests are skipped (apt-get install npm chromium to run them)"; \
 	  exit 0; \
 	fi; \
-	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --prefix $(TOOLS) playwright-core@$(PLAYWRIGHT_VERSION) axe-core@$(AXE_VERSION)
+	mkdir -p $(TOOLS) && npm install --silent --no-audit --no-fund --before=$(NPM_BEFORE) --prefix $(TOOLS) playwright-core@$(PLAYWRIGHT_VERSION) axe-core@$(AXE_VERSION)
 
 ## prometheus: Prometheus and promtool from Debian's prometheus package, unpacked into ./.tools/prometheus (not installed: installing starts a server)
 PROMETHEUS_DIR := $(TOOLS)/prometheus
