@@ -309,3 +309,18 @@ type VisitWrites struct {
 	Messages []Message    // outbox
 	Audit    []AuditEvent // the audit trail
 }
+
+// WithNewVisitor returns v carrying the new visitor w writes, in v's
+// tenant, and true, when that visitor is v's: the visit and its visitor
+// are both rows the write inserts, so a store can put the visit on its
+// site's feed as given rather than read it back. Otherwise it returns v
+// and false: a visit of an existing visitor is read back, so that it
+// carries the visitor as stored at the commit (none after an erasure).
+func (w VisitWrites) WithNewVisitor(v Visit) (Visit, bool) {
+	if w.Visitor == nil || w.Visitor.ID != v.VisitorID {
+		return v, false
+	}
+	v.Visitor = *w.Visitor
+	v.Visitor.Tenant = v.Tenant
+	return v, true
+}

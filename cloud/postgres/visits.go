@@ -214,16 +214,9 @@ func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWri
 				return err
 			}
 			b.Queue(qInsertVisit, args...)
-			if vt.ID == v.ID && w.Visitor != nil && w.Visitor.ID == v.VisitorID {
-				// The visit and its visitor are both rows this batch
-				// inserts: the feed takes them as given rather than read
-				// them back, one round trip and query fewer. A visit of an
-				// existing visitor is still read back, so that it carries
-				// the visitor as stored at the commit (none after an
-				// erasure), as on SQLite (CreateVisit there).
-				sv := v
-				sv.Visitor = *w.Visitor
-				sv.Visitor.Tenant = t
+			// A new visit with a new visitor goes on the feed as given:
+			// one round trip and query fewer than reading it back.
+			if sv, ok := w.WithNewVisitor(vt); ok && vt.ID == v.ID {
 				f.visitAs(sv)
 			} else {
 				f.visit(vt.ID)

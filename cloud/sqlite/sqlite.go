@@ -103,8 +103,9 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 	}
 	// synchronous=FULL: a commit is fsynced before it returns, so a 201
 	// is on disk (docs/decisions.md, issue 20). temp_store=MEMORY keeps
-	// the sub-journal of each Atomic call's savepoint in memory: on a file
-	// it wrote every page a call touched once more (a sixth of the CPU).
+	// the sub-journals (statement journals, and the savepoints of safe
+	// Atomic calls) in memory: on a file they wrote every page a call
+	// touched once more (a sixth of the CPU).
 	// The WAL's checkpoints are the checkpointer's (checkpoint.go); the
 	// writer makes one only past writerAutoCheckpoint pages.
 	q := url.Values{}
