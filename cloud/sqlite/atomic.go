@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/svc-vms/svc/cloud"
@@ -24,7 +25,7 @@ type boundTx struct {
 	err       error                    // the first write that failed: the whole rolls back
 	safe      bool                     // the call writes in a savepoint whatever its batch does
 	savepoint bool                     // its writes are in a savepoint of their own
-	changes   int64                    // without one, total_changes() when its turn began
+	changes   int64                    // without one, the writer's count of changes when its turn began
 }
 
 type boundKey struct{}
@@ -39,9 +40,8 @@ func (s *Store) bound(ctx context.Context) *boundTx {
 
 // begin starts b's writes if they have not begun: it takes the writer's
 // turn (writer.take) and, when b or its batch is safe, opens b's savepoint
-// in the open transaction; otherwise, after other calls' writes, it notes
-// the transaction's count of changed rows, by which a failure tells
-// whether the call wrote.
+// in the open transaction; otherwise it notes the writer's count of
+// changed rows, by which a failure tells whether the call wrote.
 func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 	if b.tx != nil {
 		return b.tx, nil
@@ -57,13 +57,8 @@ func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 			return nil, err
 		}
 		b.savepoint = true
-	} else if bt.members > 0 {
-		// Alone in the transaction, a call that fails rolls it back
-		// whole: it needs no count.
-		if err := tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&b.changes); err != nil {
-			b.s.writer.give(bt, err)
-			return nil, err
-		}
+	} else {
+		b.changes = b.s.writer.changes.Load()
 	}
 	b.tx, b.batch = tx, bt
 	return tx, nil
@@ -159,7 +154,7 @@ func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe
 // why the transaction must not commit, if it must not (give's poison): to
 // b's savepoint when it has one; else the whole transaction when it holds
 // no other call's writes; else nothing when the call changed no row
-// (total_changes() as at its start); else the whole transaction, and with
+// (the writer's count of changes as at its start); else the whole transaction, and with
 // it the calls before b in its batch, which fail with errBatchRolledBack
 // (and run again).
 func (b *boundTx) undo(err error) error {
@@ -169,10 +164,7 @@ func (b *boundTx) undo(err error) error {
 	if b.batch.members == 0 {
 		return err // the transaction holds the call's writes alone
 	}
-	var now int64
-	if qerr := b.tx.QueryRowContext(context.Background(), `SELECT total_changes()`).Scan(&now); qerr != nil {
-		err = fmt.Errorf("count changes: %w", qerr)
-	} else if now == b.changes {
+	if b.s.writer.changes.Load() == b.changes {
 		return nil
 	}
 	// Calls run again: for a while every call writes in a savepoint, so
@@ -232,6 +224,10 @@ type writer struct {
 	// safeUntil, every call writes in a savepoint (safeFor after it).
 	safeUntil time.Time
 	safeFor   time.Duration
+	// changes counts the rows the writer connection's statements have
+	// changed (cachingConn.changes): a call without a savepoint notes it
+	// when its turn begins, and, failing, has written if it moved.
+	changes atomic.Int64
 }
 
 // safeAfterRollback is how long the writer's calls keep savepoints after

@@ -337,6 +337,23 @@ func TestAtomic_FailureWithoutWritesKeepsItsBatch(t *testing.T) {
 	requireVisits(t, s, tn, []visitWrites{first})
 }
 
+// TestAtomic_ConstraintFailureKeepsItsBatch: a call whose first write
+// fails on a unique key changed no row (SQLite undoes a statement that
+// fails on a constraint), so the calls before it commit, run once.
+func TestAtomic_ConstraintFailureKeepsItsBatch(t *testing.T) {
+	s, commits, tn, _, visit := groupStore(t)
+	first := visit()
+	again := first
+	again.w = cloud.VisitWrites{} // the same visit again, without its new visitor: the visit's own key fails
+	errs, n, runs := groupOf(t, s, commits, false, first, again)
+	require.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	require.NotErrorIs(t, errs[1], errBatchRolledBack)
+	require.Equal(t, int32(1), runs, "the first call is not run again")
+	require.Equal(t, int64(1), n)
+	requireVisits(t, s, tn, []visitWrites{first})
+}
+
 // cancel_once() ends the context waiting in cancels, if one is, and
 // answers 1.
 var (

@@ -114,14 +114,12 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
-	w, err := sql.Open(writerDriverName, dsn+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
-	}
+	wr := newWriter()
+	w := sql.OpenDB(writerConnector{dsn: dsn + "&_txlock=immediate", changes: &wr.changes})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Store{w: w, writer: newWriter(), counts: map[countKey]int64{}, kek: keys, opts: opts}
+	s := &Store{w: w, writer: wr, counts: map[countKey]int64{}, kek: keys, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -133,6 +131,7 @@ func OpenWith(ctx context.Context, path string, keys *kek.Ring, opts Options) (*
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
+	var err error
 	if s.ws, err = prepareWrites(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

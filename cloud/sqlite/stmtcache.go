@@ -5,6 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"strings"
+	"sync/atomic"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // driverName is SQLite's driver (modernc's, with its connection hooks)
@@ -23,9 +28,10 @@ import (
 // small fixed set, so the cache stays small; maxConnStmts bounds it.
 const driverName = "sqlite-svc"
 
-// writerDriverName is driverName for the writer's connection, whose
-// statements run to their end once begun (see cachingConn.detach).
-const writerDriverName = "sqlite-svc-writer"
+// writerDriver is the driver of the writer's connection, whose
+// statements run to their end once begun (see cachingConn.detach); a
+// Store opens it through a writerConnector, which counts its changes.
+var writerDriver = &cachingDriver{detach: true}
 
 // maxConnStmts bounds one connection's statements: past it, the
 // connection closes them all and starts again.
@@ -41,7 +47,7 @@ func init() {
 	base := db.Driver()
 	_ = db.Close()
 	sql.Register(driverName, &cachingDriver{base: base})
-	sql.Register(writerDriverName, &cachingDriver{base: base, detach: true})
+	writerDriver.base = base
 }
 
 type cachingDriver struct {
@@ -56,6 +62,24 @@ func (d *cachingDriver) Open(name string) (driver.Conn, error) {
 	}
 	return &cachingConn{Conn: c, stmts: map[string]*cachedStmt{}, detach: d.detach}, nil
 }
+
+// writerConnector opens the writer's connection, which adds to changes
+// the rows its statements change (cachingConn.changes).
+type writerConnector struct {
+	dsn     string
+	changes *atomic.Int64
+}
+
+func (w writerConnector) Connect(context.Context) (driver.Conn, error) {
+	c, err := writerDriver.Open(w.dsn)
+	if err != nil {
+		return nil, err
+	}
+	c.(*cachingConn).changes = w.changes
+	return c, nil
+}
+
+func (w writerConnector) Driver() driver.Driver { return writerDriver }
 
 // cachingConn is a connection with its statements kept prepared.
 // database/sql uses a connection from one goroutine at a time, rows'
@@ -77,6 +101,71 @@ type cachingConn struct {
 	// statement on the writer is one request's rows, short; BEGIN, which
 	// may wait for another process's lock, stays interruptible.
 	detach bool
+	// changes, when set (the writer's), counts the rows the
+	// connection's statements change, as SQLite's total_changes() would
+	// but without a statement to ask it, and never less: an Atomic call
+	// that fails tells by it whether it wrote (boundTx.undo). A statement
+	// that changes rows without reporting how many (a DML statement run
+	// as a query, for its RETURNING; any other statement but a SELECT)
+	// counts one whenever it runs; one that fails counts one unless
+	// SQLite undid it (a constraint's failure undoes the statement).
+	changes *atomic.Int64
+}
+
+// stmtKind is what a statement does to the writer's count of changes.
+type stmtKind uint8
+
+const (
+	kindRead  stmtKind = iota // a SELECT: changes no row
+	kindDML                   // INSERT, UPDATE, DELETE, REPLACE: run by Exec, it reports the rows it changed
+	kindOther                 // anything else (WITH, a pragma, a savepoint): counted whenever it runs
+)
+
+// kindOf classifies query by its first word.
+func kindOf(query string) stmtKind {
+	q := strings.TrimLeft(query, " \t\r\n(")
+	word := q[:min(len(q), 7)]
+	switch {
+	case hasWord(word, "SELECT"):
+		return kindRead
+	case hasWord(word, "INSERT"), hasWord(word, "UPDATE"), hasWord(word, "DELETE"), hasWord(word, "REPLACE"):
+		return kindDML
+	}
+	return kindOther
+}
+
+// hasWord reports whether s begins with the keyword w, in any case,
+// followed by nothing that continues a word.
+func hasWord(s, w string) bool {
+	if len(s) < len(w) || !strings.EqualFold(s[:len(w)], w) {
+		return false
+	}
+	if len(s) == len(w) {
+		return true
+	}
+	c := s[len(w)]
+	return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+}
+
+// count adds to c's count of changes what a statement of kind k did: res
+// is its Exec's result (nil for a query), err its error.
+func (c *cachingConn) count(k stmtKind, res driver.Result, err error) {
+	if c.changes == nil || k == kindRead {
+		return
+	}
+	var n int64 = 1
+	switch {
+	case err != nil:
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+			return // the statement's own changes are undone
+		}
+	case k == kindDML && res != nil:
+		if rows, rerr := res.RowsAffected(); rerr == nil {
+			n = rows
+		}
+	}
+	c.changes.Add(n)
 }
 
 // run returns the context a statement runs with, or ctx's error when it
@@ -134,13 +223,15 @@ func (c *cachingConn) prepare(ctx context.Context, query string) (driver.Stmt, e
 	if err != nil || !c.detach {
 		return st, err
 	}
-	return &detachedStmt{Stmt: st, c: c}, nil
+	return &detachedStmt{Stmt: st, c: c, kind: kindOf(query)}, nil
 }
 
-// detachedStmt is a statement of a detach connection.
+// detachedStmt is a statement of a detach connection, which counts the
+// rows it changes when its connection does.
 type detachedStmt struct {
 	driver.Stmt
-	c *cachingConn
+	c    *cachingConn
+	kind stmtKind
 }
 
 func (s *detachedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
@@ -148,7 +239,9 @@ func (s *detachedStmt) ExecContext(ctx context.Context, args []driver.NamedValue
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	res, err := s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
+	s.c.count(s.kind, res, err)
+	return res, err
 }
 
 func (s *detachedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
@@ -156,7 +249,9 @@ func (s *detachedStmt) QueryContext(ctx context.Context, args []driver.NamedValu
 	if err != nil {
 		return nil, err
 	}
-	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	rows, err := s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+	s.c.count(s.kind, nil, err)
+	return rows, err
 }
 
 // drop closes query's kept statement after it failed: the next use
@@ -187,7 +282,9 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 		if err != nil {
 			return nil, err
 		}
-		return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+		res, err := c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+		c.count(kindOf(query), res, err)
+		return res, err
 	}
 	st, oneOff, err := c.stmt(ctx, query)
 	if err != nil {
@@ -210,7 +307,9 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 		if err != nil {
 			return nil, err
 		}
-		return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+		rows, err := c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+		c.count(kindOf(query), nil, err)
+		return rows, err
 	}
 	st, oneOff, err := c.stmt(ctx, query)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,85 @@ func TestCachingConn_PreparesEachQueryOnce(t *testing.T) {
 	var n int
 	require.NoError(t, conn.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE b = ?`, "z").Scan(&n))
 	require.Equal(t, 1, n)
+}
+
+// TestKindOf: a statement is a read, DML that reports its rows, or
+// anything else, by its first word in any case.
+func TestKindOf(t *testing.T) {
+	for q, want := range map[string]stmtKind{
+		"SELECT 1":                             kindRead,
+		"\n\t  select x FROM t":                kindRead,
+		"(SELECT 1)":                           kindRead,
+		"SELECTED":                             kindOther,
+		"INSERT INTO t VALUES (?)":             kindDML,
+		"insert into t values (1)":             kindDML,
+		"UPDATE t SET x = 1":                   kindDML,
+		"DELETE FROM t":                        kindDML,
+		"REPLACE INTO t VALUES (1)":            kindDML,
+		"UPDATEx":                              kindOther,
+		"WITH a AS (SELECT 1) SELECT * FROM a": kindOther,
+		"SAVEPOINT atomic":                     kindOther,
+		"PRAGMA foreign_keys(1)":               kindOther,
+		"":                                     kindOther,
+	} {
+		require.Equal(t, want, kindOf(q), "%q", q)
+	}
+}
+
+// TestWriterChanges_NeverBelowTotalChanges runs statements of each kind
+// on the writer's connection and compares its count of changes with
+// SQLite's own total_changes(): equal for what Exec runs of INSERT,
+// UPDATE and DELETE (none for a constraint's failure or a row not
+// matched), never less for the rest.
+func TestWriterChanges_NeverBelowTotalChanges(t *testing.T) {
+	ctx := context.Background()
+	var changes atomic.Int64
+	db := sql.OpenDB(writerConnector{dsn: "file:" + filepath.Join(t.TempDir(), "w.db"), changes: &changes})
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1)
+	_, err := db.ExecContext(ctx, `CREATE TABLE t (id INTEGER PRIMARY KEY, x INTEGER NOT NULL)`)
+	require.NoError(t, err)
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	total := func() int64 {
+		var n int64
+		require.NoError(t, tx.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&n))
+		return n
+	}
+	step := func(name string, exact bool, run func() error, wantErr bool) {
+		t.Helper()
+		c0, t0 := changes.Load(), total()
+		err := run()
+		if wantErr {
+			require.Error(t, err, name)
+		} else {
+			require.NoError(t, err, name)
+		}
+		got, want := changes.Load()-c0, total()-t0
+		if exact {
+			require.Equal(t, want, got, "%s: counted against total_changes()", name)
+		} else {
+			require.GreaterOrEqual(t, got, max(want, 1), "%s: counted against total_changes()", name)
+		}
+	}
+	exec := func(q string, args ...any) func() error {
+		return func() error { _, err := tx.ExecContext(ctx, q, args...); return err }
+	}
+	step("insert three", true, exec(`INSERT INTO t (id, x) VALUES (?, 1), (?, 1), (?, 1)`, 1, 2, 3), false)
+	step("update two", true, exec(`UPDATE t SET x = 2 WHERE id > ?`, 1), false)
+	step("update none", true, exec(`UPDATE t SET x = 3 WHERE id > ?`, 10), false)
+	step("insert a key taken", true, exec(`INSERT INTO t (id, x) VALUES (?, 1)`, 1), true)
+	step("insert null", true, exec(`INSERT INTO t (id, x) VALUES (?, NULL)`, 9), true)
+	step("delete without arguments", true, exec(`DELETE FROM t WHERE id = 3`), false)
+	step("select", true, func() error {
+		var n int
+		return tx.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE id > ?`, 0).Scan(&n)
+	}, false)
+	step("insert returning", false, func() error {
+		var id int
+		return tx.QueryRowContext(ctx, `INSERT INTO t (id, x) VALUES (?, 1) RETURNING id`, 4).Scan(&id)
+	}, false)
+	step("a savepoint", false, exec(`SAVEPOINT s`), false)
+	step("a failure not a constraint's", false, exec(`INSERT INTO t (id, x) VALUES (?, 1)`, "not a rowid"), true)
 }
