@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -149,16 +151,46 @@ func (s *Store) Secret(ctx context.Context, name string, generate func() []byte)
 	return v, nil
 }
 
+// sealedReply is an idempotency record's response header and body as
+// insertReply stores them. An Atomic call seals the reply its request
+// has rendered before it takes the writer's turn (boundTx.begin), so that
+// the encryption is not part of the turn.
+type sealedReply struct {
+	rec    *cloud.IdempotencyRecord
+	header string
+	body   []byte
+}
+
+func sealReply(keys *kek.Ring, rec *cloud.IdempotencyRecord) (sealedReply, error) {
+	header, err := encodeHeader(rec.Response.Header)
+	if err != nil {
+		return sealedReply{}, err
+	}
+	body := storedoc.IdempotencyBody.Seal(keys, rec.Response.Body, rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key)
+	return sealedReply{rec: rec, header: header, body: body}, nil
+}
+
+// fits reports whether s was sealed from the response rec holds, for the
+// same tenant and key (which the body's seal is bound to).
+func (s *sealedReply) fits(rec *cloud.IdempotencyRecord) bool {
+	return s.rec.Tenant == rec.Tenant && s.rec.Key == rec.Key && s.rec.Response.Status == rec.Response.Status &&
+		maps.Equal(s.rec.Response.Header, rec.Response.Header) && bytes.Equal(s.rec.Response.Body, rec.Response.Body)
+}
+
 // insertReply inserts rec, an idempotency record with its response, in
 // tx. It replaces a record older than the replay window (or one a claim
 // of an earlier version left unfinished) and leaves a live one alone: then
 // the write fails with ErrIdempotencyKeyUsed.
-func insertReply(ctx context.Context, tx *sql.Tx, keys *kek.Ring, rec *cloud.IdempotencyRecord) error {
-	header, err := encodeHeader(rec.Response.Header)
-	if err != nil {
-		return err
+// sealed, when it fits rec, is rec's header and body sealed already.
+func insertReply(ctx context.Context, tx *sql.Tx, keys *kek.Ring, rec *cloud.IdempotencyRecord, sealed *sealedReply) error {
+	if sealed == nil || !sealed.fits(rec) {
+		sr, err := sealReply(keys, rec)
+		if err != nil {
+			return err
+		}
+		sealed = &sr
 	}
-	body := storedoc.IdempotencyBody.Seal(keys, rec.Response.Body, rec.Tenant.OrgID, string(rec.Tenant.Mode), rec.Key)
+	header, body := sealed.header, sealed.body
 	fingerprint := rec.Fingerprint
 	if fingerprint == nil {
 		fingerprint = []byte{}
@@ -213,7 +245,7 @@ func (s *Store) PutIdempotencyRecord(ctx context.Context, rec cloud.IdempotencyR
 	if err != nil {
 		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}
-	if err := insertReply(ctx, tx, s.kek, &rec); err != nil {
+	if err := insertReply(ctx, tx, s.kek, &rec, nil); err != nil {
 		_ = tx.Rollback()
 		return fmt.Errorf("put idempotency record: %w", classify(err))
 	}

@@ -22,6 +22,7 @@ type boundTx struct {
 	tx        *sql.Tx
 	batch     *batch                   // the group of calls the transaction commits
 	took      *cloud.IdempotencyRecord // the reply a write inserted; commit reports it
+	sealed    *sealedReply             // the request's reply, sealed before the call took the writer
 	err       error                    // the first write that failed: the whole rolls back
 	safe      bool                     // the call writes in a savepoint whatever its batch does
 	savepoint bool                     // its writes are in a savepoint of their own
@@ -45,6 +46,13 @@ func (s *Store) bound(ctx context.Context) *boundTx {
 func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 	if b.tx != nil {
 		return b.tx, nil
+	}
+	// The reply the request has rendered is sealed now, outside the
+	// turn; finish seals it again only if it changed meanwhile.
+	if rec := cloud.TakeReply(ctx); rec != nil {
+		if sr, err := sealReply(b.s.kek, rec); err == nil {
+			b.sealed = &sr
+		}
 	}
 	tx, bt, err := b.s.writer.take(ctx, b.s.w)
 	if err != nil {
@@ -198,7 +206,7 @@ func (s *Store) finish(ctx context.Context, b *boundTx) error {
 		return nil
 	}
 	if reply := cloud.TakeReply(ctx); reply != nil {
-		if err := insertReply(ctx, b.tx, s.kek, reply); err != nil {
+		if err := insertReply(ctx, b.tx, s.kek, reply, b.sealed); err != nil {
 			return err
 		}
 		b.took = reply

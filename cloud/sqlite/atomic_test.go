@@ -426,3 +426,39 @@ func TestAtomic_CancelMidStatementFailsOnlyItsCall(t *testing.T) {
 	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT count(*) FROM temp.sqlite_master WHERE name = 'scratch'`).Scan(&n))
 	require.Zero(t, n, "the cancelled call's savepoint is rolled back, its table with it")
 }
+
+// TestAtomic_ReplyRenderedAgainIsStoredAsRendered: a call seals the reply
+// its request rendered before it takes the writer; when the response is
+// rendered again after that (an update renders inside the store's
+// function), with another body or other headers, the record stored holds
+// the response as it was last rendered, not the one sealed early.
+func TestAtomic_ReplyRenderedAgainIsStoredAsRendered(t *testing.T) {
+	s, _, tn, now, visit := groupStore(t)
+	ctx := context.Background()
+	early := cloud.StoredResponse{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"early":true}`)}
+	for name, late := range map[string]cloud.StoredResponse{
+		"body":   {Status: 200, Header: early.Header, Body: []byte(`{"late":true}`)},
+		"header": {Status: 200, Header: map[string]string{"Content-Type": "application/json", "Etag": `"2"`}, Body: early.Body},
+	} {
+		t.Run(name, func(t *testing.T) {
+			vw := visit()
+			require.NoError(t, s.CreateVisit(ctx, vw.v, vw.w))
+			rec := cloud.IdempotencyRecord{Tenant: tn, Key: name, Fingerprint: []byte{1}, Method: "PATCH", Path: "/v1/visits/" + vw.v.ID,
+				RequestID: ids.New(ids.Request), CreatedAt: now, Response: early}
+			r := cloud.NewReply(rec)
+			r.Set(early)
+			err := s.Atomic(cloud.WithReply(ctx, r), func(ctx context.Context) error {
+				_, err := s.UpdateVisit(ctx, tn, vw.v.ID, func(v *cloud.Visit, _ *cloud.VisitWrites) error {
+					v.UpdatedAt = now.Add(time.Second)
+					r.Set(late)
+					return nil
+				})
+				return err
+			})
+			require.NoError(t, err)
+			got, err := s.IdempotencyRecord(ctx, tn, name, now.Add(-time.Hour))
+			require.NoError(t, err)
+			require.Equal(t, late, got.Response)
+		})
+	}
+}

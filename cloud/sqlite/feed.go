@@ -20,8 +20,8 @@ import (
 // given, unread. It also holds the transaction's prepared statements.
 type feed struct {
 	t      cloud.Tenant
-	st     *txStmts               // the transaction's prepared statements
-	states map[string]cloud.Visit // visits as the transaction left them, not to be read back
+	st     *txStmts              // the transaction's prepared statements
+	states map[string]siteChange // changes of visits as the transaction left them, not to be read back
 	visits []string
 	seen   map[string]bool
 	other  []siteChange
@@ -30,6 +30,22 @@ type feed struct {
 type siteChange struct {
 	site string
 	c    protocol.Change
+	body []byte // c encoded, when it was before the writer's turn (visitChange); else nil
+}
+
+// visitChange is the change that puts v on its site's feed, encoded: a
+// write that knows the visit it leaves before it writes (a new visit with
+// a new visitor) makes it before it takes the writer's turn, and notes it
+// with visitChanged.
+func visitChange(v cloud.Visit) (siteChange, error) {
+	pv := cloud.EdgeVisit(v)
+	sc := siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}}
+	b, err := storedoc.EncodeChange(sc.c)
+	if err != nil {
+		return siteChange{}, fmt.Errorf("feed visit %s: %w", v.ID, err)
+	}
+	sc.body = b
+	return sc, nil
 }
 
 func newFeed(t cloud.Tenant, st *txStmts) *feed { return &feed{t: t, st: st, seen: map[string]bool{}} }
@@ -45,11 +61,18 @@ func (f *feed) visit(id string) {
 // visitAs notes that the transaction wrote v and left it so, with its
 // visitor as the transaction read it: flush need not read it back.
 func (f *feed) visitAs(v cloud.Visit) {
-	f.visit(v.ID)
+	pv := cloud.EdgeVisit(v)
+	f.visitChanged(siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}})
+}
+
+// visitChanged is visitAs with the visit's change made already.
+func (f *feed) visitChanged(sc siteChange) {
+	id := sc.c.Visit.ID
+	f.visit(id)
 	if f.states == nil {
-		f.states = map[string]cloud.Visit{}
+		f.states = map[string]siteChange{}
 	}
-	f.states[v.ID] = v
+	f.states[id] = sc
 }
 
 // add appends a change of another object to the site's feed.
@@ -61,23 +84,24 @@ func (f *feed) add(site string, c protocol.Change) {
 func (f *feed) flush(ctx context.Context) error {
 	all := slices.Clone(f.other)
 	for _, id := range f.visits {
-		v, ok := f.states[id]
-		if !ok {
-			var err error
-			if v, err = getVisit(ctx, f.st, f.t, id); err != nil {
-				return fmt.Errorf("feed visit %s: %w", id, err)
-			}
+		if sc, ok := f.states[id]; ok {
+			all = append(all, sc)
+			continue
+		}
+		v, err := getVisit(ctx, f.st, f.t, id)
+		if err != nil {
+			return fmt.Errorf("feed visit %s: %w", id, err)
 		}
 		pv := cloud.EdgeVisit(v)
 		all = append(all, siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}})
 	}
-	bySite := map[string][]protocol.Change{}
+	bySite := map[string][]siteChange{}
 	var sites []string
 	for _, sc := range all {
 		if _, ok := bySite[sc.site]; !ok {
 			sites = append(sites, sc.site)
 		}
-		bySite[sc.site] = append(bySite[sc.site], sc.c)
+		bySite[sc.site] = append(bySite[sc.site], sc)
 	}
 	slices.Sort(sites)
 	for _, site := range sites {
@@ -99,14 +123,16 @@ const (
 
 // appendChanges allocates the next sequences of the site's feed and
 // stores the changes under them.
-func appendChanges(ctx context.Context, tx *txStmts, t cloud.Tenant, site string, cs []protocol.Change) error {
-	bodies := make([][]byte, len(cs))
-	for i, c := range cs {
-		b, err := storedoc.EncodeChange(c)
+func appendChanges(ctx context.Context, tx *txStmts, t cloud.Tenant, site string, cs []siteChange) error {
+	for i := range cs {
+		if cs[i].body != nil {
+			continue
+		}
+		b, err := storedoc.EncodeChange(cs[i].c)
 		if err != nil {
 			return fmt.Errorf("feed of site %s: %w", site, err)
 		}
-		bodies[i] = b
+		cs[i].body = b
 	}
 	var last int64
 	err := tx.QueryRowContext(ctx, qFeedHead, t.OrgID, string(t.Mode), site, len(cs)).Scan(&last)
@@ -114,9 +140,9 @@ func appendChanges(ctx context.Context, tx *txStmts, t cloud.Tenant, site string
 		return fmt.Errorf("feed of site %s: allocate: %w", site, err)
 	}
 	first := last - int64(len(cs)) + 1
-	for i, c := range cs {
-		if _, err := tx.ExecContext(ctx, qFeedRow, t.OrgID, string(t.Mode), site, first+int64(i), micros(c.At),
-			null(storedoc.VisitID(c)), string(bodies[i])); err != nil {
+	for i, sc := range cs {
+		if _, err := tx.ExecContext(ctx, qFeedRow, t.OrgID, string(t.Mode), site, first+int64(i), micros(sc.c.At),
+			null(storedoc.VisitID(sc.c)), string(sc.body)); err != nil {
 			return fmt.Errorf("feed of site %s: %w", site, err)
 		}
 	}

@@ -112,6 +112,11 @@ func insertVisit(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v clo
 	if err != nil {
 		return err
 	}
+	return insertVisitRow(ctx, tx, f, t, v, args)
+}
+
+// insertVisitRow is insertVisit with v's visitArgs made.
+func insertVisitRow(ctx context.Context, tx *sql.Tx, f *feed, t cloud.Tenant, v cloud.Visit, args []any) error {
 	args = append([]any{v.ID, t.OrgID, string(t.Mode), micros(v.CreatedAt)}, args...)
 	if _, err := f.st.ExecContext(ctx, qInsertVisit, args...); err != nil {
 		return fmt.Errorf("insert visit: %w", err)
@@ -294,19 +299,34 @@ func visitsOf(ctx context.Context, db querier, t cloud.Tenant, visitorID string)
 // the visit's tenant.
 func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWrites) error {
 	t := v.Tenant
-	err := s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
+	// The visit's document, and its change on the feed when it is known
+	// before the write, are encoded before the writer's turn begins (at
+	// the first write), not in it: the turn is what bounds the rate of
+	// writes.
+	args, err := visitArgs(v)
+	if err != nil {
+		return fmt.Errorf("create visit: %w", err)
+	}
+	// A new visit with a new visitor goes on the feed as given (a read
+	// back was a twelfth of POST /visits' CPU).
+	sv, given := w.WithNewVisitor(v)
+	var change siteChange
+	if given {
+		if change, err = visitChange(sv); err != nil {
+			return fmt.Errorf("create visit: %w", err)
+		}
+	}
+	err = s.writeTx(ctx, t, func(tx *sql.Tx, f *feed) error {
 		if w.Visitor != nil {
 			if err := insertVisitor(ctx, tx, t, *w.Visitor); err != nil {
 				return err
 			}
 		}
-		if err := insertVisit(ctx, tx, f, t, v); err != nil {
+		if err := insertVisitRow(ctx, tx, f, t, v, args); err != nil {
 			return err
 		}
-		// A new visit with a new visitor goes on the feed as given (a
-		// read back was a twelfth of POST /visits' CPU).
-		if sv, ok := w.WithNewVisitor(v); ok {
-			f.visitAs(sv)
+		if given {
+			f.visitChanged(change)
 		}
 		return writeAlong(ctx, tx, f, t, w)
 	})
