@@ -15,7 +15,6 @@ import (
 	msqlite "modernc.org/sqlite"
 
 	"github.com/svc-vms/svc/cloud"
-	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/cloud/kek/kektest"
 	"github.com/svc-vms/svc/cloud/sqlite/sqlitetest"
 	"github.com/svc-vms/svc/shared/ids"
@@ -255,61 +254,6 @@ func TestAtomic_LoneFailureRollsBackBeforeTheNextCall(t *testing.T) {
 	require.NoError(t, <-nextErr)
 	require.Equal(t, int64(1), commits.Load()-before)
 	requireVisits(t, s, tn, []visitWrites{next}, bad)
-}
-
-// TestAtomic_ServiceCallRunAgainCommitsOnce: POST /visits' service call
-// (Service.CreateVisit), rolled back with its batch by a later call that
-// failed after writing, runs again and commits what one run commits: one
-// visitor for its email, one visit, one visit.created event.
-func TestAtomic_ServiceCallRunAgainCommitsOnce(t *testing.T) {
-	s, commits, tn, now, visit := groupStore(t)
-	ctx := context.Background()
-	svc := cloud.NewService(s, time.Now)
-	svc.SetEventRenderer(httpapi.RenderEvent)
-	seed, err := svc.Seed(ctx, "Rerun", cloud.PlanEnterprise)
-	require.NoError(t, err)
-	a := cloud.Actor{Tenant: cloud.Tenant{OrgID: seed.Organisation.ID, Mode: cloud.ModeTest}, Plan: cloud.PlanEnterprise}
-	const email = "ada.rerun@example.org"
-	at := time.Now().Add(time.Hour)
-	in := cloud.VisitInput{SiteID: cloud.Some(seed.Test.Sites[0].ID), HostID: cloud.Some(seed.Test.People[0]), Type: cloud.Some("meeting"),
-		Visitor: cloud.Some(&cloud.VisitorInput{Name: cloud.Some("Ada Lovelace"), Email: cloud.Some(email)}), ExpectedAt: cloud.Some(&at)}
-
-	held, bad := visit(), failing(visit(), tn, now)
-	before := commits.Load()
-	release, heldErr, runs := holdWriter(ctx, s, held.v, held.w, false)
-	var created cloud.Visit
-	createdErr := make(chan error, 1)
-	go func() {
-		var err error
-		created, err = svc.CreateVisit(ctx, a, in)
-		createdErr <- err
-	}()
-	require.Eventually(t, func() bool { return len(s.writer.waiting) == 1 || len(createdErr) > 0 }, 10*time.Second, time.Millisecond,
-		"the service call waits for the writer")
-	require.Empty(t, createdErr, "the service call returned before the writer was free")
-	badErr := make(chan error, 1)
-	go func() {
-		badErr <- s.Atomic(ctx, func(ctx context.Context) error { return s.CreateVisit(ctx, bad.v, bad.w) })
-	}()
-	require.Eventually(t, func() bool { return len(s.writer.waiting) == 2 }, 10*time.Second, time.Millisecond,
-		"the failing call waits behind it")
-	release()
-	require.NoError(t, <-heldErr)
-	require.NoError(t, <-createdErr)
-	require.Error(t, <-badErr)
-	require.Equal(t, int32(2), runs.Load(), "the batch rolled back and its calls ran again")
-	require.Positive(t, commits.Load()-before)
-
-	var visitors, visits, createdEvents int
-	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT count(*) FROM visitors WHERE org_id = ? AND email = ?`, a.Tenant.OrgID, email).Scan(&visitors))
-	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT count(*) FROM visits v JOIN visitors r ON r.org_id = v.org_id AND r.mode = v.mode AND r.id = v.visitor_id
-		WHERE r.org_id = ? AND r.email = ?`, a.Tenant.OrgID, email).Scan(&visits))
-	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE org_id = ? AND type = 'visit.created' AND object_id = ?`,
-		a.Tenant.OrgID, created.ID).Scan(&createdEvents))
-	require.Equal(t, []int{1, 1, 1}, []int{visitors, visits, createdEvents}, "visitors, visits and visit.created events")
-	_, err = s.Visit(ctx, a.Tenant, created.ID)
-	require.NoError(t, err, "the visit returned is the one stored")
-	requireVisits(t, s, tn, []visitWrites{held}, bad)
 }
 
 // TestAtomic_FailureWithoutWritesKeepsItsBatch: a call that takes the
