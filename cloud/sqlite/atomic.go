@@ -167,6 +167,7 @@ func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe
 // (and run again).
 func (b *boundTx) undo(err error) error {
 	if b.savepoint {
+		clear(b.s.writer.heads)
 		return rollbackTo(b.tx)
 	}
 	if b.batch.members == 0 {
@@ -232,6 +233,11 @@ type writer struct {
 	// safeUntil, every call writes in a savepoint (safeFor after it).
 	safeUntil time.Time
 	safeFor   time.Duration
+	// heads are the feed heads the open transaction has allocated
+	// from, by feed (allocate): cleared when the transaction ends and
+	// when a call rolls back to its savepoint, so that they never run
+	// ahead of the file; allocate checks them against it anyway.
+	heads map[feedHead]int64
 	// changes counts the rows the writer connection's statements have
 	// changed (cachingConn.changes): a call without a savepoint notes it
 	// when its turn begins, and, failing, has written if it moved.
@@ -254,7 +260,8 @@ type batch struct {
 }
 
 func newWriter() *writer {
-	return &writer{turn: make(chan struct{}, 1), waiting: make(chan struct{}, 1<<16), safeFor: safeAfterRollback}
+	return &writer{turn: make(chan struct{}, 1), waiting: make(chan struct{}, 1<<16), safeFor: safeAfterRollback,
+		heads: map[feedHead]int64{}}
 }
 
 // take waits for the writer's turn and returns the open transaction,
@@ -306,6 +313,7 @@ func (w *writer) give(bt *batch, poison error) {
 		}
 	}
 	w.tx, w.cur = nil, nil
+	clear(w.heads)
 	close(bt.done)
 	<-w.turn
 }

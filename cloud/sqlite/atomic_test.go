@@ -406,3 +406,48 @@ func TestAtomic_ReplyRenderedAgainIsStoredAsRendered(t *testing.T) {
 		})
 	}
 }
+
+// TestAtomic_FeedStaysContiguousAfterASavepointRollback: in a batch a
+// safe call began, a call that appended to the site's feed and then
+// failed rolls back to its savepoint, taking its sequence back; the next
+// call's change takes that sequence, so the feed has no gap and its head
+// is its last row.
+func TestAtomic_FeedStaysContiguousAfterASavepointRollback(t *testing.T) {
+	s, commits, tn, _, visit := groupStore(t)
+	ctx := context.Background()
+	first, second, last := visit(), visit(), visit()
+	after := errors.New("failed after its writes")
+	undone := visitWrites{v: second.v, w: second.w, fn: func(ctx context.Context) error {
+		if err := s.CreateVisit(ctx, second.v, second.w); err != nil {
+			return err
+		}
+		return after
+	}}
+	errs, n, _ := groupOf(t, s, commits, true, first, undone, last)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], after)
+	require.NoError(t, errs[2])
+	require.Equal(t, int64(1), n)
+	requireVisits(t, s, tn, []visitWrites{first, last}, second)
+
+	site := first.v.SiteID
+	rows, err := s.w.QueryContext(ctx, `SELECT seq FROM site_feed WHERE org_id = ? AND mode = ? AND site_id = ? ORDER BY seq`,
+		tn.OrgID, string(tn.Mode), site)
+	require.NoError(t, err)
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		require.NoError(t, rows.Scan(&seq))
+		seqs = append(seqs, seq)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	require.NotEmpty(t, seqs)
+	for i, seq := range seqs {
+		require.Equal(t, int64(i+1), seq, "the feed's sequences run without a gap: %v", seqs)
+	}
+	var head int64
+	require.NoError(t, s.w.QueryRowContext(ctx, `SELECT seq FROM site_feed_heads WHERE org_id = ? AND mode = ? AND site_id = ?`,
+		tn.OrgID, string(tn.Mode), site).Scan(&head))
+	require.Equal(t, seqs[len(seqs)-1], head)
+}

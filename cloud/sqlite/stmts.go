@@ -143,7 +143,7 @@ type writeStmts struct {
 // facts, the feed and its publisher run per row.
 var hotWrites = append([]string{
 	qInsertFact, qInsertFacts, qFactConflict, qGetVisit, qGetVisits, qInsertVisit, qInsertAudit,
-	qFeedHead, qFeedRow, qFeedCursor,
+	qFeedHead, qFeedAdvance, qFeedRow, qFeedCursor,
 }, qUpdateVisit[:]...)
 
 func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
