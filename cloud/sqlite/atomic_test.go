@@ -431,17 +431,12 @@ func TestAtomic_FeedStaysContiguousAfterASavepointRollback(t *testing.T) {
 	requireVisits(t, s, tn, []visitWrites{first, last}, second)
 
 	site := first.v.SiteID
-	rows, err := s.w.QueryContext(ctx, `SELECT seq FROM site_feed WHERE org_id = ? AND mode = ? AND site_id = ? ORDER BY seq`,
-		tn.OrgID, string(tn.Mode), site)
-	require.NoError(t, err)
-	var seqs []int64
-	for rows.Next() {
+	seqs, err := all(ctx, s.w, func(r scanner) (int64, error) {
 		var seq int64
-		require.NoError(t, rows.Scan(&seq))
-		seqs = append(seqs, seq)
-	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, rows.Close())
+		err := r.Scan(&seq)
+		return seq, err
+	}, `SELECT seq FROM site_feed WHERE org_id = ? AND mode = ? AND site_id = ? ORDER BY seq`, tn.OrgID, string(tn.Mode), site)
+	require.NoError(t, err)
 	require.NotEmpty(t, seqs)
 	for i, seq := range seqs {
 		require.Equal(t, int64(i+1), seq, "the feed's sequences run without a gap: %v", seqs)
