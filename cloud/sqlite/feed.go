@@ -39,14 +39,19 @@ type siteChange struct {
 // a new visitor) makes it before it takes the writer's turn, and notes it
 // with visitChanged.
 func visitChange(v cloud.Visit) (siteChange, error) {
-	pv := cloud.EdgeVisit(v)
-	sc := siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}}
+	sc := changeOf(v)
 	b, err := storedoc.EncodeChange(sc.c)
 	if err != nil {
 		return siteChange{}, fmt.Errorf("feed visit %s: %w", v.ID, err)
 	}
 	sc.body = b
 	return sc, nil
+}
+
+// changeOf is the change that puts v on its site's feed, not encoded.
+func changeOf(v cloud.Visit) siteChange {
+	pv := cloud.EdgeVisit(v)
+	return siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}}
 }
 
 func newFeed(t cloud.Tenant, st *txStmts, heads map[feedHead]int64) *feed {
@@ -63,10 +68,7 @@ func (f *feed) visit(id string) {
 
 // visitAs notes that the transaction wrote v and left it so, with its
 // visitor as the transaction read it: flush need not read it back.
-func (f *feed) visitAs(v cloud.Visit) {
-	pv := cloud.EdgeVisit(v)
-	f.visitChanged(siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}})
-}
+func (f *feed) visitAs(v cloud.Visit) { f.visitChanged(changeOf(v)) }
 
 // visitChanged is visitAs with the visit's change made already.
 func (f *feed) visitChanged(sc siteChange) {
@@ -95,8 +97,7 @@ func (f *feed) flush(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("feed visit %s: %w", id, err)
 		}
-		pv := cloud.EdgeVisit(v)
-		all = append(all, siteChange{site: v.SiteID, c: protocol.Change{At: v.UpdatedAt, Visit: &pv}})
+		all = append(all, changeOf(v))
 	}
 	bySite := map[string][]siteChange{}
 	var sites []string
