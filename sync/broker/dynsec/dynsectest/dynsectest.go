@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,18 +222,31 @@ func (b *Broker) Start() {
 	}
 }
 
-// Stop kills the broker and waits for it to exit: its clients are
-// disconnected and new connections are refused until Start.
+// Stop stops the broker and waits for it to exit: its clients are
+// disconnected and new connections are refused until Start. It asks with
+// SIGTERM, which mosquitto acts on between its own steps: a SIGKILL can
+// land while the dynamic security plugin writes its file after a change,
+// and the broker Start brought back then refused even the admin (seen in
+// CI, TestEnrol_Mosquitto, right after svc-cloud's first changes). It
+// kills a broker that has not exited within stopWait.
 func (b *Broker) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cmd == nil {
 		return
 	}
-	_ = b.cmd.Process.Kill()
-	<-b.done
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(stopWait):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	}
 	b.cmd, b.done = nil, nil
 }
+
+// stopWait is how long Stop waits for the broker to exit on SIGTERM.
+const stopWait = 10 * time.Second
 
 // Log returns what the broker has logged so far.
 func (b *Broker) Log() string { return b.log.String() }
