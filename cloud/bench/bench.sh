@@ -17,6 +17,14 @@
 # go tool pprof); profiling costs CPU, so its figures are not the plain
 # run's.
 #
+# BENCH_AGAINST=DIR, a work tree of another commit (the issue's base, say),
+# measures POST /v1/visits on SQLite against that tree's svc-cloud instead
+# of the rows above: the two servers run side by side, each with its own
+# file, and BENCH_ROUNDS rounds (10) each measure both, in the order AB, BA,
+# AB... so that drift in what else the machine runs falls on both alike.
+# It prints each run, then each round's ratio (this tree's requests/s over
+# the other's) and their mean with a 95% interval.
+#
 # Each line ends with cpu_ms_per_req: the CPU time (user and system) the
 # server process used over the measured run, divided by the requests wrk
 # completed in it. It counts the server's own work whatever else runs on
@@ -34,6 +42,8 @@ PG_URL=${SVC_BENCH_POSTGRES_URL:-${SVC_TEST_POSTGRES_URL:-}}
 BENCH_STORES=${BENCH_STORES:-sqlite,postgres}
 BENCH_TARGETS=${BENCH_TARGETS:-teams,visits,checkin,onevisitor}
 BENCH_PROFILE_DIR=${BENCH_PROFILE_DIR:-}
+BENCH_AGAINST=${BENCH_AGAINST:-}
+BENCH_ROUNDS=${BENCH_ROUNDS:-10}
 ADMIN=${ADMIN:-}
 SERVER_PID= # the process measure charges CPU time to
 
@@ -54,6 +64,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$tmp/svc-cloud" ./cloud/cmd/svc-cloud
+[ -z "$BENCH_AGAINST" ] || go build -C "$BENCH_AGAINST" -o "$tmp/svc-cloud-against" ./cloud/cmd/svc-cloud
 go build -o "$tmp/baseline" ./cloud/bench/baseline
 
 wait_port() {
@@ -162,24 +173,38 @@ kill "${pids[0]}"
 
 json_field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 
-bench_store() { # name port store-flags...
-  local name=$1 port=$2
+# start_store bin port store-flags...: seeds a store with the svc-cloud at
+# bin and serves it on port; sets SERVER_PID, and SEED to the seed's JSON.
+start_store() {
+  local bin=$1 port=$2
   shift 2
-  local seed key
-  seed=$("$tmp/svc-cloud" seed "$@" --plan enterprise --json)
-  key=$(echo "$seed" | json_field secret_test)
-  local people
-  people=$(echo "$seed" | sed -n 's/.*"test":{.*"people":\["\([^"]*\)","\([^"]*\)","\([^"]*\)".*/\1 \2 \3/p')
-  set -- $people
+  SEED=$("$bin" seed "$@" --plan enterprise --json)
   local admin=(--metrics-listen "127.0.0.1:$((port + 100))")
   if [ -n "$BENCH_PROFILE_DIR" ]; then
     mkdir -p "$BENCH_PROFILE_DIR"
     admin+=(--pprof)
     ADMIN=127.0.0.1:$((port + 100))
   fi
-  SVC_LOG_LEVEL=warn "$tmp/svc-cloud" serve "${store_flags[@]}" "${admin[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --mqtt-tls-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
+  SVC_LOG_LEVEL=warn "$bin" serve "$@" "${admin[@]}" --addr "127.0.0.1:$port" --mqtt-listen 127.0.0.1:0 --mqtt-tls-listen 127.0.0.1:0 --rate-limits enterprise=1000000000 & pids+=($!)
   SERVER_PID=$!
   wait_port "$port"
+}
+
+# seed_people: the seed's first three test-mode people, space-separated.
+seed_people() {
+  echo "$SEED" | sed -n 's/.*"test":{.*"people":\["\([^"]*\)","\([^"]*\)","\([^"]*\)".*/\1 \2 \3/p'
+}
+
+# seed_site: the seed's first test-mode site.
+seed_site() { echo "$SEED" | sed -n 's/.*"test":{"sites":\[{"id":"\([^"]*\)".*/\1/p'; }
+
+bench_store() { # name port store-flags...
+  local name=$1 port=$2
+  shift 2
+  start_store "$tmp/svc-cloud" "$port" "$@"
+  local key
+  key=$(echo "$SEED" | json_field secret_test)
+  set -- $(seed_people)
   # 30 unarchived teams with three members each, so a page of 25 is full.
   wanted "$BENCH_TARGETS" teams && for i in $(seq 1 30); do
     curl -sf -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
@@ -194,7 +219,7 @@ bench_store() { # name port store-flags...
   # Visits: meetings at the first test-mode site, hosted by the first person
   # (the seed's seventh, and every seventh after, is inactive).
   local site ids=$tmp/ids.$name
-  site=$(echo "$seed" | sed -n 's/.*"test":{"sites":\[{"id":"\([^"]*\)".*/\1/p')
+  site=$(seed_site)
   mkdir -p "$ids"
   export KEY=$key SITE=$site HOST=$1
   wanted "$BENCH_TARGETS" visits && IDS_DIR=$ids measure "$name POST /v1/visits" "http://127.0.0.1:$port" visits.lua
@@ -203,12 +228,53 @@ bench_store() { # name port store-flags...
   unset KEY SITE HOST
 }
 
-if wanted "$BENCH_STORES" sqlite; then
-  store_flags=(--data "$tmp/sqlite")
+# versus: BENCH_AGAINST's rounds (see the top).
+versus() {
+  local side port pid key site host out rps
+  local -A pids_of keys sites hosts ports
+  for side in this against; do
+    [ $side = this ] && port=18100 || port=18102
+    start_store "$tmp/svc-cloud$([ $side = this ] || echo -against)" "$port" --data "$tmp/sqlite-$side"
+    pids_of[$side]=$SERVER_PID ports[$side]=$port
+    keys[$side]=$(echo "$SEED" | json_field secret_test)
+    sites[$side]=$(seed_site)
+    hosts[$side]=$(seed_people | cut -d' ' -f1)
+    mkdir -p "$tmp/ids.$side"
+  done
+  local r order ratios=()
+  declare -A got
+  for r in $(seq 1 "$BENCH_ROUNDS"); do
+    if ((r % 2)); then order="this against"; else order="against this"; fi
+    for side in $order; do
+      SERVER_PID=${pids_of[$side]}
+      out=$(KEY=${keys[$side]} SITE=${sites[$side]} HOST=${hosts[$side]} IDS_DIR=$tmp/ids.$side \
+        measure "round $r $side POST /v1/visits" "http://127.0.0.1:${ports[$side]}" visits.lua)
+      echo "$out"
+      got[$side]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+    done
+    ratios+=("$(awk -v a="${got[this]}" -v b="${got[against]}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
+    echo "round $r ratio=${ratios[-1]}"
+  done
+  # The mean of the rounds' ratios, and its 95% interval by Student's t
+  # (two-sided, n-1 degrees of freedom; past 30, 2.0).
+  printf '%s\n' "${ratios[@]}" | awk '
+    { x[NR] = $1; s += $1 }
+    END {
+      n = NR; m = s / n
+      for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
+      split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 2.13 2.12 2.11 2.10 2.09 2.09 2.08 2.07 2.07 2.06 2.06 2.06 2.05 2.05 2.05", t, " ")
+      h = n > 1 ? (n - 1 <= 29 ? t[n - 1] : 2.0) * sqrt(v / (n - 1) / n) : 0
+      printf "versus rounds=%d ratio_mean=%.3f ci95_low=%.3f ci95_high=%.3f\n", n, m, m - h, m + h
+    }'
+}
+
+if [ -n "$BENCH_AGAINST" ]; then
+  versus
+elif wanted "$BENCH_STORES" sqlite; then
   bench_store sqlite 18100 --data "$tmp/sqlite"
 fi
 
-if ! wanted "$BENCH_STORES" postgres; then
+if [ -n "$BENCH_AGAINST" ] || ! wanted "$BENCH_STORES" postgres; then
   :
 elif [ -n "$PG_URL" ]; then
   schema="bench_$$"
@@ -231,7 +297,6 @@ elif [ -n "$PG_URL" ]; then
       END LOOP; END\$\$" >/dev/null
   }
   if [ "${SVC_BENCH_ANALYZE:-1}" != 0 ]; then settle() { analyze_schema; }; fi
-  store_flags=(--database-url "$url")
   bench_store postgres 18101 --database-url "$url"
 else
   echo "postgres: skipped (set SVC_TEST_POSTGRES_URL)"
