@@ -19,9 +19,9 @@
 #
 # BENCH_AGAINST=DIR, a work tree of another commit (the issue's base, say),
 # measures POST /v1/visits on SQLite against that tree's svc-cloud instead
-# of the rows above: the two servers run side by side, each with its own
-# file, and BENCH_ROUNDS rounds (10) each measure both, in the order AB, BA,
-# AB... so that drift in what else the machine runs falls on both alike.
+# of the rows above: BENCH_ROUNDS rounds (10) each measure both, each run
+# on a new store, in the order AB, BA, AB... so that drift in what else the
+# machine runs falls on both alike.
 # It prints each run, then each round's ratio (this tree's requests/s over
 # the other's) and their mean with a 95% interval.
 #
@@ -66,6 +66,17 @@ trap cleanup EXIT
 go build -o "$tmp/svc-cloud" ./cloud/cmd/svc-cloud
 [ -z "$BENCH_AGAINST" ] || go build -C "$BENCH_AGAINST" -o "$tmp/svc-cloud-against" ./cloud/cmd/svc-cloud
 go build -o "$tmp/baseline" ./cloud/bench/baseline
+
+# stop_server pid: stops a server this script started, and forgets it, so
+# that the cleanup never signals a number the system has given another
+# process since.
+stop_server() {
+  local p keep=()
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  pids=("${keep[@]}")
+}
 
 wait_port() {
   for _ in $(seq 1 100); do
@@ -169,7 +180,7 @@ SERVER_PID=$!
 wait_port 18099
 KEY="" measure "baseline GET /v1/teams" http://127.0.0.1:18099 get.lua
 KEY="none" measure "baseline POST /v1/teams" http://127.0.0.1:18099 post.lua
-kill "${pids[0]}"
+stop_server "$SERVER_PID"
 
 json_field() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 
@@ -228,29 +239,23 @@ bench_store() { # name port store-flags...
   unset KEY SITE HOST
 }
 
-# versus: BENCH_AGAINST's rounds (see the top).
+# versus: BENCH_AGAINST's rounds (see the top). Each run is on a store of
+# its own, seeded and served just before it: the faster tree's file would
+# otherwise grow faster, and its inserts slow with it.
 versus() {
-  local side port pid key site host out rps
-  local -A pids_of keys sites hosts ports
-  for side in this against; do
-    [ $side = this ] && port=18100 || port=18102
-    start_store "$tmp/svc-cloud$([ $side = this ] || echo -against)" "$port" --data "$tmp/sqlite-$side"
-    pids_of[$side]=$SERVER_PID ports[$side]=$port
-    keys[$side]=$(echo "$SEED" | json_field secret_test)
-    sites[$side]=$(seed_site)
-    hosts[$side]=$(seed_people | cut -d' ' -f1)
-    mkdir -p "$tmp/ids.$side"
-  done
-  local r order ratios=()
-  declare -A got
+  local r side order out ratios=()
+  local -A got
   for r in $(seq 1 "$BENCH_ROUNDS"); do
     if ((r % 2)); then order="this against"; else order="against this"; fi
     for side in $order; do
-      SERVER_PID=${pids_of[$side]}
-      out=$(KEY=${keys[$side]} SITE=${sites[$side]} HOST=${hosts[$side]} IDS_DIR=$tmp/ids.$side \
-        measure "round $r $side POST /v1/visits" "http://127.0.0.1:${ports[$side]}" visits.lua)
+      start_store "$tmp/svc-cloud$([ $side = this ] || echo -against)" 18100 --data "$tmp/sqlite-$side-$r"
+      mkdir -p "$tmp/ids.$side"
+      out=$(KEY=$(echo "$SEED" | json_field secret_test) SITE=$(seed_site) HOST=$(seed_people | cut -d' ' -f1) IDS_DIR=$tmp/ids.$side \
+        measure "round $r $side POST /v1/visits" http://127.0.0.1:18100 visits.lua)
       echo "$out"
       got[$side]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
+      stop_server "$SERVER_PID"
+      rm -rf "$tmp/sqlite-$side-$r" "$tmp/ids.$side"
     done
     ratios+=("$(awk -v a="${got[this]}" -v b="${got[against]}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
     echo "round $r ratio=${ratios[-1]}"
