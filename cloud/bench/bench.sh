@@ -18,8 +18,8 @@
 # run's.
 #
 # BENCH_AGAINST=DIR, a work tree of another commit (the issue's base, say),
-# measures POST /v1/visits on SQLite against that tree's svc-cloud instead
-# of the rows above: BENCH_ROUNDS rounds (10) each measure both, each run
+# measures POST /v1/visits on each store against that tree's svc-cloud
+# instead of the rows above: BENCH_ROUNDS rounds (10) each measure both, each run
 # on a new store, in the order AB, BA, AB... so that drift in what else the
 # machine runs falls on both alike.
 # It prints each run, then each round's ratio (this tree's requests/s over
@@ -239,70 +239,94 @@ bench_store() { # name port store-flags...
   unset KEY SITE HOST
 }
 
-# versus: BENCH_AGAINST's rounds (see the top). Each run is on a store of
-# its own, seeded and served just before it: the faster tree's file would
-# otherwise grow faster, and its inserts slow with it.
+# The PostgreSQL runs each use a schema of their own (new_schema), which
+# the cleanup drops once the servers have stopped: requests still in
+# flight would find it gone.
+schemas=()
+trap 'cleanup; for s in "${schemas[@]}"; do psql -q "$PG_URL" -c "DROP SCHEMA IF EXISTS $s CASCADE" >/dev/null 2>&1; done' EXIT
+
+# new_schema name: creates the schema and sets schema, and url to PG_URL
+# with it as the search path.
+new_schema() {
+  schema=$1
+  psql -q "$PG_URL" -c "CREATE SCHEMA $schema" >/dev/null
+  schemas+=("$schema")
+  local sep='?'
+  case "$PG_URL" in *\?*) sep='&' ;; esac
+  url="$PG_URL${sep}search_path=$schema"
+}
+
+# The tables start empty and grow by thousands of rows a run. Where
+# autovacuum is off (as on the development machine) nothing would ever
+# analyze them, and the planner, still believing them empty, reads the
+# visit's visitor by scanning the tenant's whole visitors index: about
+# 4 ms per read at 8,500 visitors, and slower as the run adds more.
+# Analyzing after each warm-up stands in for autovacuum; it touches only
+# the run's schema. SVC_BENCH_ANALYZE=0 leaves it out.
+analyze_schema() {
+  psql -q "$PG_URL" -c "DO \$\$DECLARE t text; BEGIN
+    FOR t IN SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = '$schema' LOOP
+      EXECUTE 'ANALYZE ' || t;
+    END LOOP; END\$\$" >/dev/null
+}
+postgres_settle() { if [ "${SVC_BENCH_ANALYZE:-1}" != 0 ]; then settle() { analyze_schema; }; fi; }
+
+# versus store: BENCH_AGAINST's rounds on store (sqlite or postgres; see
+# the top). Each run is on a store of its own, seeded and served just
+# before it: the faster tree's would otherwise grow faster, and its
+# inserts slow with it.
 versus() {
-  local r side order out ratios=()
+  local store=$1 r side order out flags ratios=()
   local -A got
   for r in $(seq 1 "$BENCH_ROUNDS"); do
     if ((r % 2)); then order="this against"; else order="against this"; fi
     for side in $order; do
-      start_store "$tmp/svc-cloud$([ $side = this ] || echo -against)" 18100 --data "$tmp/sqlite-$side-$r"
+      if [ "$store" = postgres ]; then
+        new_schema "bench_$$_${side}_$r"
+        flags=(--database-url "$url")
+      else
+        flags=(--data "$tmp/sqlite-$side-$r")
+      fi
+      start_store "$tmp/svc-cloud$([ $side = this ] || echo -against)" 18100 "${flags[@]}"
       mkdir -p "$tmp/ids.$side"
       out=$(KEY=$(echo "$SEED" | json_field secret_test) SITE=$(seed_site) HOST=$(seed_people | cut -d' ' -f1) IDS_DIR=$tmp/ids.$side \
-        measure "round $r $side POST /v1/visits" http://127.0.0.1:18100 visits.lua)
+        measure "$store round $r $side POST /v1/visits" http://127.0.0.1:18100 visits.lua)
       echo "$out"
       got[$side]=$(sed -n 's/.* rps=\([0-9]*\).*/\1/p' <<<"$out")
       stop_server "$SERVER_PID"
       rm -rf "$tmp/sqlite-$side-$r" "$tmp/ids.$side"
+      [ "$store" != postgres ] || psql -q "$PG_URL" -c "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE" >/dev/null
     done
     ratios+=("$(awk -v a="${got[this]}" -v b="${got[against]}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
-    echo "round $r ratio=${ratios[-1]}"
+    echo "$store round $r ratio=${ratios[-1]}"
   done
   # The mean of the rounds' ratios, and its 95% interval by Student's t
   # (two-sided, n-1 degrees of freedom; past 30, 2.0).
-  printf '%s\n' "${ratios[@]}" | awk '
+  printf '%s\n' "${ratios[@]}" | awk -v store="$store" '
     { x[NR] = $1; s += $1 }
     END {
       n = NR; m = s / n
       for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
       split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 2.13 2.12 2.11 2.10 2.09 2.09 2.08 2.07 2.07 2.06 2.06 2.06 2.05 2.05 2.05", t, " ")
       h = n > 1 ? (n - 1 <= 29 ? t[n - 1] : 2.0) * sqrt(v / (n - 1) / n) : 0
-      printf "versus rounds=%d ratio_mean=%.3f ci95_low=%.3f ci95_high=%.3f\n", n, m, m - h, m + h
+      printf "%s versus rounds=%d ratio_mean=%.3f ci95_low=%.3f ci95_high=%.3f\n", store, n, m, m - h, m + h
     }'
 }
 
-if [ -n "$BENCH_AGAINST" ]; then
-  versus
-elif wanted "$BENCH_STORES" sqlite; then
-  bench_store sqlite 18100 --data "$tmp/sqlite"
+if wanted "$BENCH_STORES" sqlite; then
+  if [ -n "$BENCH_AGAINST" ]; then versus sqlite; else bench_store sqlite 18100 --data "$tmp/sqlite"; fi
 fi
 
-if [ -n "$BENCH_AGAINST" ] || ! wanted "$BENCH_STORES" postgres; then
+if ! wanted "$BENCH_STORES" postgres; then
   :
 elif [ -n "$PG_URL" ]; then
-  schema="bench_$$"
-  psql -q "$PG_URL" -c "CREATE SCHEMA $schema" >/dev/null
-  # The servers stop first: requests still in flight would find the schema gone.
-  trap 'cleanup; psql -q "$PG_URL" -c "DROP SCHEMA IF EXISTS '"$schema"' CASCADE" >/dev/null 2>&1' EXIT
-  sep='?'; case "$PG_URL" in *\?*) sep='&';; esac
-  url="$PG_URL${sep}search_path=$schema"
-  # The tables start empty and grow by thousands of rows a run. Where
-  # autovacuum is off (as on the development machine) nothing would ever
-  # analyze them, and the planner, still believing them empty, reads the
-  # visit's visitor by scanning the tenant's whole visitors index: about
-  # 4 ms per read at 8,500 visitors, and slower as the run adds more.
-  # Analyzing after each warm-up stands in for autovacuum; it touches only
-  # this schema. SVC_BENCH_ANALYZE=0 leaves it out.
-  analyze_schema() {
-    psql -q "$PG_URL" -c "DO \$\$DECLARE t text; BEGIN
-      FOR t IN SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = '$schema' LOOP
-        EXECUTE 'ANALYZE ' || t;
-      END LOOP; END\$\$" >/dev/null
-  }
-  if [ "${SVC_BENCH_ANALYZE:-1}" != 0 ]; then settle() { analyze_schema; }; fi
-  bench_store postgres 18101 --database-url "$url"
+  postgres_settle
+  if [ -n "$BENCH_AGAINST" ]; then
+    versus postgres
+  else
+    new_schema "bench_$$"
+    bench_store postgres 18101 --database-url "$url"
+  fi
 else
   echo "postgres: skipped (set SVC_TEST_POSTGRES_URL)"
 fi
