@@ -255,7 +255,7 @@ image-test: $(TESTSUMMARY)
 	@echo "cd firmware-images && go test -json -count=1 -timeout 15m -v ./imagetest | testsummary -v"
 	@cd firmware-images && $(call GO_TEST_JSON,-count=1 -timeout 15m -v ./imagetest,-v -o $(SKIPPED)/image-test.txt)
 
-## bench: load-test GET and POST /teams, POST /visits and check-in on SQLite and PostgreSQL beside a bare echo handler (needs wrk)
+## bench: load-test GET and POST /teams, POST /visits and check-in on SQLite and PostgreSQL beside a bare echo handler (needs wrk); BENCH_AGAINST=DIR (a work tree of another commit) instead measures POST /v1/visits against that tree in interleaved rounds, with the ratio's 95% interval
 bench:
 	cloud/bench/bench.sh
 
