@@ -18,12 +18,12 @@
 # run's.
 #
 # BENCH_AGAINST=DIR, a work tree of another commit (the base, say),
-# measures POST /v1/visits on each store against that tree's svc-cloud
-# instead of the rows above: BENCH_ROUNDS rounds (10) each measure both, each run
-# on a new store, in the order AB, BA, AB... so that drift in what else the
-# machine runs falls on both alike.
-# It prints each run, then each round's ratio (this tree's requests/s over
-# the other's) and their mean with a 95% interval.
+# measures POST /v1/visits against that tree's svc-cloud on each store of
+# BENCH_STORES instead of the rows above: BENCH_ROUNDS rounds (10) each
+# measure both trees, each run on a new store, in the order AB, BA, AB...,
+# so that drift in what else the machine runs falls on both alike. It
+# prints each run, then each round's ratio (this tree's requests/s over the
+# other's) and their mean with a 95% interval.
 #
 # Each line ends with cpu_ms_per_req: the CPU time (user and system) the
 # server process used over the measured run, divided by the requests wrk
