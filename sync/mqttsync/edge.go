@@ -628,8 +628,16 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 	now := e.cfg.Now()
 	switch r.Kind {
 	case protocol.ReplyChanges:
+		seq := e.cfg.Store.Seq()
 		if !e.applyRun(r.Changes) {
 			return false // asked again when the request times out
+		}
+		if e.cfg.Store.Seq() != seq {
+			// As after a snapshot: the status sent as the edge
+			// connected said what it held before these changes, and a
+			// cloud that subscribed after it did not hear even that
+			// (a shared subscription gets no retained message).
+			e.nextStatus = time.Time{}
 		}
 		if r.More {
 			e.rs = nil

@@ -125,6 +125,45 @@ func TestEdge_Feed(t *testing.T) {
 	assert.Zero(t, e.State().Counters.Dropped)
 }
 
+// A resync answered with changes that the edge applies changes what it
+// holds: as after a snapshot, its status goes at the next tick, not
+// StatusEvery later. One that applies nothing sends none.
+func TestEdge_StatusAtTheNextTickAfterAResyncChangedTheCache(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	reply := func(r protocol.Reply) message { return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &r)} }
+	statuses := func() int {
+		n := 0
+		for _, m := range rec.take() {
+			if m.topic == e.cfg.Site.Status(e.cfg.EdgeID) {
+				n++
+			}
+		}
+		return n
+	}
+	resync := func() protocol.ResyncRequest {
+		e.requestResync(rec)
+		reqs := resyncs(t, rec.take())
+		require.Len(t, reqs, 1)
+		return reqs[0]
+	}
+
+	e.publishStatus(rec) // as it connected
+	req := resync()
+	e.onTick(rec)
+	require.Zero(t, statuses(), "nothing changed yet: the status waits for StatusEvery")
+
+	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: req.RequestID, Changes: changes(1, 3)}))
+	require.Equal(t, uint64(3), store.Seq())
+	e.onTick(rec)
+	require.Equal(t, 1, statuses(), "the cache changed: the next tick says so")
+
+	req = resync()
+	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: req.RequestID, Changes: changes(1, 3)}))
+	require.Nil(t, e.rs, "answered")
+	e.onTick(rec)
+	require.Zero(t, statuses(), "nothing new was applied: the status waits for StatusEvery")
+}
+
 func TestEdge_Snapshot(t *testing.T) {
 	e, store, rec := newTestEdge(t)
 	e.requestResync(rec)
