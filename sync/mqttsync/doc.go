@@ -26,8 +26,9 @@
 // and leaves a retained last will on its status topic saying offline (with
 // the sequence and outbox depth it had when it connected). On every
 // connection it publishes a retained online status (again every
-// StatusEvery), asks for the changes after its sequence, and publishes
-// its outbox afresh.
+// StatusEvery, and once more when the connection's first resync is
+// answered if the cache moved since), asks for the changes after its
+// sequence, and publishes its outbox afresh.
 //
 // The change feed: a Batch that follows the cache's sequence is applied;
 // changes at or below it are skipped; one that starts past Seq()+1 is a gap,

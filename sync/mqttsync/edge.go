@@ -250,6 +250,8 @@ type Edge struct {
 	markWritten time.Time // when it was written
 	nextPoll    time.Time
 	nextStatus  time.Time
+	sentSeq     uint64          // the Seq of the last online status published
+	caughtUp    bool            // a resync was answered on this connection (resynced)
 	sentHWErr   string          // the HardwareError of the last online status published
 	badFacts    map[string]bool // outbox facts that do not encode, logged once
 
@@ -382,6 +384,7 @@ func (e *Edge) session(ctx context.Context, c paho.Client, lost <-chan error) er
 	clear(e.inflight)
 	e.published = 0
 	e.rs = nil
+	e.caughtUp = false
 	e.publishStatus(c)
 	e.requestResync(c)
 	e.flush(c)
@@ -628,16 +631,8 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 	now := e.cfg.Now()
 	switch r.Kind {
 	case protocol.ReplyChanges:
-		seq := e.cfg.Store.Seq()
 		if !e.applyRun(r.Changes) {
 			return false // asked again when the request times out
-		}
-		if e.cfg.Store.Seq() != seq {
-			// As after a snapshot: the status sent as the edge
-			// connected said what it held before these changes, and a
-			// cloud that subscribed after it did not hear even that
-			// (a shared subscription gets no retained message).
-			e.nextStatus = time.Time{}
 		}
 		if r.More {
 			e.rs = nil
@@ -696,7 +691,20 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 
 // resynced closes the outstanding request: the cache now holds everything
 // the cloud had when it was sent.
+//
+// The first one on a connection also says so: when the cache moved since
+// the last status (the one sent as the edge connected, which said what it
+// held then), the status goes out at the next tick rather than a status
+// period later. However the cache caught up (the reply's changes, or the
+// feed's batches that a cloud publishes as it connects, which leave the
+// reply empty), the fleet sees the figures of a synced cache at once; and
+// a cloud that subscribed after the edge connected, which may not have
+// heard even the first status, hears this one.
 func (e *Edge) resynced() {
+	if !e.caughtUp && e.cfg.Store.Seq() != e.sentSeq {
+		e.nextStatus = time.Time{}
+	}
+	e.caughtUp = true
 	e.syncedAt = e.rs.sentAt
 	e.rs = nil
 	e.mu.Lock()
@@ -860,6 +868,7 @@ func (e *Edge) hardwareError() string {
 // publishStatus publishes the retained online status.
 func (e *Edge) publishStatus(c paho.Client) {
 	e.nextStatus = e.cfg.Now().Add(e.cfg.StatusEvery)
+	e.sentSeq = e.cfg.Store.Seq()
 	b, err := e.status("online")
 	if err != nil {
 		e.log.Error("status", "error", err)

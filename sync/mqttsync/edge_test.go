@@ -125,13 +125,14 @@ func TestEdge_Feed(t *testing.T) {
 	assert.Zero(t, e.State().Counters.Dropped)
 }
 
-// A resync answered with changes that the edge applies changes what it
-// holds: as after a snapshot, its status goes at the next tick, not
-// StatusEvery later. One that applies nothing sends none.
-func TestEdge_StatusAtTheNextTickAfterAResyncChangedTheCache(t *testing.T) {
-	e, store, rec := newTestEdge(t)
-	reply := func(r protocol.Reply) message { return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &r)} }
-	statuses := func() int {
+// The first resync answered on a connection sends the status at the next
+// tick, not StatusEvery later, when the cache moved since the status sent
+// as the edge connected: whether the reply's changes moved it or the
+// feed's batches did before an empty reply (as when the cloud connects
+// after the edge and publishes the site's feed). A later resync, or a
+// first one that found the cache as its status said, sends none.
+func TestEdge_StatusAtTheNextTickOnceCaughtUp(t *testing.T) {
+	statuses := func(e *Edge, rec *recorder) int {
 		n := 0
 		for _, m := range rec.take() {
 			if m.topic == e.cfg.Site.Status(e.cfg.EdgeID) {
@@ -140,28 +141,59 @@ func TestEdge_StatusAtTheNextTickAfterAResyncChangedTheCache(t *testing.T) {
 		}
 		return n
 	}
-	resync := func() protocol.ResyncRequest {
+	// connect does what a session does first: the status, then a resync.
+	connect := func(t *testing.T, e *Edge, rec *recorder) protocol.ResyncRequest {
+		e.caughtUp = false
+		e.publishStatus(rec)
 		e.requestResync(rec)
 		reqs := resyncs(t, rec.take())
 		require.Len(t, reqs, 1)
 		return reqs[0]
 	}
+	reply := func(t *testing.T, e *Edge, req protocol.ResyncRequest, cs []protocol.Change) message {
+		r := protocol.Reply{Kind: protocol.ReplyChanges, RequestID: req.RequestID, Changes: cs}
+		return message{e.cfg.Site.Replies(e.cfg.EdgeID), encode(t, &r)}
+	}
+	feed := func(t *testing.T, e *Edge, cs []protocol.Change) message {
+		return message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: cs})}
+	}
 
-	e.publishStatus(rec) // as it connected
-	req := resync()
-	e.onTick(rec)
-	require.Zero(t, statuses(), "nothing changed yet: the status waits for StatusEvery")
+	t.Run("the reply's changes", func(t *testing.T) {
+		e, store, rec := newTestEdge(t)
+		req := connect(t, e, rec)
+		e.onTick(rec)
+		require.Zero(t, statuses(e, rec), "not caught up yet: the status waits")
+		e.handle(rec, reply(t, e, req, changes(1, 3)))
+		require.Equal(t, uint64(3), store.Seq())
+		e.onTick(rec)
+		require.Equal(t, 1, statuses(e, rec), "caught up, and the cache moved: the next tick says so")
+	})
+	t.Run("the feed's batches, then an empty reply", func(t *testing.T) {
+		e, store, rec := newTestEdge(t)
+		req := connect(t, e, rec)
+		e.handle(rec, feed(t, e, changes(1, 3)))
+		require.Equal(t, uint64(3), store.Seq())
+		e.onTick(rec)
+		require.Zero(t, statuses(e, rec), "the resync is not answered yet")
+		e.handle(rec, reply(t, e, req, nil))
+		require.Nil(t, e.rs, "answered")
+		e.onTick(rec)
+		require.Equal(t, 1, statuses(e, rec), "caught up, and the cache moved: the next tick says so")
 
-	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: req.RequestID, Changes: changes(1, 3)}))
-	require.Equal(t, uint64(3), store.Seq())
-	e.onTick(rec)
-	require.Equal(t, 1, statuses(), "the cache changed: the next tick says so")
+		req = func() protocol.ResyncRequest {
+			e.requestResync(rec)
+			return resyncs(t, rec.take())[0]
+		}()
+		e.handle(rec, reply(t, e, req, changes(4, 5)))
+		require.Equal(t, uint64(5), store.Seq())
+		e.onTick(rec)
+		require.Zero(t, statuses(e, rec), "a later resync leaves the status to StatusEvery")
 
-	req = resync()
-	e.handle(rec, reply(protocol.Reply{Kind: protocol.ReplyChanges, RequestID: req.RequestID, Changes: changes(1, 3)}))
-	require.Nil(t, e.rs, "answered")
-	e.onTick(rec)
-	require.Zero(t, statuses(), "nothing new was applied: the status waits for StatusEvery")
+		req = connect(t, e, rec) // a new connection
+		e.handle(rec, reply(t, e, req, nil))
+		e.onTick(rec)
+		require.Zero(t, statuses(e, rec), "the cache is as the connection's status said")
+	})
 }
 
 func TestEdge_Snapshot(t *testing.T) {
