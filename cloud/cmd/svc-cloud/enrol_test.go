@@ -98,6 +98,21 @@ func (c *edgeChild) running(t *testing.T) {
 	}
 }
 
+// exited waits up to d for the child to exit and returns how it ended. It
+// leaves the result for the cleanup, which waits on it too: taking it
+// made the cleanup wait out its 20 seconds on a child long gone.
+func (c *edgeChild) exited(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return err
+	case <-time.After(d):
+		t.Fatalf("svc-edge %s did not exit within %v; stderr:\n%s", c.cmd.Args[1], d, c.stderr)
+		return nil
+	}
+}
+
 // line waits for a line of the child's stdout that starts with prefix
 // and returns the rest.
 func (c *edgeChild) line(t *testing.T, prefix string) string {
@@ -131,12 +146,7 @@ func enrolDemoEdge(t *testing.T, base, dir string) string {
 	out := runCLI(t, "edges", "claim", code, "--api", root, "--data", dir, "--name", "Demo edge")
 	require.Contains(t, out, "claimed "+code)
 	child.line(t, "enrolled as ")
-	select {
-	case err := <-child.done:
-		require.NoError(t, err, "svc-edge enrol exits 0 once enrolled")
-	case <-time.After(30 * time.Second):
-		t.Fatal("svc-edge enrol did not exit after writing its configuration")
-	}
+	require.NoError(t, child.exited(t, 30*time.Second), "svc-edge enrol exits 0 once enrolled")
 	return path
 }
 
@@ -274,12 +284,7 @@ func TestEnrol_Mosquitto(t *testing.T) {
 		out.Reset()
 		require.NoError(t, run(context.Background(), []string{"edges", "claim", code, "--api", root, "--data", dir}, &out, os.Stderr))
 		child.line(t, "enrolled as ")
-		select {
-		case err := <-child.done:
-			require.NoError(t, err, "svc-edge enrol exits 0 once enrolled")
-		case <-time.After(30 * time.Second):
-			t.Fatal("svc-edge enrol did not exit after writing its configuration")
-		}
+		require.NoError(t, child.exited(t, 30*time.Second), "svc-edge enrol exits 0 once enrolled")
 		cfg, err := config.Load(path)
 		require.NoError(t, err)
 		require.Equal(t, b.URL, cfg.Broker.URL, "the appliance connects to Mosquitto")
