@@ -466,9 +466,11 @@ type Store interface {
 	// PurgeIdempotencyKeys deletes records created before the time.
 	PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int64, error)
 
-	// CountRequest adds one request to the tenant's counter for the window
-	// starting at windowStart and returns the count including it.
-	CountRequest(ctx context.Context, t Tenant, windowStart time.Time) (int64, error)
+	// CountRequests adds n requests to the tenant's counter for the window
+	// starting at windowStart and returns the count including them. A
+	// serve process claims its requests a slice at a time
+	// (httpapi's leases), so n is often more than one.
+	CountRequests(ctx context.Context, t Tenant, windowStart time.Time, n int64) (int64, error)
 	// PurgeRequestCounts deletes counters of windows before the time.
 	PurgeRequestCounts(ctx context.Context, before time.Time) (int64, error)
 

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/svc-vms/svc/cloud"
+	"github.com/svc-vms/svc/cloud/httpapi"
 	"github.com/svc-vms/svc/shared/ids"
 )
 
@@ -466,6 +468,71 @@ func TestRateLimit_SharedAcrossProcesses(t *testing.T) {
 	second := b.do(req{method: http.MethodPost, path: "/v1/teams", key: b.seed.Keys.SecretTest, body: map[string]any{"name": "Shared"}, header: map[string]string{"Idempotency-Key": k}})
 	require.Equal(t, first.Raw, second.Raw)
 	require.Equal(t, "true", second.Header.Get("Idempotent-Replayed"))
+}
+
+// claimCounter counts the claims a server makes on the shared request
+// counters, and the requests they claim.
+type claimCounter struct {
+	cloud.Store
+	claims, claimed atomic.Int64
+}
+
+func (c *claimCounter) CountRequests(ctx context.Context, t cloud.Tenant, w time.Time, n int64) (int64, error) {
+	c.claims.Add(1)
+	c.claimed.Add(n)
+	return c.Store.CountRequests(ctx, t, w, n)
+}
+
+// TestRateLimit_ClaimedInSlicesAcrossProcesses runs two API servers on
+// one PostgreSQL store with a budget large enough to be claimed in
+// slices: together they admit no more than the budget and at most a slice
+// less one each fewer, and they write the shared counter once a slice,
+// not once a request. A refusal once the budget is spent writes nothing.
+func TestRateLimit_ClaimedInSlicesAcrossProcesses(t *testing.T) {
+	const limit = 5 * httpapi.LeaseFraction
+	size := int64(limit / httpapi.LeaseFraction)
+	base := stores[1].open(t)
+	counters := []*claimCounter{{}, {}}
+	wrap := func(i int) func(*options) {
+		return withWrap(func(s cloud.Store) cloud.Store { counters[i].Store = s; return counters[i] })
+	}
+	limits := withLimits(map[cloud.Plan]int{cloud.PlanPro: limit})
+	a := newHarness(t, func(*testing.T) cloud.Store { return base }, limits, wrap(0))
+	b := &harness{t: t, clock: a.clock, seed: a.seed}
+	var o options
+	limits(&o)
+	wrap(1)(&o)
+	b.serve(t, base, o)
+
+	admitted, refused := 0, [2]int{}
+	for i := 0; refused[0] < 3 || refused[1] < 3; i++ {
+		require.Less(t, i, 2*limit, "the servers never refused")
+		h := []*harness{a, b}[i%2]
+		r := h.get("/v1/sites")
+		switch r.Status {
+		case http.StatusOK:
+			require.Zero(t, refused[i%2], "a server admitted a request after refusing one in the same minute")
+			admitted++
+			remaining, err := strconv.Atoi(r.Header.Get("RateLimit-Remaining"))
+			require.NoError(t, err)
+			require.Less(t, remaining, limit)
+		default:
+			requireProblem(t, r, http.StatusTooManyRequests, "rate_limited")
+			refused[i%2]++
+		}
+	}
+	require.LessOrEqual(t, admitted, limit, "never more than the budget")
+	require.GreaterOrEqual(t, int64(admitted), limit-2*(size-1), "at most a slice less one early, per server")
+	for i, c := range counters {
+		claims := c.claims.Load()
+		require.Equal(t, claims*size, c.claimed.Load(), "server %d claims whole slices", i)
+		require.LessOrEqual(t, claims, int64(limit)/size+1, "server %d claims once a slice, and once more to learn the budget is spent", i)
+	}
+	// The next minute starts afresh.
+	a.clock.Advance(time.Minute)
+	r := a.get("/v1/sites")
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, strconv.Itoa(limit-1), r.Header.Get("RateLimit-Remaining"))
 }
 
 func TestIdempotency_ExpiredKeysArePurged(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -41,14 +42,105 @@ func (b counted) spent() bool      { return b.n > int64(b.limit) }
 // tenant's, or counterKey's) for the current calendar minute. Every limit
 // shares the store's counters, so on PostgreSQL all API processes share
 // every budget.
+//
+// A budget of leaseFraction requests or more is claimed a slice at a time
+// (leaseSize): the process adds a slice to the shared counter and admits
+// that many requests before it asks again, so a busy tenant's requests
+// write the counter once a slice, not once each (on PostgreSQL a round
+// trip and a row lock that every process's requests took turns on). A
+// claim is granted only up to the budget, so the processes together
+// never admit more than it; what a process claimed and did not use is
+// lost when the minute ends, so a tenant at its budget may be refused at
+// most a slice less one request early, per process. Smaller budgets count
+// every request, as before (docs/decisions.md, "Rate-limit counts claimed
+// in slices").
 func (s *Server) count(ctx context.Context, key cloud.Tenant, limit int) (counted, error) {
 	now := s.now()
 	window := now.Truncate(time.Minute)
-	n, err := s.svc.Store().CountRequest(ctx, key, window)
-	if err != nil {
-		return counted{}, fmt.Errorf("count request: %w", err)
+	b := counted{limit: limit, reset: int(window.Add(time.Minute).Sub(now).Seconds() + 0.999)}
+	size := leaseSize(limit)
+	if size == 1 {
+		n, err := s.svc.Store().CountRequests(ctx, key, window, 1)
+		if err != nil {
+			return counted{}, fmt.Errorf("count request: %w", err)
+		}
+		b.n = n
+		return b, nil
 	}
-	return counted{limit: limit, n: n, reset: int(window.Add(time.Minute).Sub(now).Seconds() + 0.999)}, nil
+	l := s.leases.of(key, window)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.unused > 0:
+		l.unused--
+	case l.claimed && l.total >= int64(limit):
+		// The budget is spent for the rest of the minute: the counter
+		// only grows until then, so a refusal needs no claim.
+		l.total++
+	default:
+		total, err := s.svc.Store().CountRequests(ctx, key, window, size)
+		if err != nil {
+			return counted{}, fmt.Errorf("count request: %w", err)
+		}
+		l.claimed = true
+		before := total - size // what every process had claimed before
+		granted := min(size, max(0, int64(limit)-before))
+		if granted == 0 {
+			l.total, l.unused = before+1, 0 // this request, refused
+		} else {
+			l.total, l.unused = before+granted, granted-1
+		}
+	}
+	// The requests counted so far, this one included: the claims seen,
+	// less what this process claimed and has not used.
+	b.n = l.total - l.unused
+	return b, nil
+}
+
+// leaseFraction is the share of a budget one claim takes: a slice of
+// 1/200 of it, so a process's unused slice is at most half a percent of
+// the budget. A budget under 400 a minute is counted request by request.
+const leaseFraction = 200
+
+// leaseSize is how many requests one claim on a budget of limit takes.
+func leaseSize(limit int) int64 { return max(1, int64(limit)/leaseFraction) }
+
+// leases are a process's claims on the current minute's budgets, by the
+// counter's key. The map is replaced as each minute begins, so it holds
+// one minute's tenants at most; a lease taken from the old map goes on
+// serving its own minute's requests.
+type leases struct {
+	mu     sync.Mutex
+	window time.Time
+	m      map[cloud.Tenant]*lease
+}
+
+// lease is one budget's claim in one minute.
+type lease struct {
+	mu      sync.Mutex
+	claimed bool  // a claim was made: total is the counter's
+	total   int64 // the counter after the last claim, granted part only, plus refusals since
+	unused  int64 // requests claimed and not yet admitted
+}
+
+// of returns the lease of key in the minute window, made if need be. A
+// request of a minute already past gets a lease of its own, kept nowhere:
+// it claims for itself.
+func (ls *leases) of(key cloud.Tenant, window time.Time) *lease {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	switch {
+	case window.Before(ls.window):
+		return &lease{}
+	case window.After(ls.window) || ls.m == nil:
+		ls.window, ls.m = window, map[cloud.Tenant]*lease{}
+	}
+	l := ls.m[key]
+	if l == nil {
+		l = &lease{}
+		ls.m[key] = l
+	}
+	return l
 }
 
 // limitHeaders sets the RateLimit headers from the budget with the fewest

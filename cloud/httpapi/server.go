@@ -65,6 +65,7 @@ type Server struct {
 	log     *slog.Logger
 	docsURL string
 	limits  map[cloud.Plan]int
+	leases  leases // the slices of the per-minute budgets this process claimed
 	now     func() time.Time
 	timeout time.Duration // each request's deadline
 	cursors cursors

@@ -222,17 +222,17 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int
 	return tag.RowsAffected(), nil
 }
 
-// CountRequest implements cloud.Store in one round trip; the counters are
+// CountRequests implements cloud.Store in one round trip; the counters are
 // shared by every process on the database.
-func (s *Store) CountRequest(ctx context.Context, t cloud.Tenant, windowStart time.Time) (int64, error) {
-	var n int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO request_counts (org_id, mode, window_start, count) VALUES ($1, $2, $3, 1)
-		ON CONFLICT (org_id, mode, window_start) DO UPDATE SET count = request_counts.count + 1
-		RETURNING count`, t.OrgID, string(t.Mode), windowStart).Scan(&n)
+func (s *Store) CountRequests(ctx context.Context, t cloud.Tenant, windowStart time.Time, n int64) (int64, error) {
+	var total int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO request_counts (org_id, mode, window_start, count) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (org_id, mode, window_start) DO UPDATE SET count = request_counts.count + EXCLUDED.count
+		RETURNING count`, t.OrgID, string(t.Mode), windowStart, n).Scan(&total)
 	if err != nil {
-		return 0, fmt.Errorf("count request: %w", err)
+		return 0, fmt.Errorf("count requests: %w", err)
 	}
-	return n, nil
+	return total, nil
 }
 
 // PurgeRequestCounts implements cloud.Store.

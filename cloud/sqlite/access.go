@@ -264,13 +264,13 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time) (int
 	return res.RowsAffected()
 }
 
-// CountRequest implements cloud.Store. The counters live in this process:
+// CountRequests implements cloud.Store. The counters live in this process:
 // a SQLite file is served by one process.
-func (s *Store) CountRequest(_ context.Context, t cloud.Tenant, windowStart time.Time) (int64, error) {
+func (s *Store) CountRequests(_ context.Context, t cloud.Tenant, windowStart time.Time, n int64) (int64, error) {
 	s.countsMu.Lock()
 	defer s.countsMu.Unlock()
 	k := countKey{t: t, window: windowStart.UnixMicro()}
-	s.counts[k]++
+	s.counts[k] += n
 	return s.counts[k], nil
 }
 

@@ -1752,7 +1752,7 @@ func testConcurrentUpdatePerson(t *testing.T, e *env) {
 
 func (e *env) count(t testing.TB, tn cloud.Tenant, window time.Time) int64 {
 	t.Helper()
-	n, err := e.s.CountRequest(t.Context(), tn, window)
+	n, err := e.s.CountRequests(t.Context(), tn, window, 1)
 	require.NoError(t, err)
 	return n
 }
@@ -1762,6 +1762,11 @@ func testCountsUp(t *testing.T, e *env) {
 	for want := int64(1); want <= 3; want++ {
 		require.Equal(t, want, e.count(t, e.a, w))
 	}
+	// A claim of several at once (httpapi's slices) adds them all.
+	n, err := e.s.CountRequests(t.Context(), e.a, w, 40)
+	require.NoError(t, err)
+	require.Equal(t, int64(43), n)
+	require.Equal(t, int64(44), e.count(t, e.a, w))
 }
 
 func testCountsIndependent(t *testing.T, e *env) {
@@ -1792,7 +1797,7 @@ func testCountsConcurrent(t *testing.T, e *env) {
 			defer wg.Done()
 			<-start
 			for range each {
-				n, err := e.s.CountRequest(ctx, e.a, w)
+				n, err := e.s.CountRequests(ctx, e.a, w, 1)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)

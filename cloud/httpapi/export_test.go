@@ -1,0 +1,4 @@
+package httpapi
+
+// LeaseFraction is leaseFraction, for the external tests.
+const LeaseFraction = leaseFraction
