@@ -52,8 +52,7 @@ func (b counted) spent() bool      { return b.n > int64(b.limit) }
 // never admit more than it; what a process claimed and did not use is
 // lost when the minute ends, so a tenant at its budget may be refused at
 // most a slice less one request early, per process. Smaller budgets count
-// every request, as before (docs/decisions.md, "Rate-limit counts claimed
-// in slices").
+// every request, as before (docs/decisions.md, "Rate limits").
 func (s *Server) count(ctx context.Context, key cloud.Tenant, limit int) (counted, error) {
 	now := s.now()
 	window := now.Truncate(time.Minute)
