@@ -31,6 +31,7 @@ var scenarios = []struct {
 	{"CloudRestartLosesNoFact", scenarioCloudRestart},
 	{"MalformedMessagesDropped", scenarioMalformed},
 	{"LastWillMarksEdgeOffline", scenarioLastWill},
+	{"CloudAfterTheEdgeHearsItCaughtUp", scenarioCloudAfterEdge},
 	{"SharedSubscriptionsSplitFacts", scenarioShared},
 }
 
@@ -61,6 +62,26 @@ func syncedEdge(t *testing.T, b *backend, head int, modEdge func(*EdgeConfig), m
 		return e.store.Seq() == uint64(head) && !e.State().SyncedAt.IsZero()
 	})
 	return store, cloud, e
+}
+
+// scenarioCloudAfterEdge: the edge connects while no cloud is, so its
+// status and first resync go unheard; the cloud then connects and
+// publishes the site's feed, which the edge applies, and the edge's next
+// resync is answered with nothing. The cloud still hears a status of the
+// caught-up cache at once, not StatusEvery (here an hour) later
+// (TestEnrol_Mosquitto failed on this in CI).
+func scenarioCloudAfterEdge(t *testing.T, b *backend) {
+	site := newSite()
+	store := newFakeCloud()
+	head := store.addVisits(site, 4)
+	e := startEdge(t, b, site, store, func(c *EdgeConfig) { c.StatusEvery = time.Hour })
+	waitFor(t, patience, "the edge to connect", func() bool { return e.State().Connected })
+	startCloud(t, b, site.OrgID, store, nil)
+	waitFor(t, patience, "a status of the caught-up cache", func() bool {
+		st, ok := store.lastStatus(e.id)
+		return ok && st.State == "online" && st.Seq == head
+	})
+	require.Len(t, e.store.snapshotParts(), 0, "the feed brought the cache up, not a snapshot")
 }
 
 func scenarioChangesInOrder(t *testing.T, b *backend) {
