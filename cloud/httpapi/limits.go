@@ -43,8 +43,8 @@ func (b counted) spent() bool      { return b.n > int64(b.limit) }
 // shares the store's counters, so on PostgreSQL all API processes share
 // every budget.
 //
-// A budget of leaseFraction requests or more is claimed a slice at a time
-// (leaseSize): the process adds a slice to the shared counter and admits
+// A budget of 2*leaseFraction requests or more (400 a minute) is claimed
+// a slice at a time (leaseSize): the process adds a slice to the shared counter and admits
 // that many requests before it asks again, so a busy tenant's requests
 // write the counter once a slice, not once each (on PostgreSQL a round
 // trip and a row lock that every process's requests took turns on). A
