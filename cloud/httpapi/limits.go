@@ -44,15 +44,16 @@ func (b counted) spent() bool      { return b.n > int64(b.limit) }
 // every budget.
 //
 // A budget of 2*leaseFraction requests or more (400 a minute) is claimed
-// a slice at a time (leaseSize): the process adds a slice to the shared counter and admits
-// that many requests before it asks again, so a busy tenant's requests
-// write the counter once a slice, not once each (on PostgreSQL a round
-// trip and a row lock that every process's requests took turns on). A
-// claim is granted only up to the budget, so the processes together
-// never admit more than it; what a process claimed and did not use is
-// lost when the minute ends, so a tenant at its budget may be refused at
-// most a slice less one request early, per process. Smaller budgets count
-// every request, as before (docs/decisions.md, "Rate limits").
+// a slice at a time (leaseSize): the process adds a slice to the shared
+// counter and admits that many requests before it asks again, so a busy
+// tenant's requests write the counter once a slice, not once each (on
+// PostgreSQL a round trip and a row lock that every process's requests
+// took turns on). A claim is granted only up to the budget, so the
+// processes together never admit more than it; what a process claimed
+// and did not use is lost when the minute ends, so a tenant at its
+// budget may be refused at most a slice less one request early, per
+// process. Smaller budgets count every request, as before
+// (docs/decisions.md, "Rate limits").
 func (s *Server) count(ctx context.Context, key cloud.Tenant, limit int) (counted, error) {
 	now := s.now()
 	window := now.Truncate(time.Minute)
