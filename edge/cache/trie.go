@@ -59,7 +59,7 @@ func buildNode[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 	if len(ents) <= leafMax[V]() || depth >= trieDepth {
 		leaf := make([]tent[V], len(ents))
 		copy(leaf, ents)
-		return &tnode[V]{gen: gen, ents: leaf}
+		return newLeaf(gen, leaf)
 	}
 	var start [33]int // start[c]: where chunk c's entries begin; start[32] = len(ents)
 	for i := range ents {
@@ -90,6 +90,7 @@ func buildNode[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 			n.kids = append(n.kids, buildNode(gen, depth+1, ents[start[c]:start[c+1]]))
 		}
 	}
+	n.remark()
 	return n
 }
 
@@ -99,8 +100,14 @@ func buildNode[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 type tnode[V any] struct {
 	gen  uint64 // the edit that made it; only that edit writes it
 	mask uint32
-	kids []*tnode[V]
-	ents []tent[V]
+	// marked holds each of the kiosk's marks (marksOf) that an entry
+	// under the node carries. Every write sets it again on the nodes of
+	// its path, which it has copied already, so it costs no allocation,
+	// and it fits where the node had padding; eachMarked goes only into
+	// nodes that hold its mark.
+	marked uint8
+	kids   []*tnode[V]
+	ents   []tent[V]
 }
 
 type tent[V any] struct {
@@ -148,6 +155,83 @@ func (u uid) hash() uint64 {
 }
 
 func chunk(h uint64, depth int) uint32 { return uint32(h>>(depth*chunkBits)) & 31 }
+
+// The kiosk's marks of a visit's entry: its lists of the visits on site
+// and of those waiting for someone are the visits that carry them.
+const (
+	markOnSite  uint8 = 1 << iota // checked in
+	markWaiting                   // checked in, needs_someone
+)
+
+// marksOf returns the kiosk's marks of a value: those of a visit's entry,
+// none for a value of another type.
+func marksOf[V any](v *V) uint8 {
+	x, ok := any(v).(*visitEntry)
+	switch {
+	case !ok || !checkedIn(*x):
+		return 0
+	case x.flags&flagNeedsSomeone != 0:
+		return markOnSite | markWaiting
+	}
+	return markOnSite
+}
+
+// remark sets n's marks from its entries or its kids' marks. Only the
+// edit that owns n calls it.
+func (n *tnode[V]) remark() {
+	var m uint8
+	for _, k := range n.kids {
+		m |= k.marked
+	}
+	for i := range n.ents {
+		m |= marksOf(&n.ents[i].v)
+	}
+	n.marked = m
+}
+
+// newLeaf returns a leaf of edit gen over ents, marked.
+func newLeaf[V any](gen uint64, ents []tent[V]) *tnode[V] {
+	n := &tnode[V]{gen: gen, ents: ents}
+	n.remark()
+	return n
+}
+
+// eachMarked calls fn for each entry that carries mark (one of the
+// marks), in no particular order, until fn returns false. It goes only
+// into the nodes that hold mark: with a few hundred visits on site of
+// 100,000, a few hundred leaves and the nodes above them. fn gets the
+// value in the trie, which it must not write: a published trie's is
+// never written, so fn may keep it.
+func (t trie[V]) eachMarked(mark uint8, fn func(uid, *V) bool) {
+	if b := t.bulk; b != nil {
+		for i := range b.ents {
+			if marksOf(&b.ents[i].v)&mark != 0 && !fn(b.ents[i].k, &b.ents[i].v) {
+				return
+			}
+		}
+		return
+	}
+	if t.root != nil {
+		t.root.eachMarked(mark, fn)
+	}
+}
+
+func (n *tnode[V]) eachMarked(mark uint8, fn func(uid, *V) bool) bool {
+	if n.marked&mark == 0 {
+		return true
+	}
+	for i := range n.ents {
+		if marksOf(&n.ents[i].v)&mark != 0 && !fn(n.ents[i].k, &n.ents[i].v) {
+			return false
+		}
+	}
+	for _, k := range n.kids {
+		if !k.eachMarked(mark, fn) {
+			return false
+		}
+	}
+	return true
+}
 
 func (t trie[V]) len() int { return t.n }
 
@@ -235,9 +319,11 @@ func (n *tnode[V]) own(gen uint64) *tnode[V] {
 		return n
 	}
 	if n.kids != nil {
-		return newInner(gen, n.mask, n.kids)
+		c := newInner(gen, n.mask, n.kids)
+		c.marked = n.marked
+		return c
 	}
-	c := &tnode[V]{gen: gen, mask: n.mask}
+	c := &tnode[V]{gen: gen, mask: n.mask, marked: n.marked}
 	if n.ents != nil {
 		c.ents = make([]tent[V], len(n.ents))
 		copy(c.ents, n.ents)
@@ -284,13 +370,14 @@ func (t *trie[V]) put(gen uint64, u uid, v V) {
 func (n *tnode[V]) put(gen uint64, h uint64, depth int, u uid, v V, added *bool) *tnode[V] {
 	if n == nil {
 		*added = true
-		return &tnode[V]{gen: gen, ents: []tent[V]{{u, v}}}
+		return newLeaf(gen, []tent[V]{{u, v}})
 	}
 	if n.kids == nil {
 		for i := range n.ents {
 			if n.ents[i].k == u {
 				m := n.own(gen)
 				m.ents[i].v = v
+				m.remark()
 				return m
 			}
 		}
@@ -300,14 +387,15 @@ func (n *tnode[V]) put(gen uint64, h uint64, depth int, u uid, v V, added *bool)
 				// Grown by append: an edit that fills a leaf (a
 				// snapshot) does not copy it for each entry.
 				n.ents = append(n.ents, tent[V]{u, v})
+				n.remark()
 				return n
 			}
 			// Copied with the new entry in one allocation, not copied
 			// at its length and then grown by append.
-			m := &tnode[V]{gen: gen, ents: make([]tent[V], len(n.ents)+1)}
-			copy(m.ents, n.ents)
-			m.ents[len(n.ents)] = tent[V]{u, v}
-			return m
+			ents := make([]tent[V], len(n.ents)+1)
+			copy(ents, n.ents)
+			ents[len(n.ents)] = tent[V]{u, v}
+			return newLeaf(gen, ents)
 		}
 		// Full: it becomes an interior node over leaves of its entries
 		// and the new one.
@@ -321,17 +409,20 @@ func (n *tnode[V]) put(gen uint64, h uint64, depth int, u uid, v V, added *bool)
 	i := bits.OnesCount32(n.mask & (bit - 1))
 	if n.mask&bit == 0 {
 		m := n.own(gen)
-		m.kids = slices.Insert(m.kids, i, &tnode[V]{gen: gen, ents: []tent[V]{{u, v}}})
+		m.kids = slices.Insert(m.kids, i, newLeaf(gen, []tent[V]{{u, v}}))
 		m.mask |= bit
+		m.remark()
 		*added = true
 		return m
 	}
 	kid := n.kids[i].put(gen, h, depth+1, u, v, added)
 	if kid == n.kids[i] {
-		return n // written in place: the edit owns the path already
+		n.remark() // written in place: the edit owns the path already
+		return n
 	}
 	m := n.own(gen)
 	m.kids[i] = kid
+	m.remark()
 	return m
 }
 
@@ -355,9 +446,10 @@ func split[V any](gen uint64, depth int, ents []tent[V]) *tnode[V] {
 		default:
 			leaf := make([]tent[V], len(g))
 			copy(leaf, g)
-			n.kids = append(n.kids, &tnode[V]{gen: gen, ents: leaf})
+			n.kids = append(n.kids, newLeaf(gen, leaf))
 		}
 	}
+	n.remark()
 	return n
 }
 
@@ -400,6 +492,7 @@ func (n *tnode[V]) del(gen uint64, h uint64, depth int, u uid, removed *bool) *t
 			copy(ents, m.ents[:i])
 			copy(ents[i:], m.ents[i+1:])
 			m.ents = ents
+			m.remark()
 			return m
 		}
 		return n
@@ -412,16 +505,21 @@ func (n *tnode[V]) del(gen uint64, h uint64, depth int, u uid, removed *bool) *t
 	kid := n.kids[i].del(gen, h, depth+1, u, removed)
 	switch {
 	case kid == n.kids[i]:
+		if *removed { // from a kid the edit owns, in place; so it owns n
+			n.remark()
+		}
 		return n
 	case kid != nil:
 		m := n.own(gen)
 		m.kids[i] = kid
+		m.remark()
 		return m
 	case len(n.kids) == 1:
 		return nil
 	}
 	m := n.own(gen)
 	m.kids, m.mask = slices.Delete(m.kids, i, i+1), m.mask&^bit
+	m.remark()
 	return m
 }
 

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"math/rand/v2"
 	"testing"
 
@@ -290,4 +291,117 @@ func TestTrie_CompactCutsSpareCapacity(t *testing.T) {
 	require.Positive(t, spare, "appends leave spare capacity")
 	tr.compact(gen)
 	checkTrie(t, tr, model, true)
+}
+
+// checkMarks asserts that n and every node under it hold exactly the
+// kiosk's marks that entries under them carry, and returns n's.
+func checkMarks(t *testing.T, n *tnode[visitEntry]) uint8 {
+	t.Helper()
+	var m uint8
+	for i := range n.ents {
+		m |= marksOf(&n.ents[i].v)
+	}
+	for _, k := range n.kids {
+		m |= checkMarks(t, k)
+	}
+	require.Equal(t, m, n.marked, "a node's marks")
+	return m
+}
+
+// checkMarked asserts that tr's marks hold in every node, and that
+// eachMarked lists, for each mark, exactly the entries of model that
+// carry it.
+func checkMarked(t *testing.T, tr trie[visitEntry], model map[uid]visitEntry) {
+	t.Helper()
+	if tr.root != nil {
+		checkMarks(t, tr.root)
+	}
+	for _, mark := range []uint8{markOnSite, markWaiting} {
+		want := map[uid]bool{}
+		for u, x := range model {
+			if marksOf(&x)&mark != 0 {
+				want[u] = true
+			}
+		}
+		got := map[uid]bool{}
+		tr.eachMarked(mark, func(u uid, x *visitEntry) bool {
+			require.False(t, got[u], "%v listed twice", u)
+			require.Equal(t, model[u], *x)
+			got[u] = true
+			return true
+		})
+		require.Equal(t, want, got, "the entries with mark %d", mark)
+	}
+}
+
+// randomEntry is a visit's entry in a random status, checked in for one
+// in twenty (so that a node's mark often rests on one entry), waiting for
+// someone or not.
+func randomEntry(rnd *rand.Rand) visitEntry {
+	x := visitEntry{status: uint8(rnd.IntN(len(statuses))), uses: rnd.Int32()}
+	for checkedIn(x) != (rnd.IntN(20) == 0) {
+		x.status = uint8(rnd.IntN(len(statuses)))
+	}
+	if rnd.IntN(2) == 0 {
+		x.flags |= flagNeedsSomeone
+	}
+	return x
+}
+
+// TestTrie_MarksHoldWhatEntriesCarry: through random puts and deletes of
+// visits checked in or not, waiting or not, in edits published one after
+// another (leaves that split and empty, a leaf and a path written twice
+// in one edit), and through a bulk build, every node holds the marks of
+// the entries under it, eachMarked lists exactly the entries with its
+// mark, and the trie published before an edit keeps its marks.
+func TestTrie_MarksHoldWhatEntriesCarry(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		rnd := rand.New(rand.NewPCG(seed, 7))
+		var keys []uid
+		first, _ := visitUID(ids.New(ids.Visit))
+		for i := range 2000 { // leaves of one or two entries under the root's kids
+			u, _ := visitUID(ids.New(ids.Visit))
+			if i%40 == 0 { // shares its hash with first: a leaf at trieDepth
+				u = uid{hi: u.hi, lo: u.lo&^codeMask | first.lo&codeMask}
+			}
+			keys = append(keys, u)
+		}
+		var cur trie[visitEntry]
+		model := map[uid]visitEntry{}
+		if seed == 3 { // starts from a bulk build
+			gen := newGen()
+			cur.startBulk()
+			for _, u := range keys[:1500] {
+				x := randomEntry(rnd)
+				cur.put(gen, u, x)
+				model[u] = x
+			}
+			checkMarked(t, cur, model) // read before it is built
+			cur.build(gen)
+			checkMarked(t, cur, model)
+		}
+		for range 300 {
+			before, beforeModel := cur, maps.Clone(model)
+			next := cur
+			gen := newGen()
+			pool := keys
+			if rnd.IntN(2) == 0 { // an edit that writes some keys, and so some leaves, twice
+				pool = keys[:64]
+			}
+			for range 1 + rnd.IntN(60) {
+				u := pool[rnd.IntN(len(pool))]
+				if rnd.IntN(2) == 0 {
+					next.del(gen, u)
+					delete(model, u)
+				} else {
+					x := randomEntry(rnd)
+					next.put(gen, u, x)
+					model[u] = x
+				}
+			}
+			cur = next
+			checkMarked(t, cur, model)
+			checkMarked(t, before, beforeModel) // persistent: the edit left its marks alone
+		}
+	}
 }

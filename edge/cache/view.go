@@ -40,11 +40,9 @@ type View struct {
 	punches  trie[protocol.Fact] // by person: the last punch recorded here
 
 	// The reception kiosk's (kiosk.go).
-	teams   map[string]protocol.Team
-	types   map[string]protocol.VisitType
-	waiting trie[struct{}] // checked-in visits with needs_someone
-	onSite  trie[struct{}] // checked-in visits
-	search  *peopleIndex   // rebuilt when people change
+	teams  map[string]protocol.Team
+	types  map[string]protocol.VisitType
+	search *peopleIndex // rebuilt when people change
 
 	// hardware is the hardware the cloud sent for this edge (issue 17);
 	// nil when it sent none, or cleared it.
@@ -884,7 +882,6 @@ func (e *edit) putVisit(u uid, x visitEntry, extra visitExtra) {
 		e.v.extras.del(e.gen, u)
 	}
 	e.v.visits.put(e.gen, u, x)
-	e.index(u, old, had, x, true)
 }
 
 // deleteVisit removes a visit from the edit.
@@ -897,7 +894,6 @@ func (e *edit) deleteVisit(u uid) {
 	if old.flags&flagExtra != 0 {
 		e.v.extras.del(e.gen, u)
 	}
-	e.index(u, old, true, visitEntry{}, false)
 }
 
 // putPerson puts a valid person in the edit.
@@ -981,8 +977,6 @@ func (e *edit) done() (*View, error) {
 		v.extras.compact(e.gen)
 		v.people.compact(e.gen)
 		v.punches.compact(e.gen)
-		v.waiting.compact(e.gen)
-		v.onSite.compact(e.gen)
 	}
 	e.sweepText()
 	if e.peopleChange || e.v.search == nil {
