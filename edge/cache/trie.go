@@ -177,8 +177,12 @@ func marksOf[V any](v *V) uint8 {
 }
 
 // remark sets n's marks from its entries or its kids' marks. Only the
-// edit that owns n calls it.
+// edit that owns n calls it. A trie of values other than visits' entries
+// has none to set.
 func (n *tnode[V]) remark() {
+	if _, visits := any((*V)(nil)).(*visitEntry); !visits {
+		return
+	}
 	var m uint8
 	for _, k := range n.kids {
 		m |= k.marked
