@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/svc-vms/svc/cloud"
@@ -15,24 +14,20 @@ import (
 
 const eventCols = `id, type, object_type, object_id, request_id, data, created_at`
 
-// insertEvents writes what was recorded for the write ctx goes with, in
-// its transaction, all in one round trip: the events (cloud.TakeEvents),
-// each with its webhook deliveries queued, the audit entries
-// (cloud.TakeAudit) and the request's idempotency record with its
-// response (cloud.TakeReply), which it returns for cloud.WriteCommitted.
-func insertEvents(ctx context.Context, tx pgx.Tx, keys *kek.Ring, withReply bool) (*cloud.IdempotencyRecord, error) {
-	if err := scrubEvents(ctx, tx); err != nil {
-		return nil, err
-	}
+// queueEvents queues in b what was recorded for the write ctx goes with:
+// with withReply, the reply to store (cloud.TakeReply), which fails the
+// batch with replyHeld when a reply to the same key is stored already;
+// the events (cloud.TakeEvents) with their webhook deliveries; and the
+// audit entries (cloud.TakeAudit). It returns the reply queued.
+func queueEvents(ctx context.Context, b *pgx.Batch, keys *kek.Ring, withReply bool) *cloud.IdempotencyRecord {
 	events, audit := cloud.TakeEvents(ctx), cloud.TakeAudit(ctx)
 	var reply *cloud.IdempotencyRecord
 	if withReply {
 		reply = cloud.TakeReply(ctx)
 	}
-	var b pgx.Batch
 	if reply != nil {
 		sql, args := replyInsert(keys, reply)
-		b.Queue(sql, args...)
+		b.Queue(`WITH stored AS (`+sql+` RETURNING 1) SELECT idempotency_key_free(EXISTS (SELECT 1 FROM stored))`, args...)
 	}
 	for _, e := range events {
 		b.Queue(`INSERT INTO events (org_id, mode, `+eventCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
@@ -43,19 +38,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, keys *kek.Ring, withReply bool
 	for _, a := range audit {
 		b.Queue(qInsertAudit, auditArgs(a.Tenant, a)...)
 	}
-	held := false
-	err := sendBatch(ctx, tx, &b, "insert events", func(i int, tag pgconn.CommandTag) {
-		if reply != nil && i == 0 {
-			held = tag.RowsAffected() == 0
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	if held {
-		return nil, fmt.Errorf("store response of %s %s: %w", reply.Method, reply.Path, cloud.ErrIdempotencyKeyUsed)
-	}
-	return reply, nil
+	return reply
 }
 
 func scanEvent(row scanner, t cloud.Tenant) (cloud.Event, error) {

@@ -60,14 +60,15 @@ func (f *feed) add(site string, c protocol.Change) {
 	f.other = append(f.other, siteChange{site: site, c: c})
 }
 
-// flush appends the changes, site by site in ID order.
-func (f *feed) flush(ctx context.Context, tx pgx.Tx) error {
+// queue queues in b the appends of the changes, site by site in ID
+// order, reading through q the visits noted without their state.
+func (f *feed) queue(ctx context.Context, q querier, b *pgx.Batch) error {
 	all := slices.Clone(f.other)
 	for _, id := range f.visits {
 		v, ok := f.states[id]
 		if !ok {
 			var err error
-			if v, err = getVisit(ctx, tx, f.t, id, false); err != nil {
+			if v, err = getVisit(ctx, q, f.t, id, false); err != nil {
 				return fmt.Errorf("feed visit %s: %w", id, err)
 			}
 		}
@@ -84,40 +85,39 @@ func (f *feed) flush(ctx context.Context, tx pgx.Tx) error {
 	}
 	slices.Sort(sites)
 	for _, site := range sites {
-		if err := appendChanges(ctx, tx, f.t, site, bySite[site]); err != nil {
+		if err := queueChanges(b, f.t, site, bySite[site]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// appendChanges allocates the next sequences of the site's feed, locking
-// its head until the transaction ends, and stores the changes under them.
-func appendChanges(ctx context.Context, tx pgx.Tx, t cloud.Tenant, site string, cs []protocol.Change) error {
+// queueChanges queues the statement that allocates the next sequences of
+// the site's feed, locking its head until the transaction ends, and
+// stores the changes under them.
+func queueChanges(b *pgx.Batch, t cloud.Tenant, site string, cs []protocol.Change) error {
 	ats := make([]time.Time, len(cs))
 	visits := make([]*string, len(cs))
 	bodies := make([]string, len(cs))
 	for i, c := range cs {
-		b, err := storedoc.EncodeChange(c)
+		body, err := storedoc.EncodeChange(c)
 		if err != nil {
 			return fmt.Errorf("feed of site %s: %w", site, err)
 		}
-		ats[i], bodies[i] = c.At, string(b)
+		ats[i], bodies[i] = c.At, string(body)
 		if id := storedoc.VisitID(c); id != "" {
 			visits[i] = &id
 		}
 	}
-	// One statement, one round trip: the head's new sequence (its row
-	// locked until the transaction ends) numbers the rows inserted.
-	if _, err := tx.Exec(ctx, `WITH head AS (
+	// One statement: the head's new sequence (its row locked until the
+	// transaction ends) numbers the rows inserted.
+	b.Queue(`WITH head AS (
 			INSERT INTO site_feed_heads (org_id, mode, site_id, seq) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (org_id, mode, site_id) DO UPDATE SET seq = site_feed_heads.seq + excluded.seq RETURNING seq)
 		INSERT INTO site_feed (org_id, mode, site_id, seq, at, visit_id, body)
 		SELECT $1, $2, $3, head.seq - $4 + u.n, u.a, u.v, u.b::json
 		FROM head, unnest($5::timestamptz[], $6::text[], $7::text[]) WITH ORDINALITY AS u(a, v, b, n)`,
-		t.OrgID, string(t.Mode), site, len(cs), ats, visits, bodies); err != nil {
-		return fmt.Errorf("feed of site %s: %w", site, err)
-	}
+		t.OrgID, string(t.Mode), site, len(cs), ats, visits, bodies)
 	return nil
 }
 

@@ -247,19 +247,16 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // inTx runs fn in a transaction, committing when it returns nil, with
-// what was recorded for the write (insertEvents). fn's error is returned
+// what was recorded for the write (queueEvents). fn's error is returned
 // unchanged, after rolling back.
 //
-// Inside Atomic it runs fn and those writes in Atomic's transaction and
-// leaves the commit to Atomic; its failure fails the whole.
+// Inside Atomic it runs fn in Atomic's transaction and queues what was
+// recorded to go with Atomic's commit; its failure fails the whole.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	if b := s.bound(ctx); b != nil {
 		err := fn(b.tx)
 		if err == nil {
-			var reply *cloud.IdempotencyRecord
-			if reply, err = insertEvents(ctx, b.tx, s.kek, b.took == nil); err == nil && reply != nil {
-				b.took = reply
-			}
+			err = b.record(ctx, s.kek)
 		}
 		if err != nil && b.err == nil {
 			b.err = err
