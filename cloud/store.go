@@ -32,6 +32,13 @@ type Store interface {
 	// the next (it sets, never adds to, what it hands out) and act on
 	// nothing outside the store until Atomic has returned.
 	Atomic(ctx context.Context, fn func(ctx context.Context) error) error
+	// ReadAhead names reads by key that an Atomic call is about to make,
+	// so that a store paying a round trip a statement (PostgreSQL) can
+	// make them in one: each read named then answers from what was read,
+	// once, unless a statement of another kind ran in between. Outside
+	// Atomic, or where a read costs no round trip (SQLite), it does
+	// nothing. A read it could not make is made when asked.
+	ReadAhead(ctx context.Context, t Tenant, r ReadsAhead)
 
 	// CreateOrganisation stores a new organisation.
 	CreateOrganisation(ctx context.Context, o Organisation) error
@@ -744,4 +751,14 @@ type FleetTotals struct {
 type SiteLag struct {
 	SiteID string
 	Lag    uint64
+}
+
+// ReadsAhead are the reads Store.ReadAhead may make ahead: Site(Site),
+// People(People), VisitType(VisitType) and FindVisitor(VisitorEmail,
+// VisitorPhone), each left out when empty.
+type ReadsAhead struct {
+	Site                       string
+	People                     []string
+	VisitType                  string
+	VisitorEmail, VisitorPhone string
 }

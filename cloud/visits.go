@@ -102,6 +102,34 @@ func (s *Service) siteZone(ctx context.Context, v *ValidationError, t Tenant, fi
 	return site, loc, nil
 }
 
+// hostIDsOf are the hosts in names, by host_id or host_ids (checkHosts
+// refuses both).
+func hostIDsOf(in VisitInput) []string {
+	if in.HostID.Set {
+		return []string{in.HostID.Value}
+	}
+	return in.HostIDs.Value
+}
+
+// readsAhead are the reads by key that planVisit and visitorFor make for
+// in (Store.ReadAhead): the site, the hosts whose IDs are well formed (the
+// list checkHosts reads), the visit type and, for a secret key, the
+// visitor found by contact details.
+func readsAhead(a Actor, in VisitInput) ReadsAhead {
+	r := ReadsAhead{Site: in.SiteID.Value, VisitType: in.Type.Value}
+	if hosts := hostIDsOf(in); !(in.HostID.Set && in.HostIDs.Set) && len(hosts) <= MaxHostIDs {
+		for _, id := range hosts {
+			if ids.Valid(ids.Person, id) {
+				r.People = append(r.People, id)
+			}
+		}
+	}
+	if !a.Publishable && in.Visitor.Value != nil {
+		r.VisitorEmail, r.VisitorPhone = in.Visitor.Value.Email.Value, in.Visitor.Value.Phone.Value
+	}
+	return r
+}
+
 // checkHosts resolves the audience of a new visit: hosts (lead first),
 // team and audience, adding a problem for each field that is wrong.
 func (s *Service) checkHosts(ctx context.Context, v *ValidationError, a Actor, in VisitInput, site Site) ([]Host, *Ref, Audience, error) {
@@ -109,10 +137,7 @@ func (s *Service) checkHosts(ctx context.Context, v *ValidationError, a Actor, i
 		v.Add("host_ids", "give host_id or host_ids, not both")
 		return nil, nil, "", nil
 	}
-	hostIDs := in.HostIDs.Value
-	if in.HostID.Set {
-		hostIDs = []string{in.HostID.Value}
-	}
+	hostIDs := hostIDsOf(in)
 	field := func(i int) string {
 		if in.HostID.Set {
 			return "host_id"
@@ -461,6 +486,7 @@ func (s *Service) CreateVisit(ctx context.Context, a Actor, in VisitInput) (v Vi
 }
 
 func (s *Service) createVisit(ctx context.Context, a Actor, in VisitInput) (Visit, error) {
+	s.store.ReadAhead(ctx, a.Tenant, readsAhead(a, in))
 	p, err := s.planVisit(ctx, a, in)
 	if err != nil {
 		return Visit{}, err

@@ -157,13 +157,15 @@ func commitError(reply *cloud.IdempotencyRecord, err error) error {
 // (a batch that begins the transaction, pgx.Batch.BeginTx), whatever the
 // statement is.
 type pipeTx struct {
-	conn *pgxpool.Conn
-	tx   pgx.Tx // a txc once begun
+	conn  *pgxpool.Conn
+	tx    pgx.Tx                 // a txc once begun
+	ahead map[aheadKey]aheadRead // reads made ahead (readahead.go); any statement drops them
 }
 
 func (p *pipeTx) begun() bool { return p.tx != nil }
 
 func (p *pipeTx) begin(ctx context.Context) error {
+	p.ahead = nil
 	if p.tx != nil {
 		return nil
 	}
@@ -187,6 +189,7 @@ func (p *pipeTx) release(ctx context.Context) {
 // send sends b, with BEGIN in front of it when the transaction has not
 // begun; the results are b's alone.
 func (p *pipeTx) send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.SendBatch(ctx, b)
 	}
@@ -205,6 +208,7 @@ func (p *pipeTx) send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 func (p *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults { return p.send(ctx, b) }
 
 func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.Exec(ctx, sql, args...)
 	}
@@ -219,6 +223,7 @@ func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (p *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.Query(ctx, sql, args...)
 	}
@@ -234,6 +239,7 @@ func (p *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (p *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.QueryRow(ctx, sql, args...)
 	}

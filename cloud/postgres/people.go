@@ -157,13 +157,24 @@ func (s *Store) People(ctx context.Context, t cloud.Tenant, ids []string) ([]clo
 	if len(ids) == 0 {
 		return []cloud.Person{}, nil
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT `+personCols+` FROM people WHERE org_id = $1 AND mode = $2 AND id = ANY($3)`,
-		t.OrgID, string(t.Mode), ids)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Person, error) { return scanPerson(row, t) })
-	if err != nil {
-		return nil, fmt.Errorf("get people: %w", err)
+	if v, err, ok := takeAhead[[]cloud.Person](s.bound(ctx), aheadPeople, t, ids...); ok {
+		return v, err
 	}
-	return out, nil
+	rows, _ := s.pool.Query(ctx, qPeople, t.OrgID, string(t.Mode), ids)
+	return peopleRead(t)(rows)
+}
+
+const qPeople = `SELECT ` + personCols + ` FROM people WHERE org_id = $1 AND mode = $2 AND id = ANY($3)`
+
+// peopleRead collects qPeople's rows as People returns them.
+func peopleRead(t cloud.Tenant) func(pgx.Rows) ([]cloud.Person, error) {
+	return func(rows pgx.Rows) ([]cloud.Person, error) {
+		out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cloud.Person, error) { return scanPerson(row, t) })
+		if err != nil {
+			return nil, fmt.Errorf("get people: %w", err)
+		}
+		return out, nil
+	}
 }
 
 // UpdatePerson implements cloud.Store, under the tenant's feed lock: the

@@ -94,15 +94,26 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 
 // Site implements cloud.Store.
 func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site, error) {
-	site, err := scanSite(s.pool.QueryRow(ctx, `SELECT `+siteCols+` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3`,
-		t.OrgID, string(t.Mode), id), t)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return cloud.Site{}, cloud.ErrNotFound
+	if v, err, ok := takeAhead[cloud.Site](s.bound(ctx), aheadSite, t, id); ok {
+		return v, err
 	}
-	if err != nil {
-		return cloud.Site{}, fmt.Errorf("get site: %w", err)
+	return siteRead(t)(s.pool.QueryRow(ctx, qSite, t.OrgID, string(t.Mode), id))
+}
+
+const qSite = `SELECT ` + siteCols + ` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3`
+
+// siteRead scans qSite's row as Site returns it.
+func siteRead(t cloud.Tenant) func(pgx.Row) (cloud.Site, error) {
+	return func(row pgx.Row) (cloud.Site, error) {
+		site, err := scanSite(row, t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.Site{}, cloud.ErrNotFound
+		}
+		if err != nil {
+			return cloud.Site{}, fmt.Errorf("get site: %w", err)
+		}
+		return site, nil
 	}
-	return site, nil
 }
 
 // UpdateSite implements cloud.Store.

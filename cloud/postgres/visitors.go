@@ -65,24 +65,44 @@ func (s *Store) Visitor(ctx context.Context, t cloud.Tenant, id string) (cloud.V
 // FindVisitor implements cloud.Store. A non-empty email is the only thing
 // compared, even when it matches no one and the phone would.
 func (s *Store) FindVisitor(ctx context.Context, t cloud.Tenant, email, phone string) (cloud.Visitor, error) {
-	var cond, arg string
+	q, arg, ok := findVisitor(email, phone)
+	if !ok {
+		return cloud.Visitor{}, cloud.ErrNotFound
+	}
+	if v, err, ok := takeAhead[cloud.Visitor](s.bound(ctx), aheadVisitor, t, email, phone); ok {
+		return v, err
+	}
+	return findVisitorRead(t)(s.pool.QueryRow(ctx, q, t.OrgID, string(t.Mode), arg))
+}
+
+// findVisitor is FindVisitor's statement and its third argument: by
+// email when there is one, else by phone; ok false when neither is given.
+func findVisitor(email, phone string) (q, arg string, ok bool) {
+	var cond string
 	switch {
 	case email != "":
 		cond, arg = "email_fold", cloud.Fold(email)
 	case phone != "":
 		cond, arg = "phone", phone
 	default:
-		return cloud.Visitor{}, cloud.ErrNotFound
+		return "", "", false
 	}
-	v, err := scanVisitor(s.pool.QueryRow(ctx, `SELECT `+visitorCols+` FROM visitors WHERE org_id = $1 AND mode = $2 AND `+cond+` = $3
-		AND NOT self_registered ORDER BY created_at DESC, id DESC LIMIT 1`, t.OrgID, string(t.Mode), arg), t)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return cloud.Visitor{}, cloud.ErrNotFound
+	return `SELECT ` + visitorCols + ` FROM visitors WHERE org_id = $1 AND mode = $2 AND ` + cond + ` = $3
+		AND NOT self_registered ORDER BY created_at DESC, id DESC LIMIT 1`, arg, true
+}
+
+// findVisitorRead scans findVisitor's row as FindVisitor returns it.
+func findVisitorRead(t cloud.Tenant) func(pgx.Row) (cloud.Visitor, error) {
+	return func(row pgx.Row) (cloud.Visitor, error) {
+		v, err := scanVisitor(row, t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.Visitor{}, cloud.ErrNotFound
+		}
+		if err != nil {
+			return cloud.Visitor{}, fmt.Errorf("find visitor: %w", err)
+		}
+		return v, nil
 	}
-	if err != nil {
-		return cloud.Visitor{}, fmt.Errorf("find visitor: %w", err)
-	}
-	return v, nil
 }
 
 // UpdateVisitor implements cloud.Store.

@@ -59,15 +59,26 @@ func (s *Store) PutVisitType(ctx context.Context, vt cloud.VisitType) error {
 
 // VisitType implements cloud.Store.
 func (s *Store) VisitType(ctx context.Context, t cloud.Tenant, key string) (cloud.VisitType, error) {
-	vt, err := scanVisitType(s.pool.QueryRow(ctx, `SELECT `+visitTypeCols+` FROM visit_types WHERE org_id = $1 AND mode = $2 AND key = $3`,
-		t.OrgID, string(t.Mode), key), t)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return cloud.VisitType{}, cloud.ErrNotFound
+	if v, err, ok := takeAhead[cloud.VisitType](s.bound(ctx), aheadVisitType, t, key); ok {
+		return v, err
 	}
-	if err != nil {
-		return cloud.VisitType{}, fmt.Errorf("get visit type: %w", err)
+	return visitTypeRead(t)(s.pool.QueryRow(ctx, qVisitType, t.OrgID, string(t.Mode), key))
+}
+
+const qVisitType = `SELECT ` + visitTypeCols + ` FROM visit_types WHERE org_id = $1 AND mode = $2 AND key = $3`
+
+// visitTypeRead scans qVisitType's row as VisitType returns it.
+func visitTypeRead(t cloud.Tenant) func(pgx.Row) (cloud.VisitType, error) {
+	return func(row pgx.Row) (cloud.VisitType, error) {
+		vt, err := scanVisitType(row, t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return cloud.VisitType{}, cloud.ErrNotFound
+		}
+		if err != nil {
+			return cloud.VisitType{}, fmt.Errorf("get visit type: %w", err)
+		}
+		return vt, nil
 	}
-	return vt, nil
 }
 
 // ListVisitTypes implements cloud.Store. Position.ID is the key.

@@ -122,6 +122,10 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 	return err
 }
 
+// ReadAhead implements cloud.Store: it does nothing, as a read on SQLite
+// costs no round trip.
+func (s *Store) ReadAhead(context.Context, cloud.Tenant, cloud.ReadsAhead) {}
+
 // atomic is one run of Atomic's call, in a savepoint when safe.
 func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe bool) error {
 	b := &boundTx{s: s, safe: safe}

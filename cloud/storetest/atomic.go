@@ -21,6 +21,8 @@ func atomicTests() []test {
 		{"FailedWriteFailsTheWhole", testAtomicFailedWriteFails},
 		{"ReadsAfterAWriteSeeIt", testAtomicReadsSeeWrites},
 		{"NoWriteNoCommit", testAtomicNoWrite},
+		{"ReadsAheadAnswerAsReads", testAtomicReadsAhead},
+		{"AWriteDropsTheReadsAhead", testAtomicReadsAheadThenWrite},
 	}
 }
 
@@ -138,4 +140,64 @@ func testAtomicNoWrite(t *testing.T, e *env) {
 	all, _ := reply.Commits()
 	require.Zero(t, all)
 	require.NoError(t, e.s.Atomic(t.Context(), func(context.Context) error { return nil }))
+}
+
+// testAtomicReadsAhead: inside Atomic, the reads named to ReadAhead
+// answer as they do without it, a missing row included, and again when
+// asked a second time.
+func testAtomicReadsAhead(t *testing.T, e *env) {
+	v, vr := e.atomicVisit(t)
+	require.NoError(t, e.s.CreateVisit(t.Context(), v, cloud.VisitWrites{Visitor: &vr}))
+	p1, p2 := e.newPerson(t, e.a), e.newPerson(t, e.a)
+	vt := e.newVisitType(t, e.a)
+	people := []string{p1.ID, ids.New(ids.Person), p2.ID}
+	site, err := e.s.Site(t.Context(), e.a, v.SiteID)
+	require.NoError(t, err)
+	found, err := e.s.People(t.Context(), e.a, people)
+	require.NoError(t, err)
+	typ, err := e.s.VisitType(t.Context(), e.a, vt.Key)
+	require.NoError(t, err)
+	visitor, err := e.s.FindVisitor(t.Context(), e.a, vr.Email, "")
+	require.NoError(t, err)
+	err = e.s.Atomic(t.Context(), func(ctx context.Context) error {
+		e.s.ReadAhead(ctx, e.a, cloud.ReadsAhead{Site: v.SiteID, People: people, VisitType: vt.Key, VisitorEmail: vr.Email})
+		for range 2 {
+			got, err := e.s.Site(ctx, e.a, v.SiteID)
+			require.NoError(t, err)
+			require.Equal(t, site, got)
+			gotPeople, err := e.s.People(ctx, e.a, people)
+			require.NoError(t, err)
+			require.ElementsMatch(t, found, gotPeople)
+			gotType, err := e.s.VisitType(ctx, e.a, vt.Key)
+			require.NoError(t, err)
+			require.Equal(t, typ, gotType)
+			gotVisitor, err := e.s.FindVisitor(ctx, e.a, vr.Email, "")
+			require.NoError(t, err)
+			require.Equal(t, visitor, gotVisitor)
+		}
+		e.s.ReadAhead(ctx, e.a, cloud.ReadsAhead{Site: ids.New(ids.Site), VisitType: "no-such-type", VisitorPhone: "+15550100999"})
+		_, err := e.s.VisitType(ctx, e.a, "no-such-type")
+		requireNotFound(t, err, "a type read ahead that is not there")
+		_, err = e.s.FindVisitor(ctx, e.a, "", "+15550100999")
+		requireNotFound(t, err, "a visitor read ahead that is not there")
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// testAtomicReadsAheadThenWrite: a write after ReadAhead drops what was
+// read ahead, so a read after the write sees the write.
+func testAtomicReadsAheadThenWrite(t *testing.T, e *env) {
+	s := e.newSite(t, e.a)
+	err := e.s.Atomic(t.Context(), func(ctx context.Context) error {
+		e.s.ReadAhead(ctx, e.a, cloud.ReadsAhead{Site: s.ID})
+		if _, err := e.s.UpdateSite(ctx, e.a, s.ID, func(st *cloud.Site) error { st.Name = "Renamed"; return nil }); err != nil {
+			return err
+		}
+		got, err := e.s.Site(ctx, e.a, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, "Renamed", got.Name, "the read after the write sees it")
+		return nil
+	})
+	require.NoError(t, err)
 }

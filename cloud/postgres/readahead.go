@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/svc-vms/svc/cloud"
+)
+
+// Reads ahead (cloud.Store.ReadAhead; docs/decisions.md, "PostgreSQL:
+// BEGIN and COMMIT in the statements' round trips (issue 20)"): the reads
+// that plan a visit, made in one batch at the start of the Atomic call
+// instead of one round trip each. Each read named keeps its answer (row
+// or error) in the call's pipeTx until the read is asked, once; any other
+// statement of the call first drops them all, so a read never answers
+// from before a write.
+
+type aheadKind uint8
+
+const (
+	aheadSite aheadKind = iota
+	aheadPeople
+	aheadVisitType
+	aheadVisitor
+)
+
+// aheadKey names one read: its kind, tenant and arguments.
+type aheadKey struct {
+	kind      aheadKind
+	org, mode string
+	args      string
+}
+
+func keyAhead(kind aheadKind, t cloud.Tenant, args ...string) aheadKey {
+	return aheadKey{kind: kind, org: t.OrgID, mode: string(t.Mode), args: strings.Join(args, "\x00")}
+}
+
+type aheadRead struct {
+	v   any
+	err error
+}
+
+// takeAhead returns, and forgets, the answer read ahead for this read in
+// the Atomic call b, if there is one.
+func takeAhead[V any](b *boundTx, kind aheadKind, t cloud.Tenant, args ...string) (V, error, bool) {
+	var zero V
+	if b == nil || b.tx.ahead == nil {
+		return zero, nil, false
+	}
+	k := keyAhead(kind, t, args...)
+	r, ok := b.tx.ahead[k]
+	if !ok {
+		return zero, nil, false
+	}
+	delete(b.tx.ahead, k)
+	if r.err != nil {
+		return zero, r.err, true
+	}
+	return r.v.(V), nil, true
+}
+
+// ReadAhead implements cloud.Store: the reads named, in one round trip
+// (with BEGIN in front when they are the call's first statement).
+func (s *Store) ReadAhead(ctx context.Context, t cloud.Tenant, r cloud.ReadsAhead) {
+	b := s.bound(ctx)
+	if b == nil {
+		return
+	}
+	var batch pgx.Batch
+	got := map[aheadKey]aheadRead{}
+	var keys []aheadKey
+	add := func(k aheadKey) aheadKey { keys = append(keys, k); return k }
+	mode := string(t.Mode)
+	if r.Site != "" {
+		k, read := add(keyAhead(aheadSite, t, r.Site)), siteRead(t)
+		batch.Queue(qSite, t.OrgID, mode, r.Site).QueryRow(func(row pgx.Row) error {
+			v, err := read(row)
+			got[k] = aheadRead{v, err}
+			return nil
+		})
+	}
+	if len(r.People) > 0 {
+		k, read := add(keyAhead(aheadPeople, t, r.People...)), peopleRead(t)
+		batch.Queue(qPeople, t.OrgID, mode, r.People).Query(func(rows pgx.Rows) error {
+			v, err := read(rows)
+			got[k] = aheadRead{v, err}
+			return nil
+		})
+	}
+	if r.VisitType != "" {
+		k, read := add(keyAhead(aheadVisitType, t, r.VisitType)), visitTypeRead(t)
+		batch.Queue(qVisitType, t.OrgID, mode, r.VisitType).QueryRow(func(row pgx.Row) error {
+			v, err := read(row)
+			got[k] = aheadRead{v, err}
+			return nil
+		})
+	}
+	if q, arg, ok := findVisitor(r.VisitorEmail, r.VisitorPhone); ok {
+		k, read := add(keyAhead(aheadVisitor, t, r.VisitorEmail, r.VisitorPhone)), findVisitorRead(t)
+		batch.Queue(q, t.OrgID, mode, arg).QueryRow(func(row pgx.Row) error {
+			v, err := read(row)
+			got[k] = aheadRead{v, err}
+			return nil
+		})
+	}
+	if batch.Len() == 0 {
+		return
+	}
+	if err := b.tx.SendBatch(ctx, &batch).Close(); err != nil {
+		// The reads not answered get the batch's error, as they would
+		// have on their own once the transaction failed.
+		for _, k := range keys {
+			if _, ok := got[k]; !ok {
+				got[k] = aheadRead{err: classify(err)}
+			}
+		}
+	}
+	b.tx.ahead = got
+}
