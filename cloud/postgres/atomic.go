@@ -205,6 +205,13 @@ func (p *pipeTx) send(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return batchc{br}
 }
 
+// sendOne sends one statement with BEGIN in front of it.
+func (p *pipeTx) sendOne(ctx context.Context, sql string, args []any) pgx.BatchResults {
+	var b pgx.Batch
+	b.Queue(sql, args...)
+	return p.send(ctx, &b)
+}
+
 func (p *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults { return p.send(ctx, b) }
 
 func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -212,9 +219,7 @@ func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	if p.tx != nil {
 		return p.tx.Exec(ctx, sql, args...)
 	}
-	var b pgx.Batch
-	b.Queue(sql, args...)
-	br := p.send(ctx, &b)
+	br := p.sendOne(ctx, sql, args)
 	tag, err := br.Exec()
 	if e := br.Close(); err == nil {
 		err = e
@@ -227,9 +232,7 @@ func (p *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	if p.tx != nil {
 		return p.tx.Query(ctx, sql, args...)
 	}
-	var b pgx.Batch
-	b.Queue(sql, args...)
-	br := p.send(ctx, &b)
+	br := p.sendOne(ctx, sql, args)
 	rows, err := br.Query()
 	if err != nil {
 		_ = br.Close()
@@ -243,9 +246,7 @@ func (p *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	if p.tx != nil {
 		return p.tx.QueryRow(ctx, sql, args...)
 	}
-	var b pgx.Batch
-	b.Queue(sql, args...)
-	br := p.send(ctx, &b)
+	br := p.sendOne(ctx, sql, args)
 	return batchRow{Row: br.QueryRow(), br: br}
 }
 

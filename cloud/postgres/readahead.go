@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +44,33 @@ type aheadRead struct {
 	err error
 }
 
+// oneRow makes the reader of a read by key's row as its Store method
+// returns it: ErrNotFound for no row, other errors as "get <what>: err".
+func oneRow[V any](scan func(scanner, cloud.Tenant) (V, error), t cloud.Tenant, what string) func(pgx.Row) (V, error) {
+	return func(row pgx.Row) (V, error) {
+		v, err := scan(row, t)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var zero V
+			return zero, cloud.ErrNotFound
+		}
+		if err != nil {
+			var zero V
+			return zero, fmt.Errorf("%s: %w", what, err)
+		}
+		return v, nil
+	}
+}
+
+// queueAhead queues one read of ReadAhead's batch, keeping its answer in
+// got under k.
+func queueAhead[V any](b *pgx.Batch, got map[aheadKey]aheadRead, k aheadKey, read func(pgx.Row) (V, error), sql string, args ...any) {
+	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+		v, err := read(rowc{row}) // pgx hands the batch's own row: classify as db does
+		got[k] = aheadRead{v, err}
+		return nil // the read's answer, not the batch's failure
+	})
+}
+
 // takeAhead returns, and forgets, the answer read ahead for this read in
 // the Atomic call b, if there is one.
 func takeAhead[V any](b *boundTx, kind aheadKind, t cloud.Tenant, args ...string) (V, error, bool) {
@@ -74,36 +103,21 @@ func (s *Store) ReadAhead(ctx context.Context, t cloud.Tenant, r cloud.ReadsAhea
 	add := func(k aheadKey) aheadKey { keys = append(keys, k); return k }
 	mode := string(t.Mode)
 	if r.Site != "" {
-		k, read := add(keyAhead(aheadSite, t, r.Site)), siteRead(t)
-		batch.Queue(qSite, t.OrgID, mode, r.Site).QueryRow(func(row pgx.Row) error {
-			v, err := read(row)
-			got[k] = aheadRead{v, err}
-			return nil
-		})
+		queueAhead(&batch, got, add(keyAhead(aheadSite, t, r.Site)), siteRead(t), qSite, t.OrgID, mode, r.Site)
 	}
 	if len(r.People) > 0 {
 		k, read := add(keyAhead(aheadPeople, t, r.People...)), peopleRead(t)
 		batch.Queue(qPeople, t.OrgID, mode, r.People).Query(func(rows pgx.Rows) error {
-			v, err := read(rows)
+			v, err := read(rowsc{rows})
 			got[k] = aheadRead{v, err}
 			return nil
 		})
 	}
 	if r.VisitType != "" {
-		k, read := add(keyAhead(aheadVisitType, t, r.VisitType)), visitTypeRead(t)
-		batch.Queue(qVisitType, t.OrgID, mode, r.VisitType).QueryRow(func(row pgx.Row) error {
-			v, err := read(row)
-			got[k] = aheadRead{v, err}
-			return nil
-		})
+		queueAhead(&batch, got, add(keyAhead(aheadVisitType, t, r.VisitType)), visitTypeRead(t), qVisitType, t.OrgID, mode, r.VisitType)
 	}
 	if q, arg, ok := findVisitor(r.VisitorEmail, r.VisitorPhone); ok {
-		k, read := add(keyAhead(aheadVisitor, t, r.VisitorEmail, r.VisitorPhone)), findVisitorRead(t)
-		batch.Queue(q, t.OrgID, mode, arg).QueryRow(func(row pgx.Row) error {
-			v, err := read(row)
-			got[k] = aheadRead{v, err}
-			return nil
-		})
+		queueAhead(&batch, got, add(keyAhead(aheadVisitor, t, r.VisitorEmail, r.VisitorPhone)), findVisitorRead(t), q, t.OrgID, mode, arg)
 	}
 	if batch.Len() == 0 {
 		return

@@ -102,18 +102,9 @@ func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site
 
 const qSite = `SELECT ` + siteCols + ` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3`
 
-// siteRead scans qSite's row as Site returns it.
+// siteRead reads qSite's row as Site returns it.
 func siteRead(t cloud.Tenant) func(pgx.Row) (cloud.Site, error) {
-	return func(row pgx.Row) (cloud.Site, error) {
-		site, err := scanSite(row, t)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return cloud.Site{}, cloud.ErrNotFound
-		}
-		if err != nil {
-			return cloud.Site{}, fmt.Errorf("get site: %w", err)
-		}
-		return site, nil
-	}
+	return oneRow(scanSite, t, "get site")
 }
 
 // UpdateSite implements cloud.Store.

@@ -91,18 +91,9 @@ func findVisitor(email, phone string) (q, arg string, ok bool) {
 		AND NOT self_registered ORDER BY created_at DESC, id DESC LIMIT 1`, arg, true
 }
 
-// findVisitorRead scans findVisitor's row as FindVisitor returns it.
+// findVisitorRead reads findVisitor's row as FindVisitor returns it.
 func findVisitorRead(t cloud.Tenant) func(pgx.Row) (cloud.Visitor, error) {
-	return func(row pgx.Row) (cloud.Visitor, error) {
-		v, err := scanVisitor(row, t)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return cloud.Visitor{}, cloud.ErrNotFound
-		}
-		if err != nil {
-			return cloud.Visitor{}, fmt.Errorf("find visitor: %w", err)
-		}
-		return v, nil
-	}
+	return oneRow(scanVisitor, t, "find visitor")
 }
 
 // UpdateVisitor implements cloud.Store.

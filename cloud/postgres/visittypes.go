@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -67,18 +66,9 @@ func (s *Store) VisitType(ctx context.Context, t cloud.Tenant, key string) (clou
 
 const qVisitType = `SELECT ` + visitTypeCols + ` FROM visit_types WHERE org_id = $1 AND mode = $2 AND key = $3`
 
-// visitTypeRead scans qVisitType's row as VisitType returns it.
+// visitTypeRead reads qVisitType's row as VisitType returns it.
 func visitTypeRead(t cloud.Tenant) func(pgx.Row) (cloud.VisitType, error) {
-	return func(row pgx.Row) (cloud.VisitType, error) {
-		vt, err := scanVisitType(row, t)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return cloud.VisitType{}, cloud.ErrNotFound
-		}
-		if err != nil {
-			return cloud.VisitType{}, fmt.Errorf("get visit type: %w", err)
-		}
-		return vt, nil
-	}
+	return oneRow(scanVisitType, t, "get visit type")
 }
 
 // ListVisitTypes implements cloud.Store. Position.ID is the key.
