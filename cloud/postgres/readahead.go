@@ -71,6 +71,16 @@ func queueAhead[V any](b *pgx.Batch, got map[aheadKey]aheadRead, k aheadKey, rea
 	})
 }
 
+// readByKey is a store method's read of one row by its ID or key: the
+// answer read ahead when there is one, else qByKey's row read by read.
+func readByKey[V any](ctx context.Context, s *Store, kind aheadKind, t cloud.Tenant, key, qByKey string,
+	read func(cloud.Tenant) func(pgx.Row) (V, error)) (V, error) {
+	if v, err, ok := takeAhead[V](s.bound(ctx), kind, t, key); ok {
+		return v, err
+	}
+	return read(t)(s.pool.QueryRow(ctx, qByKey, t.OrgID, string(t.Mode), key))
+}
+
 // takeAhead returns, and forgets, the answer read ahead for this read in
 // the Atomic call b, if there is one.
 func takeAhead[V any](b *boundTx, kind aheadKind, t cloud.Tenant, args ...string) (V, error, bool) {

@@ -94,10 +94,7 @@ func (s *Store) CreateSite(ctx context.Context, site cloud.Site) error {
 
 // Site implements cloud.Store.
 func (s *Store) Site(ctx context.Context, t cloud.Tenant, id string) (cloud.Site, error) {
-	if v, err, ok := takeAhead[cloud.Site](s.bound(ctx), aheadSite, t, id); ok {
-		return v, err
-	}
-	return siteRead(t)(s.pool.QueryRow(ctx, qSite, t.OrgID, string(t.Mode), id))
+	return readByKey(ctx, s, aheadSite, t, id, qSite, siteRead)
 }
 
 const qSite = `SELECT ` + siteCols + ` FROM sites WHERE org_id = $1 AND mode = $2 AND id = $3`

@@ -58,10 +58,7 @@ func (s *Store) PutVisitType(ctx context.Context, vt cloud.VisitType) error {
 
 // VisitType implements cloud.Store.
 func (s *Store) VisitType(ctx context.Context, t cloud.Tenant, key string) (cloud.VisitType, error) {
-	if v, err, ok := takeAhead[cloud.VisitType](s.bound(ctx), aheadVisitType, t, key); ok {
-		return v, err
-	}
-	return visitTypeRead(t)(s.pool.QueryRow(ctx, qVisitType, t.OrgID, string(t.Mode), key))
+	return readByKey(ctx, s, aheadVisitType, t, key, qVisitType, visitTypeRead)
 }
 
 const qVisitType = `SELECT ` + visitTypeCols + ` FROM visit_types WHERE org_id = $1 AND mode = $2 AND key = $3`
