@@ -57,7 +57,11 @@ func BenchmarkPostVisits(b *testing.B) {
 
 // benchWarmup is how many visits each run makes before the timer starts:
 // they warm the connections and, on PostgreSQL, give ANALYZE rows to see.
-const benchWarmup = 100
+// After 100 the visitors' table was a few pages, PostgreSQL cached a
+// plan that scans it for the visitor's read, and every timed request
+// scanned it whole as it grew (docs/performance.md, "Issue 20,
+// thirteenth pass"); after 1,000 the read goes through its index.
+const benchWarmup = 1000
 
 // benchPostVisits runs the POST /v1/visits benchmarks; parallelism is
 // b.SetParallelism's.
