@@ -12,6 +12,12 @@
 # onevisitor) narrow a run to the stores and rows named; the bare handler
 # is measured in every run.
 #
+# BENCH_SITES=N (1) spreads the POST /v1/visits rows over N test-mode
+# sites, the seed's first and N-1 made through the API, each request at
+# the next. Every write at a site takes the site's feed head until its
+# commit, so 1 is the most one site's writes contend; N shows what that
+# contention costs.
+#
 # BENCH_PROFILE_DIR=DIR serves with --pprof and saves a CPU profile of
 # svc-cloud serve over each measured run in DIR (STORE-TARGET.pprof, for
 # go tool pprof); profiling costs CPU, so its figures are not the plain
@@ -227,10 +233,16 @@ bench_store() { # name port store-flags...
     KEY=$key measure "$name POST /v1/teams" "http://127.0.0.1:$port" post.lua
   fi
 
-  # Visits: meetings at the first test-mode site, hosted by the first person
-  # (the seed's seventh, and every seventh after, is inactive).
+  # Visits: meetings at the first test-mode site (and BENCH_SITES-1 more),
+  # hosted by the first person (the seed's seventh, and every seventh after,
+  # is inactive).
   local site ids=$tmp/ids.$name
   site=$(seed_site)
+  for i in $(seq 2 "${BENCH_SITES:-1}"); do
+    site=$site,$(curl -sf -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+      -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" \
+      -d "{\"name\":\"Load site $i\",\"timezone\":\"Europe/London\"}" "http://127.0.0.1:$port/v1/sites" | grep -o '"id":"site_[^"]*"' | head -1 | cut -d'"' -f4)
+  done
   mkdir -p "$ids"
   export KEY=$key SITE=$site HOST=$1
   wanted "$BENCH_TARGETS" visits && IDS_DIR=$ids measure "$name POST /v1/visits" "http://127.0.0.1:$port" visits.lua

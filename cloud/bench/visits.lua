@@ -1,11 +1,15 @@
 dofile("cloud/bench/report.lua") -- bench.sh runs wrk from the repository root
 -- wrk script: POST /v1/visits with a fresh Idempotency-Key on each request,
 -- a meeting at SITE hosted by HOST, expected now and until 12 hours on.
+-- SITE may name several sites, comma-separated: each request is at the
+-- next (bench.sh's BENCH_SITES).
 -- Each request's visitor has its own email unless EMAIL=fixed (then every
 -- visit reuses one visitor). When IDS_DIR is set, each thread appends the
 -- IDs of the visits it created to IDS_DIR/<thread>.ids, one a line, for
 -- checkin.lua; a run appends to what earlier runs wrote.
-local key, site, host = os.getenv("KEY"), os.getenv("SITE"), os.getenv("HOST")
+local key, host = os.getenv("KEY"), os.getenv("HOST")
+local sites = {}
+for s in string.gmatch(os.getenv("SITE"), "[^,]+") do sites[#sites + 1] = s end
 local fixed = os.getenv("EMAIL") == "fixed"
 local dir = os.getenv("IDS_DIR") or ""
 
@@ -44,6 +48,7 @@ request = function()
     last, at, untl = now, os.date("!%Y-%m-%dT%H:%M:%SZ", now), os.date("!%Y-%m-%dT%H:%M:%SZ", now + 12 * 3600)
   end
   local email = fixed and "load@example.org" or ("load." .. prefix .. "." .. counter .. "@example.org")
+  local site = sites[counter % #sites + 1]
   local body = '{"site_id": "' .. site .. '", "host_id": "' .. host .. '", "visitor": {"name": "Load Visitor", "email": "' ..
     email .. '"}, "type": "meeting", "expected_at": "' .. at .. '", "expected_until": "' .. untl .. '"}'
   return wrk.format("POST", "/v1/visits", {
