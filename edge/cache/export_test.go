@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"os"
+	"syscall"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -149,3 +150,19 @@ const JournalSize = journalSize
 // FlushEvery is how many records the journal holds before Record writes
 // them to the file.
 const FlushEvery = flushEvery
+
+// FailJournalSyncs makes the journal's next n fdatasyncs fail with EIO,
+// as a failing disk's do, after their writes have reached the file (the
+// page cache); the test's end puts the real one back.
+func FailJournalSyncs(tb testing.TB, n int) {
+	tb.Helper()
+	real := syncJournal
+	tb.Cleanup(func() { syncJournal = real })
+	syncJournal = func(f *os.File) error {
+		if n > 0 {
+			n--
+			return syscall.EIO
+		}
+		return real(f)
+	}
+}

@@ -299,20 +299,41 @@ func applyFrames(tx *bolt.Tx, b []byte) error {
 }
 
 // write appends frame, sealed, to the journal at the end of mem and
-// fdatasyncs it. On error mem is as it was: the next frame goes where
-// this one was.
+// fdatasyncs it. On error mem is as it was, and the frame is struck out
+// (unwrite): its record failed, its gate refused, and a frame whose
+// bytes reached the file before the write or the sync failed must not be
+// replayed at the next Open as if it had been recorded.
 func (j *journal) write(frame []byte, records int) error {
 	at := len(j.mem)
-	if _, err := j.f.WriteAt(frame, int64(at)); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	_, err := j.f.WriteAt(frame, int64(at))
+	if err == nil {
+		err = syncJournal(j.f)
 	}
-	if err := datasync(j.f); err != nil {
+	if err != nil {
+		j.unwrite(at)
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.mem = append(j.mem, frame...)
 	j.records += records
 	return nil
 }
+
+// unwrite zeroes the magic of the frame at offset at, so that replay (and
+// Reset's salvage) stop there, and syncs it: best effort, as the write
+// that failed may fail again. The zeroes are what this boot reads back
+// whatever the disk holds (a restarted process replays from the page
+// cache); after a power cut the disk may hold either, as it may after any
+// failed fdatasync (docs/decisions.md, "A journal write that fails").
+func (j *journal) unwrite(at int) {
+	var zero [len(frameMagic)]byte
+	if _, err := j.f.WriteAt(zero[:], int64(at)); err == nil {
+		_ = syncJournal(j.f)
+	}
+}
+
+// syncJournal is datasync, the journal's fdatasync; a test of a failing
+// disk replaces it.
+var syncJournal = datasync
 
 // eachRow calls fn with the key and value of each outbox row in the
 // journal, oldest first, until fn returns an error (errStop ends it

@@ -341,3 +341,59 @@ func TestJournal_OutboxAfterReadsTheJournalWithoutFlushing(t *testing.T) {
 	}
 	require.Equal(t, at, cache.JournalOffset(c), "reading the outbox flushed the journal")
 }
+
+// A record whose frame reached the journal's file but whose fdatasync
+// failed (a failing disk) failed: its gate refused and nothing opened. The
+// frame follows the file's counter like any other, so it is struck out
+// when the sync fails: a restart, clean or not, does not replay it as if
+// it had been recorded, and its counter is the next record's.
+func TestJournal_FailedSyncIsNotReplayed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		before  int // records journaled before the failing one
+		restart func(*cache.Cache)
+	}{
+		{"first frame, closed", 0, func(c *cache.Cache) { require.NoError(t, c.Close()) }},
+		{"after frames, killed", 2, cache.Crash},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, path, visits := site(t, tc.before+2)
+			var want []protocol.Fact
+			for _, v := range visits[:tc.before] {
+				want = append(want, checkIn(t, c, v))
+			}
+			failing := visits[tc.before]
+			cache.FailJournalSyncs(t, 1)
+			_, err := c.Record(cache.LocalChange{Visits: []protocol.Visit{checkedIn(failing)}}, checkInFact(failing.ID))
+			require.Error(t, err, "the record failed: its gate refuses")
+			tc.restart(c)
+
+			c = openCache(t, path)
+			require.Equal(t, want, nilIfEmpty(outbox(t, c)), "the failed record is not in the outbox")
+			require.Equal(t, string(passrule.Expected), visitOf(t, c, failing.ID).Status, "its visit is as it was")
+			require.Equal(t, uint64(tc.before+1), checkIn(t, c, visits[tc.before+1]).Counter, "its counter is assigned again")
+		})
+	}
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// After a failed journal write, WriteFailure (the appliance's health) is
+// set until the file takes a commit; the next record makes one before its
+// frame, even with the journal empty, so a record that succeeds clears it.
+func TestJournal_WriteFailureClearsWhenARecordSucceeds(t *testing.T) {
+	c, _, visits := site(t, 2)
+	require.Zero(t, cache.JournalOffset(c))
+	cache.FailJournalSyncs(t, 1)
+	_, err := c.Record(cache.LocalChange{Visits: []protocol.Visit{checkedIn(visits[0])}}, checkInFact(visits[0].ID))
+	require.Error(t, err)
+	require.Error(t, c.WriteFailure(), "a failed record makes the cache unhealthy")
+
+	checkIn(t, c, visits[1])
+	require.NoError(t, c.WriteFailure(), "a record stored since: healthy again")
+}

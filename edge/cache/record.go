@@ -281,14 +281,22 @@ func (c *Cache) fail(batch []*record, err error) error {
 // to last: appended to the journal as a frame and fdatasync'd, or written
 // to the file in one transaction when there is no journal, or when the
 // frame is bigger than the journal. A journal too full for the frame is
-// flushed first; so is one whose last flush failed, so that while the file
-// takes no writes neither does the journal, and a record fails as it did
-// before the journal (the gate refuses record_failed).
+// flushed first. After a failed write (WriteFailure), the file must take
+// a commit before the journal takes a frame: the journal is flushed, or,
+// holding nothing, an empty commit is made, which clears WriteFailure. So
+// while the file takes no writes neither does the journal, a record fails
+// as it did before the journal (the gate refuses record_failed), and the
+// appliance is healthy again only once the file has taken a write.
 func (c *Cache) persist(first, last uint64) error {
 	if c.j == nil {
 		return c.update(func(tx *bolt.Tx) error { return applyOps(tx, c.buf, true) })
 	}
-	if !c.j.fits(len(c.buf)) || c.failing.Load() != nil {
+	switch {
+	case c.failing.Load() != nil:
+		if err := c.update(func(*bolt.Tx) error { return nil }); err != nil { // applies the journal, if it holds anything
+			return err
+		}
+	case !c.j.fits(len(c.buf)):
 		if err := c.flushLocked(); err != nil {
 			return err
 		}
