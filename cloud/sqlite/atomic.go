@@ -60,7 +60,11 @@ func (b *boundTx) begin(ctx context.Context) (*sql.Tx, error) {
 	}
 	if b.safe || bt.safe || time.Now().Before(b.s.writer.safeUntil) {
 		bt.safe = true
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT atomic`); err != nil {
+		// Not ended by ctx: a call whose context ends here has written
+		// nothing, and fails at its first statement, rolling back to
+		// its savepoint; a SAVEPOINT failing on the context would poison
+		// the batch and fail every call in it.
+		if _, err := tx.ExecContext(context.WithoutCancel(ctx), `SAVEPOINT atomic`); err != nil {
 			b.s.writer.give(bt, err)
 			return nil, err
 		}
@@ -129,6 +133,24 @@ func (s *Store) ReadAhead(context.Context, cloud.Tenant, cloud.ReadsAhead) {}
 // atomic is one run of Atomic's call, in a savepoint when safe.
 func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe bool) error {
 	b := &boundTx{s: s, safe: safe}
+	given := false // the writer's turn, once b took it, given back
+	give := func(poison error) {
+		given = true
+		s.writer.give(b.batch, poison)
+	}
+	defer func() {
+		// A panic in fn (a bug in a write's callback) or in finish,
+		// holding the turn, must not keep it: the transaction would stay
+		// open, every call in its batch would wait for a commit that never
+		// comes and every later write for the turn. It fails as fn
+		// returning an error would, and goes on up.
+		if p := recover(); p != nil {
+			if b.tx != nil && !given {
+				give(b.undo(fmt.Errorf("panic: %v", p)))
+			}
+			panic(p)
+		}
+	}()
 	err := fn(context.WithValue(ctx, boundKey{}, b))
 	if err == nil {
 		err = b.err
@@ -141,18 +163,18 @@ func (s *Store) atomic(ctx context.Context, fn func(context.Context) error, safe
 		err = s.finish(ctx, b)
 	}
 	if err != nil {
-		s.writer.give(b.batch, b.undo(err))
+		give(b.undo(err))
 		return classify(err)
 	}
 	if b.savepoint {
 		if _, err := b.tx.ExecContext(context.WithoutCancel(ctx), `RELEASE atomic`); err != nil {
-			s.writer.give(b.batch, fmt.Errorf("release savepoint: %w", err))
+			give(fmt.Errorf("release savepoint: %w", err))
 			return classify(err)
 		}
 	}
 	b.batch.members++
 	cloud.Fail(ctx, cloud.FailBeforeCommit)
-	s.writer.give(b.batch, nil)
+	give(nil)
 	<-b.batch.done
 	if b.batch.err != nil {
 		return classify(b.batch.err)

@@ -446,3 +446,92 @@ func TestAtomic_FeedStaysContiguousAfterASavepointRollback(t *testing.T) {
 		tn.OrgID, string(tn.Mode), site).Scan(&head))
 	require.Equal(t, seqs[len(seqs)-1], head)
 }
+
+// TestAtomic_PanicInAWriteGivesTheTurnBack: a call that panics after its
+// first write (a bug in a write's callback; the server's recover turns it
+// into a 500 and goes on) gives the writer's turn back, undoing its
+// writes as a failure would: the call whose writes it shared a
+// transaction with is run again and commits, and later writes go on. It
+// kept the turn, with the transaction open, and both waited for ever.
+func TestAtomic_PanicInAWriteGivesTheTurnBack(t *testing.T) {
+	s, _, tn, _, visit := groupStore(t)
+	ctx := context.Background()
+	first, bad, next := visit(), visit(), visit()
+
+	// first holds the writer until bad waits behind it, so that its
+	// writes are released into the transaction bad then writes in.
+	release, firstDone, runs := holdWriter(ctx, s, first.v, first.w, false)
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = s.Atomic(ctx, func(ctx context.Context) error {
+			if err := s.CreateVisit(ctx, bad.v, bad.w); err != nil {
+				return err
+			}
+			panic("a bug after the write")
+		})
+	}()
+	require.Eventually(t, func() bool { return len(s.writer.waiting) == 1 }, 10*time.Second, time.Millisecond)
+	release()
+	require.Equal(t, "a bug after the write", <-panicked, "the panic goes on up")
+
+	select {
+	case err := <-firstDone:
+		require.NoError(t, err)
+		require.Equal(t, int32(2), runs.Load(), "the call sharing the transaction ran again")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call sharing the transaction never returned")
+	}
+	nextDone := make(chan error, 1)
+	go func() { nextDone <- s.Atomic(ctx, func(ctx context.Context) error { return s.CreateVisit(ctx, next.v, next.w) }) }()
+	select {
+	case err := <-nextDone:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a later write waits for ever: the panicking call kept the writer's turn")
+	}
+	requireVisits(t, s, tn, []visitWrites{first, next}, bad)
+}
+
+// endsAfterFirstCheck is a context whose Err is nil the first time it is
+// asked (writer.take's check once the call has the turn) and Canceled
+// after: a request's deadline passing just after the call took the
+// writer, before its first statement.
+type endsAfterFirstCheck struct {
+	context.Context
+	asked atomic.Int32
+}
+
+func (c *endsAfterFirstCheck) Err() error {
+	if c.asked.Add(1) == 1 {
+		return nil
+	}
+	return context.Canceled
+}
+
+// TestAtomic_ContextEndedBeforeTheSavepointFailsTheCallAlone: a call in a
+// savepoint (a store write outside Atomic, or any call for a second after
+// a rollback) whose context ends once it has the writer's turn has
+// written nothing: it fails at its first statement, alone. Its SAVEPOINT
+// ran on that context, failed, and poisoned the batch: the call sharing
+// the transaction was rolled back and failed with it.
+func TestAtomic_ContextEndedBeforeTheSavepointFailsTheCallAlone(t *testing.T) {
+	s, _, tn, _, visit := groupStore(t)
+	ctx := context.Background()
+	first := visit()
+
+	release, firstDone, _ := holdWriter(ctx, s, first.v, first.w, false)
+	ended := &endsAfterFirstCheck{Context: ctx}
+	safeErr := make(chan error, 1)
+	go func() {
+		safeErr <- s.tx(ended, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ended, `UPDATE organisations SET name = name WHERE id = ?`, tn.OrgID)
+			return err
+		})
+	}()
+	require.Eventually(t, func() bool { return len(s.writer.waiting) == 1 }, 10*time.Second, time.Millisecond)
+	release()
+	require.ErrorIs(t, <-safeErr, context.Canceled)
+	require.NoError(t, <-firstDone, "the call sharing the transaction commits")
+	requireVisits(t, s, tn, []visitWrites{first})
+}
