@@ -56,11 +56,11 @@ func (s *Store) bound(ctx context.Context) *boundTx { return boundIn(ctx, s.pool
 // it are the ones that decide its writes; the row locks that writes such
 // as UpdateVisit take (SELECT … FOR UPDATE) last until the commit.
 //
-// BEGIN and COMMIT cost no round trip of their own (docs/decisions.md,
-// "PostgreSQL: BEGIN and COMMIT in the statements' round trips (issue
-// 20)"): BEGIN goes with fn's first statement (pipeTx), and COMMIT with
-// what the writes recorded (events, deliveries, audit rows, the stored
-// reply) and the feed appends, in one batch (commit).
+// BEGIN costs no round trip of its own (docs/decisions.md, "PostgreSQL:
+// BEGIN and COMMIT in the statements' round trips (issue 20)"): it goes
+// with fn's first statement (pipeTx). What the writes recorded (events,
+// deliveries, audit rows, the stored reply) and the feed appends go in one
+// batch, and COMMIT once that has answered (commit).
 func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) error {
 	if s.bound(ctx) != nil {
 		return fn(ctx)
@@ -83,9 +83,17 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 
 // commit ends b's call: what it recorded for its writes (the events, their
 // deliveries, the audit rows, the reply when none is stored yet) and its
-// feed appends, then COMMIT, in one batch; one that begins the
-// transaction too when nothing has yet. The feed heads' row locks, which
-// every write at a site takes, are so held for the commit alone.
+// feed appends in one batch, one that begins the transaction too when
+// nothing has yet; then COMMIT. The feed heads' row locks, which every
+// write at a site takes, are so held for the commit alone.
+//
+// COMMIT goes in a round trip of its own, sent only once the batch has
+// answered: a statement of the batch may wait (for a feed head's lock, or
+// a reply's key that another request holds), and a call whose context
+// ends in that wait drops the connection and fails. Had COMMIT been
+// queued behind the wait, PostgreSQL would read it once the wait ended
+// and commit what the call had reported failed (docs/decisions.md,
+// "COMMIT after the batch has answered").
 func (s *Store) commit(ctx context.Context, b *boundTx) error {
 	p := b.tx
 	if err := b.record(ctx, s.kek); err != nil {
@@ -111,25 +119,22 @@ func (s *Store) commit(ctx context.Context, b *boundTx) error {
 		cloud.WriteCommitted(ctx, nil)
 		return nil
 	}
-	fb.Queue("commit")
 	cloud.Fail(ctx, cloud.FailBeforeCommit)
 	br := p.conn.SendBatch(ctx, &fb)
 	if begins {
 		p.tx = txc{br.Tx()}
 	}
 	var err error
-	for i := range fb.Len() {
-		tag, e := br.Exec()
-		if e != nil {
-			err = e
+	for range fb.Len() {
+		if _, err = br.Exec(); err != nil {
 			break
-		}
-		if i == fb.Len()-1 && tag.String() != "COMMIT" {
-			err = pgx.ErrTxCommitRollback
 		}
 	}
 	if e := br.Close(); err == nil {
 		err = e
+	}
+	if err == nil {
+		err = p.tx.Commit(ctx) // pgx.ErrTxCommitRollback when PostgreSQL rolled back instead
 	}
 	if err != nil {
 		return commitError(took, err)

@@ -27,6 +27,17 @@ func newSite(t testing.TB, tn cloud.Tenant) cloud.Site {
 	return cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "Site", Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 }
 
+// orgWithSite makes a test-mode organisation with a site in s.
+func orgWithSite(t testing.TB, s cloud.Store) (cloud.Tenant, cloud.Site) {
+	t.Helper()
+	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeTest}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	require.NoError(t, s.CreateOrganisation(t.Context(), cloud.Organisation{ID: tn.OrgID, Name: "Org", Plan: cloud.PlanEnterprise, CreatedAt: now}))
+	site := newSite(t, tn)
+	require.NoError(t, s.CreateSite(t.Context(), site))
+	return tn, site
+}
+
 // requireUnavailableCalls runs a read and a write within limit and
 // requires both to fail with cloud.ErrUnavailable in time.
 func requireUnavailableCalls(t *testing.T, s cloud.Store, tn cloud.Tenant, siteID string, ctxTimeout, limit time.Duration) {

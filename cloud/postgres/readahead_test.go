@@ -49,11 +49,8 @@ func TestReadAhead_OneRoundTrip(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 
 	ctx := t.Context()
-	tn := cloud.Tenant{OrgID: ids.New(ids.Organisation), Mode: cloud.ModeTest}
+	tn, site := orgWithSite(t, s)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(t, s.CreateOrganisation(ctx, cloud.Organisation{ID: tn.OrgID, Name: "Ahead", Plan: cloud.PlanEnterprise, CreatedAt: now}))
-	site := cloud.Site{ID: ids.New(ids.Site), Tenant: tn, Name: "HQ", Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.CreateSite(ctx, site))
 	host := cloud.Person{ID: ids.New(ids.Person), Tenant: tn, Name: "Host", Email: "host@example.com", Active: true,
 		PassIssuedAt: now, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, s.CreatePerson(ctx, host))
