@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -56,11 +57,11 @@ func (s *Store) bound(ctx context.Context) *boundTx { return boundIn(ctx, s.pool
 // it are the ones that decide its writes; the row locks that writes such
 // as UpdateVisit take (SELECT … FOR UPDATE) last until the commit.
 //
-// BEGIN costs no round trip of its own (docs/decisions.md, "PostgreSQL:
-// BEGIN and COMMIT in the statements' round trips (issue 20)"): it goes
-// with fn's first statement (pipeTx). What the writes recorded (events,
-// deliveries, audit rows, the stored reply) and the feed appends go in one
-// batch, and COMMIT once that has answered (commit).
+// BEGIN and COMMIT cost no round trip of their own (docs/decisions.md,
+// "PostgreSQL: BEGIN and COMMIT in the statements' round trips (issue
+// 20)"): BEGIN goes with fn's first statement (pipeTx), and COMMIT with
+// what the writes recorded (events, deliveries, audit rows, the stored
+// reply) and the feed appends, in one batch (commit).
 func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) error {
 	if s.bound(ctx) != nil {
 		return fn(ctx)
@@ -83,17 +84,17 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 
 // commit ends b's call: what it recorded for its writes (the events, their
 // deliveries, the audit rows, the reply when none is stored yet) and its
-// feed appends in one batch, one that begins the transaction too when
-// nothing has yet; then COMMIT. The feed heads' row locks, which every
-// write at a site takes, are so held for the commit alone.
+// feed appends, then COMMIT, in one batch; one that begins the
+// transaction too when nothing has yet. The feed heads' row locks, which
+// every write at a site takes, are so held for the commit alone.
 //
-// COMMIT goes in a round trip of its own, sent only once the batch has
-// answered: a statement of the batch may wait (for a feed head's lock, or
-// a reply's key that another request holds), and a call whose context
-// ends in that wait drops the connection and fails. Had COMMIT been
-// queued behind the wait, PostgreSQL would read it once the wait ended
-// and commit what the call had reported failed (docs/decisions.md,
-// "COMMIT after the batch has answered").
+// A statement of the batch may wait (for a feed head's lock, or a reply's
+// key that another request holds). A call whose context ends in that wait
+// drops the connection and fails, but PostgreSQL has COMMIT queued behind
+// the wait: unstopped, it would commit what the call reported failed once
+// the wait ended. So a batch that fails without PostgreSQL's answer is
+// stopped (stopCommit) before the call returns (docs/decisions.md, "A
+// commit batch stopped when its call gives up").
 func (s *Store) commit(ctx context.Context, b *boundTx) error {
 	p := b.tx
 	if err := b.record(ctx, s.kek); err != nil {
@@ -119,29 +120,60 @@ func (s *Store) commit(ctx context.Context, b *boundTx) error {
 		cloud.WriteCommitted(ctx, nil)
 		return nil
 	}
+	fb.Queue("commit")
 	cloud.Fail(ctx, cloud.FailBeforeCommit)
 	br := p.conn.SendBatch(ctx, &fb)
 	if begins {
 		p.tx = txc{br.Tx()}
 	}
 	var err error
-	for range fb.Len() {
-		if _, err = br.Exec(); err != nil {
+	for i := range fb.Len() {
+		tag, e := br.Exec()
+		if e != nil {
+			err = e
 			break
+		}
+		if i == fb.Len()-1 && tag.String() != "COMMIT" {
+			err = pgx.ErrTxCommitRollback
 		}
 	}
 	if e := br.Close(); err == nil {
 		err = e
 	}
-	if err == nil {
-		err = p.tx.Commit(ctx) // pgx.ErrTxCommitRollback when PostgreSQL rolled back instead
-	}
 	if err != nil {
+		if !answered(err) {
+			stopCommit(p.conn.Conn().PgConn())
+		}
 		return commitError(took, err)
 	}
 	cloud.Fail(ctx, cloud.FailAfterCommit)
 	cloud.WriteCommitted(ctx, took)
 	return nil
+}
+
+// answered reports whether err is PostgreSQL's own answer to the batch (a
+// statement failed, so the server skipped the rest, COMMIT included, or
+// COMMIT answered ROLLBACK), rather than the client giving up on it.
+func answered(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) || errors.Is(err, pgx.ErrTxCommitRollback)
+}
+
+// stopWait bounds stopCommit: a server that does not take a cancel
+// request in this long is not reachable, and its connection is gone.
+const stopWait = time.Second
+
+// stopCommit cancels what the server runs on conn's backend (a cancel
+// request, on a connection of its own, naming the backend by its process
+// ID and secret key, so it reaches no other session): a statement of a
+// commit batch that still waits fails, the transaction is aborted, and
+// the COMMIT queued behind it rolls back. It returns once the server has
+// taken the request. Best effort: a backend already past its last wait
+// commits, as any commit the client stops hearing about may have.
+func stopCommit(conn *pgconn.PgConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+	defer cancel()
+	_ = conn.CancelRequest(ctx)
 }
 
 // replyHeld is the SQLSTATE of idempotency_key_free (migration 0053): the

@@ -17,11 +17,10 @@ import (
 // TestAtomic_ContextEndedInTheCommitBatchCommitsNothing: a write whose
 // commit batch waits for a site's feed head (another transaction holds
 // its row) and whose context ends in the wait fails, and nothing of it
-// commits once the wait is over. With COMMIT queued in the batch behind
-// the wait, PostgreSQL read it when the lock was released and committed
-// the visit and its stored reply after the call had reported failure (on
-// some attempts: when the server had read the queued COMMIT before the
-// client dropped the connection), hence several attempts.
+// commits once the wait is over: the call stops its batch (stopCommit)
+// before it returns. Unstopped, PostgreSQL ran the COMMIT queued behind
+// the wait when the lock was released, and committed the visit and its
+// stored reply after the call had reported failure.
 func TestAtomic_ContextEndedInTheCommitBatchCommitsNothing(t *testing.T) {
 	url := postgrestest.URL(t)
 	schema := postgrestest.NewSchema(t, url)
