@@ -79,6 +79,9 @@ func (s *Store) Atomic(ctx context.Context, fn func(context.Context) error) erro
 	if b.err != nil {
 		return b.err
 	}
+	if p.deferErr != nil {
+		return p.deferErr
+	}
 	return s.commit(ctx, b)
 }
 
@@ -111,7 +114,9 @@ func (s *Store) commit(ctx context.Context, b *boundTx) error {
 	if begins {
 		fb.BeginTx(pgx.TxOptions{})
 	}
-	fb.QueuedQueries = append(append(fb.QueuedQueries, b.pending.QueuedQueries...), feeds.QueuedQueries...)
+	fb.QueuedQueries = append(append(append(fb.QueuedQueries, p.deferred.QueuedQueries...), b.pending.QueuedQueries...),
+		feeds.QueuedQueries...)
+	p.deferred = pgx.Batch{}
 	took := b.took
 	if begins && fb.Len() == 1 {
 		// Nothing written and nothing to record: no transaction at all.
@@ -197,6 +202,46 @@ type pipeTx struct {
 	conn  *pgxpool.Conn
 	tx    pgx.Tx                 // a txc once begun
 	ahead map[aheadKey]aheadRead // reads made ahead (readahead.go); any statement drops them
+	// deferred are writes whose answer nothing in the call waits for
+	// (deferWrites): they go in front of the call's next statement,
+	// which is most often the commit's batch, a round trip fewer.
+	deferred pgx.Batch
+	// deferErr is the failure of deferred writes sent in front of a
+	// statement: the call fails with it whatever fn made of it.
+	deferErr error
+}
+
+// deferWrites queues b's statements to go in front of the call's next
+// statement (flush) or in the commit's batch, instead of a round trip of
+// their own. A write whose result decides nothing the call does next
+// (CreateVisit's rows) may be deferred: its failure fails the call, at
+// its next statement or at the commit, as translate classifies it there.
+func (p *pipeTx) deferWrites(b *pgx.Batch) {
+	p.deferred.QueuedQueries = append(p.deferred.QueuedQueries, b.QueuedQueries...)
+}
+
+// flush sends the deferred writes, if any, before a statement that may
+// read what they write.
+func (p *pipeTx) flush(ctx context.Context) error {
+	if p.deferErr != nil || p.deferred.Len() == 0 {
+		return p.deferErr
+	}
+	b := p.deferred
+	p.deferred = pgx.Batch{}
+	br := p.send(ctx, &b)
+	var err error
+	for range b.Len() {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if e := br.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		p.deferErr = classify(translate("deferred writes", err))
+	}
+	return p.deferErr
 }
 
 func (p *pipeTx) begun() bool { return p.tx != nil }
@@ -249,9 +294,17 @@ func (p *pipeTx) sendOne(ctx context.Context, sql string, args []any) pgx.BatchR
 	return p.send(ctx, &b)
 }
 
-func (p *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults { return p.send(ctx, b) }
+func (p *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := p.flush(ctx); err != nil {
+		return batchc{pgx.FailedBatchResults(b, err)}
+	}
+	return p.send(ctx, b)
+}
 
 func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := p.flush(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.Exec(ctx, sql, args...)
@@ -265,6 +318,9 @@ func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (p *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := p.flush(ctx); err != nil {
+		return nil, err
+	}
 	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.Query(ctx, sql, args...)
@@ -279,6 +335,9 @@ func (p *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 }
 
 func (p *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := p.flush(ctx); err != nil {
+		return failedRow{err}
+	}
 	p.ahead = nil
 	if p.tx != nil {
 		return p.tx.QueryRow(ctx, sql, args...)
@@ -330,7 +389,16 @@ func (r batchRow) Scan(dest ...any) error {
 	return err
 }
 
+// failedRow is the row of a statement not sent: the deferred writes in
+// front of it failed.
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }
+
 func (p *pipeTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := p.flush(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -338,6 +406,9 @@ func (p *pipeTx) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 func (p *pipeTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := p.flush(ctx); err != nil {
+		return 0, err
+	}
 	if err := p.begin(ctx); err != nil {
 		return 0, err
 	}

@@ -231,6 +231,13 @@ func (s *Store) CreateVisit(ctx context.Context, v cloud.Visit, w cloud.VisitWri
 		for _, a := range w.Audit {
 			b.Queue(qInsertAudit, auditArgs(t, a)...)
 		}
+		if p, ok := tx.(*pipeTx); ok {
+			// Nothing here reads the rows back: they go with the
+			// commit, a round trip fewer (docs/decisions.md, "The
+			// visit's rows in the commit's round trip").
+			p.deferWrites(&b)
+			return nil
+		}
 		return sendBatch(ctx, tx, &b, "create visit", nil)
 	})
 }
