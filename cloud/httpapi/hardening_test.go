@@ -379,3 +379,24 @@ func TestPassLink_ClientAddressFromTrustedProxiesOnly(t *testing.T) {
 		require.Equal(t, http.StatusOK, from("2001:db8:1:3::1").Status)
 	})
 }
+
+// TestQuery_TextThatNoStoreTakesIs422: a query parameter holding a NUL or
+// bytes that are not UTF-8 is 422 at the parameter on every list, before
+// any filter is read. It reached the stores, and was a 500: PostgreSQL
+// refuses the bytes, SQLite's full-text search stops at a NUL. Search
+// syntax of SQL, LIKE and FTS5 is matched as text: 200.
+func TestQuery_TextThatNoStoreTakesIs422(t *testing.T) {
+	eachStore(t, func(t *testing.T, open func(*testing.T) cloud.Store) {
+		h := newHarness(t, open)
+		for _, path := range []string{"/v1/people?q=", "/v1/teams?q=", "/v1/people?email=", "/v1/audit-events?object_id="} {
+			loc := "query." + path[strings.IndexByte(path, '?')+1:len(path)-1]
+			for _, bad := range []string{"abc\x00def", "\x00", "abc\xffdef", "\xff\xfe\xfd"} {
+				requireProblem(t, h.get(path+url.QueryEscape(bad)), http.StatusUnprocessableEntity, "validation_failed", loc)
+			}
+			for _, text := range []string{`"`, `abc"`, `NEAR(abc def)`, `-abc`, `abc*`, `%_\`, `'; DROP TABLE people; --`, "ab\x01cd"} {
+				r := h.get(path + url.QueryEscape(text))
+				require.Equal(t, http.StatusOK, r.Status, "%s%q: %s", path, text, r.Raw)
+			}
+		}
+	})
+}

@@ -48,6 +48,7 @@ func parseQuery(c echo.Context, allowed ...string) (*query, error) {
 		return nil, newError(problem.BadRequest, "The query string is malformed: %v.", err)
 	}
 	q := &query{values: values}
+	textErr := false
 	for name, vs := range values {
 		known := false
 		for _, a := range allowed {
@@ -61,9 +62,23 @@ func parseQuery(c echo.Context, allowed ...string) (*query, error) {
 			q.errs.add("query."+name, "is not a parameter of this operation")
 		case len(vs) > 1:
 			q.errs.add("query."+name, "is given more than once")
+		case !isText(vs[0]):
+			// Neither store takes it (PostgreSQL refuses the bytes,
+			// SQLite's full-text search stops at a NUL): refused here, as
+			// the client's mistake, before any filter is read.
+			q.errs.add("query."+name, "must be UTF-8 text without NUL characters")
+			textErr = true
 		}
 	}
+	if textErr {
+		return nil, q.errs.err()
+	}
 	return q, nil
+}
+
+// isText reports whether v is valid UTF-8 without a NUL character.
+func isText(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsRune(v, 0)
 }
 
 func (q *query) get(name string) (string, bool) {
