@@ -245,6 +245,14 @@ type Edge struct {
 	held        []protocol.Reply
 	rs          *resync   // the outstanding request, if any
 	highest     uint64    // the highest sequence seen on the feed
+	// seenSince is the highest sequence of the batches that arrived
+	// since the outstanding resync request was sent: what the feed
+	// reached while the request ran. When the answer is a snapshot behind
+	// the request (the cloud's feed went back, a restored database),
+	// highest becomes the snapshot's Seq or this, whichever is higher:
+	// kept at the old feed's head, it had the edge ask again after every
+	// answer until the new feed passed it.
+	seenSince uint64
 	syncedAt    time.Time // see EdgeState.SyncedAt
 	markedAt    time.Time // the syncedAt last given to MarkSynced
 	markWritten time.Time // when it was written
@@ -569,7 +577,8 @@ func (e *Edge) contact() {
 }
 
 func (e *Edge) onBatch(c paho.Client, b protocol.Batch) {
-	e.highest = max(e.highest, b.Changes[len(b.Changes)-1].Seq)
+	last := b.Changes[len(b.Changes)-1].Seq
+	e.highest, e.seenSince = max(e.highest, last), max(e.seenSince, last)
 	if e.rs != nil && e.rs.parts != nil {
 		// A snapshot is arriving and will reset the sequence; what
 		// follows it is asked for once it is applied.
@@ -675,6 +684,12 @@ func (e *Edge) onReply(c paho.Client, r protocol.Reply) bool {
 			rs.parts = nil // asked again when the request times out
 			return false
 		}
+		if rs.seq < rs.after {
+			// The cloud's feed went back (a restored database): what the
+			// edge saw of the old one claims nothing any more. Only the
+			// batches that arrived since the request are still ahead.
+			e.highest = max(rs.seq, e.seenSince)
+		}
 		e.log.Info("snapshot applied", "seq", rs.seq, "parts", rs.total)
 		e.count(func(n *EdgeCounters) { n.Snapshots++ })
 		// The status sent as the edge connected said what it held before
@@ -722,6 +737,7 @@ func (e *Edge) requestResync(c paho.Client) {
 	now := e.cfg.Now()
 	req := protocol.ResyncRequest{RequestID: newRequestID(), After: e.cfg.Store.Seq()}
 	e.rs = &resync{id: req.RequestID, after: req.After, sentAt: now, progress: now}
+	e.seenSince = 0
 	e.nextPoll = now.Add(e.cfg.ResyncEvery)
 	e.count(func(n *EdgeCounters) { n.ResyncRequests++ })
 	b, err := protocol.Encode(&req)

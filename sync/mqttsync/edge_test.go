@@ -544,3 +544,50 @@ func TestEdge_HoldsAnAckUntilTheFeedReachesItsSeq(t *testing.T) {
 	assert.Zero(t, store.outboxLen())
 	assert.Empty(t, e.held)
 }
+
+// TestEdge_NoResyncStormAfterTheFeedWentBack: after the cloud's feed goes
+// back (a restored database: its snapshot is behind the edge's request and
+// replaces the cache), an answer of "nothing after Seq" ends the resync.
+// The edge kept the old feed's highest sequence and asked again at once
+// after every answer, until the restored feed passed the old head.
+func TestEdge_NoResyncStormAfterTheFeedWentBack(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	site, id := e.cfg.Site, e.cfg.EdgeID
+	e.handle(rec, message{site.Changes(), encode(t, &protocol.Batch{Changes: changes(1, 10)})})
+	require.Equal(t, uint64(10), store.Seq())
+	rec.take()
+
+	e.requestResync(rec)
+	reqs := resyncs(t, rec.take())
+	require.Len(t, reqs, 1)
+	snap := protocol.Snapshot{Part: 1, Parts: 1, Seq: 5}
+	e.handle(rec, message{site.Replies(id), encode(t, &protocol.Reply{Kind: protocol.ReplySnapshot, RequestID: reqs[0].RequestID, Snapshot: &snap})})
+	require.Equal(t, uint64(5), store.Seq(), "the restored feed's snapshot replaced the cache")
+	require.Empty(t, resyncs(t, rec.take()), "nothing was seen past the snapshot: no request follows it")
+
+	// Asked again later (ResyncEvery), the cloud answers "nothing after 5".
+	e.requestResync(rec)
+	reqs = resyncs(t, rec.take())
+	require.Len(t, reqs, 1)
+	e.handle(rec, message{site.Replies(id), encode(t, &protocol.Reply{Kind: protocol.ReplyChanges, RequestID: reqs[0].RequestID})})
+	require.Empty(t, resyncs(t, rec.take()), "caught up: no request until the next poll")
+}
+
+// TestEdge_FeedWentOnDuringResyncAsksAgain: a batch past the cache that
+// arrives while a resync runs is asked for once the resync is answered.
+func TestEdge_FeedWentOnDuringResyncAsksAgain(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	site, id := e.cfg.Site, e.cfg.EdgeID
+	e.handle(rec, message{site.Changes(), encode(t, &protocol.Batch{Changes: changes(1, 3)})})
+	rec.take()
+	e.requestResync(rec)
+	reqs := resyncs(t, rec.take())
+	require.Len(t, reqs, 1)
+	e.handle(rec, message{site.Changes(), encode(t, &protocol.Batch{Changes: changes(6, 7)})}) // a gap after 3
+	e.handle(rec, message{site.Replies(id), encode(t, &protocol.Reply{Kind: protocol.ReplyChanges, RequestID: reqs[0].RequestID,
+		Changes: changes(4, 5)})}) // the cloud's feed when it answered
+	require.Equal(t, uint64(5), store.Seq())
+	again := resyncs(t, rec.take())
+	require.Len(t, again, 1, "6..7 arrived during the resync: asked for")
+	require.Equal(t, uint64(5), again[0].After)
+}
