@@ -483,7 +483,9 @@ func TestAtomic_PanicInAWriteGivesTheTurnBack(t *testing.T) {
 		t.Fatal("the call sharing the transaction never returned")
 	}
 	nextDone := make(chan error, 1)
-	go func() { nextDone <- s.Atomic(ctx, func(ctx context.Context) error { return s.CreateVisit(ctx, next.v, next.w) }) }()
+	go func() {
+		nextDone <- s.Atomic(ctx, func(ctx context.Context) error { return s.CreateVisit(ctx, next.v, next.w) })
+	}()
 	select {
 	case err := <-nextDone:
 		require.NoError(t, err)

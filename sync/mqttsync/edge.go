@@ -242,9 +242,9 @@ type Edge struct {
 	published uint64
 	// held are the acknowledgements waiting for the feed to reach their
 	// Seq (holdAck), in the order they came.
-	held        []protocol.Reply
-	rs          *resync   // the outstanding request, if any
-	highest     uint64    // the highest sequence seen on the feed
+	held    []protocol.Reply
+	rs      *resync // the outstanding request, if any
+	highest uint64  // the highest sequence seen on the feed
 	// seenSince is the highest sequence of the batches that arrived
 	// since the outstanding resync request was sent: what the feed
 	// reached while the request ran. When the answer is a snapshot behind
@@ -252,7 +252,7 @@ type Edge struct {
 	// highest becomes the snapshot's Seq or this, whichever is higher:
 	// kept at the old feed's head, it had the edge ask again after every
 	// answer until the new feed passed it.
-	seenSince uint64
+	seenSince   uint64
 	syncedAt    time.Time // see EdgeState.SyncedAt
 	markedAt    time.Time // the syncedAt last given to MarkSynced
 	markWritten time.Time // when it was written
