@@ -93,3 +93,51 @@ func TestAtomic_ContextEndedInTheCommitBatchCommitsNothing(t *testing.T) {
 		require.ErrorIs(t, err, cloud.ErrNotFound, "attempt %d: its reply committed after", attempt)
 	}
 }
+
+// TestAtomic_DeferredVisitRows: inside Atomic, CreateVisit's rows go with
+// the call's next statement (pipeTx.deferWrites). A read later in the call
+// sees them; a failure of theirs fails the call, also when fn goes on past
+// the read it surfaced at, and nothing of the call commits.
+func TestAtomic_DeferredVisitRows(t *testing.T) {
+	url := postgrestest.URL(t)
+	s, err := postgrestest.OpenIn(t, url, postgrestest.NewSchema(t, url))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	tn, site := orgWithSite(t, s)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	visit := func(siteID string) (cloud.Visit, cloud.VisitWrites) {
+		vr := cloud.Visitor{ID: ids.New(ids.Visitor), Tenant: tn, Name: "Ada", CreatedAt: now, UpdatedAt: now}
+		return cloud.Visit{ID: ids.New(ids.Visit), Tenant: tn, Status: cloud.VisitExpected, Type: "meeting", SiteID: siteID,
+			VisitorID: vr.ID, CreatedAt: now, UpdatedAt: now}, cloud.VisitWrites{Visitor: &vr}
+	}
+
+	v, w := visit(site.ID)
+	require.NoError(t, s.Atomic(ctx, func(ctx context.Context) error {
+		if err := s.CreateVisit(ctx, v, w); err != nil {
+			return err
+		}
+		got, err := s.Visit(ctx, tn, v.ID)
+		require.NoError(t, err, "the call reads its own visit back")
+		require.Equal(t, v.ID, got.ID)
+		return nil
+	}))
+	_, err = s.Visit(ctx, tn, v.ID)
+	require.NoError(t, err, "committed")
+
+	for _, readAfter := range []bool{false, true} {
+		bad, bw := visit(site.ID)
+		bad.ID = v.ID // the visit's primary key is taken: its insert fails
+		err := s.Atomic(ctx, func(ctx context.Context) error {
+			require.NoError(t, s.CreateVisit(ctx, bad, bw), "the rows are not sent yet")
+			if readAfter {
+				_, err := s.Site(ctx, tn, site.ID)
+				require.ErrorIs(t, err, cloud.ErrConflict, "the deferred rows' failure, at the next statement")
+			}
+			return nil // fn ignores it
+		})
+		require.ErrorIs(t, err, cloud.ErrConflict, "read after: %v", readAfter)
+		_, err = s.Visitor(ctx, tn, bw.Visitor.ID)
+		require.ErrorIs(t, err, cloud.ErrNotFound, "nothing of the call committed")
+	}
+}
