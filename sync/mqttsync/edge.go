@@ -93,7 +93,11 @@ type EdgeConfig struct {
 	// Default 15s.
 	ResyncTimeout time.Duration
 	// AckTimeout is how long a published fact may go unacknowledged
-	// before it is published again. Default 30s.
+	// before it is published again. Default 30s. A fact that goes
+	// unacknowledged parkAfter times in a row is parked: left out of the
+	// window for a while (parkFor), so that facts the cloud rejects (it
+	// never acknowledges them) cannot hold the window against every
+	// later fact.
 	AckTimeout time.Duration
 	// Window bounds the facts published and not yet acknowledged.
 	// Default DefaultWindow.
@@ -236,9 +240,9 @@ type Edge struct {
 	// Owned by Run's goroutine.
 	inflight map[string]time.Time // fact ID → last published
 	// published is the highest counter of the facts published on this
-	// connection: every outbox fact at or below it is in flight (a fact
-	// that leaves the window unacknowledged sets it back to 0), so flush
-	// reads on past it.
+	// connection: every outbox fact at or below it is in flight, parked
+	// or does not encode (a fact that leaves the window unacknowledged, or
+	// its parking, sets it back to 0), so flush reads on past it.
 	published uint64
 	// held are the acknowledgements waiting for the feed to reach their
 	// Seq (holdAck), in the order they came.
@@ -262,6 +266,12 @@ type Edge struct {
 	caughtUp    bool            // a resync was answered on this connection (resynced)
 	sentHWErr   string          // the HardwareError of the last online status published
 	badFacts    map[string]bool // outbox facts that do not encode, logged once
+	// unacked counts, by fact ID, the times a fact left the window
+	// unacknowledged (AckTimeout) since it was last acknowledged;
+	// parked holds the facts that did so parkAfter times or more, until
+	// when flush leaves them out.
+	unacked map[string]int
+	parked  map[string]time.Time
 
 	mu    sync.Mutex
 	state EdgeState
@@ -293,6 +303,8 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 		notify:   make(chan struct{}, 1),
 		inflight: make(map[string]time.Time),
 		badFacts: make(map[string]bool),
+		unacked:  make(map[string]int),
+		parked:   make(map[string]time.Time),
 	}
 	e.tick = min(cfg.ResyncEvery, cfg.ResyncTimeout, cfg.AckTimeout, cfg.StatusEvery, cfg.SyncedEvery) / 4
 	e.tick = max(10*time.Millisecond, min(e.tick, time.Second))
@@ -390,6 +402,7 @@ func (e *Edge) session(ctx context.Context, c paho.Client, lost <-chan error) er
 	// Whatever was in flight on the last connection is published again,
 	// and the edge asks for what it missed while away.
 	clear(e.inflight)
+	clear(e.parked) // tried at once on a new connection (a cloud upgraded meanwhile may take them)
 	e.published = 0
 	e.rs = nil
 	e.caughtUp = false
@@ -627,6 +640,8 @@ func (e *Edge) onAcks(acks []string) bool {
 	}
 	for _, id := range acks {
 		delete(e.inflight, id)
+		delete(e.unacked, id)
+		delete(e.parked, id)
 	}
 	e.count(func(n *EdgeCounters) { n.FactsAcked += uint64(removed) })
 	return true
@@ -757,48 +772,67 @@ func newRequestID() string {
 // flush publishes outbox facts not yet in flight, oldest first, while the
 // window has room. Publications are not waited for: the cloud's
 // acknowledgement is what counts, and AckTimeout republishes what was lost.
+// Facts in flight, parked or that do not encode are passed over, reading on
+// page by page: however many of them sit at the outbox's head, the facts
+// after them are published.
 func (e *Edge) flush(c paho.Client) {
-	room := e.cfg.Window - len(e.inflight)
-	if room <= 0 {
-		return
-	}
-	if e.published == 0 {
-		room = e.cfg.Window // from the oldest, past those in flight
-	}
-	facts, err := e.cfg.Store.OutboxAfter(e.published, room)
-	if err != nil {
-		e.log.Error("read the outbox", "error", err)
+	if len(e.inflight) >= e.cfg.Window {
 		return
 	}
 	now := e.cfg.Now()
 	topic := e.cfg.Site.Facts(e.cfg.EdgeID)
 	published := 0
-	for i := range facts {
-		f := &facts[i]
-		if _, ok := e.inflight[f.ID]; ok {
-			e.published = max(e.published, f.Counter)
-			continue
+	for after, more := e.published, true; more && len(e.inflight) < e.cfg.Window; {
+		n := e.cfg.Window - len(e.inflight) // past what was published: k facts read for k acknowledged
+		if after == 0 {
+			n = e.cfg.Window // from the oldest, past those in flight
 		}
-		if len(e.inflight) >= e.cfg.Window {
+		facts, err := e.cfg.Store.OutboxAfter(after, n)
+		if err != nil {
+			e.log.Error("read the outbox", "error", err)
 			break
 		}
-		f.AckSeq = true // this edge holds acknowledgements for the feed
-		b, err := protocol.Encode(f)
-		if err != nil {
-			if !e.badFacts[f.ID] {
+		more = len(facts) == n
+		for i := range facts {
+			f := &facts[i]
+			after = f.Counter
+			_, flying := e.inflight[f.ID]
+			_, parked := e.parked[f.ID]
+			if flying || parked || e.badFacts[f.ID] {
+				e.published = max(e.published, f.Counter)
+				continue
+			}
+			if len(e.inflight) >= e.cfg.Window {
+				more = false
+				break
+			}
+			f.AckSeq = true // this edge holds acknowledgements for the feed
+			b, err := protocol.Encode(f)
+			if err != nil {
 				e.badFacts[f.ID] = true
 				e.log.Error("an outbox fact does not encode; it stays in the outbox", "fact_id", f.ID, "error", err)
+				e.published = max(e.published, f.Counter)
+				continue
 			}
-			continue
+			c.Publish(topic, 1, false, b)
+			e.inflight[f.ID] = now
+			e.published = max(e.published, f.Counter)
+			published++
 		}
-		c.Publish(topic, 1, false, b)
-		e.inflight[f.ID] = now
-		e.published = max(e.published, f.Counter)
-		published++
 	}
 	if published > 0 {
 		e.count(func(n *EdgeCounters) { n.FactsPublished += uint64(published) })
 	}
+}
+
+// parkAfter is how many times in a row a fact may go unacknowledged before
+// it is parked.
+const parkAfter = 3
+
+// parkFor is how long a fact is parked after its n-th time unacknowledged
+// (n >= parkAfter): twice AckTimeout, doubling each time, at most 64 times.
+func (e *Edge) parkFor(n int) time.Duration {
+	return e.cfg.AckTimeout << min(n-parkAfter+1, 6)
 }
 
 func (e *Edge) onTick(c paho.Client) {
@@ -815,6 +849,20 @@ func (e *Edge) onTick(c paho.Client) {
 		if now.Sub(at) >= e.cfg.AckTimeout {
 			delete(e.inflight, id) // published again by flush,
 			e.published = 0        // which reads from the oldest
+			e.unacked[id]++
+			if n := e.unacked[id]; n >= parkAfter {
+				e.parked[id] = now.Add(e.parkFor(n))
+				if n == parkAfter {
+					e.log.Warn("a fact goes unacknowledged; it is parked and tried less often, and the facts after it go on",
+						"fact_id", id, "times", n)
+				}
+			}
+		}
+	}
+	for id, until := range e.parked {
+		if !now.Before(until) {
+			delete(e.parked, id) // published again by flush,
+			e.published = 0      // which reads from the oldest
 		}
 	}
 	if !now.Before(e.nextStatus) || e.hardwareError() != e.sentHWErr {

@@ -1,7 +1,9 @@
 package mqttsync
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -381,4 +383,73 @@ func TestBrokerRestart(t *testing.T) {
 		require.True(t, store.isApplied(id))
 	}
 	assert.Equal(t, 500, store.appliedCount())
+}
+
+// rejectingStore rejects (ErrRejected: never acknowledged) the facts whose
+// counter is at or below upTo, as a cloud does with a fact it will not take
+// (a kind an older cloud does not know, a desk fact whose walk-in never
+// comes), and applies the others through the fake cloud.
+type rejectingStore struct {
+	*fakeCloud
+	upTo  uint64
+	mu    sync.Mutex
+	tries map[string]int // rejections by fact ID
+}
+
+func (r *rejectingStore) rejected(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tries[id]
+}
+
+func (r *rejectingStore) ApplyFacts(ctx context.Context, site protocol.Site, facts []protocol.Fact) ([]error, error) {
+	errs := make([]error, len(facts))
+	var ok []protocol.Fact
+	var at []int
+	r.mu.Lock()
+	for i, f := range facts {
+		if f.Counter <= r.upTo {
+			r.tries[f.ID]++
+			errs[i] = ErrRejected
+			continue
+		}
+		ok, at = append(ok, f), append(at, i)
+	}
+	r.mu.Unlock()
+	if len(ok) > 0 {
+		sub, err := r.fakeCloud.ApplyFacts(ctx, site, ok)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			errs[i] = sub[j]
+		}
+	}
+	return errs, nil
+}
+
+// TestEdge_RejectedFactsDoNotHoldTheWindow: facts the cloud rejects are
+// never acknowledged. As many as the window at the outbox's head held it
+// for ever: republished at every AckTimeout from the oldest, they kept the
+// facts after them from the cloud. A fact unacknowledged parkAfter times
+// is now parked out of the window, and the facts after it go on; the
+// rejected ones stay in the outbox and are tried again later.
+func TestEdge_RejectedFactsDoNotHoldTheWindow(t *testing.T) {
+	b := embedded(t)
+	site := newSite()
+	inner := newFakeCloud()
+	store := &rejectingStore{fakeCloud: inner, upTo: 2, tries: map[string]int{}}
+	startCloud(t, b, site.OrgID, store, nil)
+	e := startEdge(t, b, site, inner, func(c *EdgeConfig) {
+		c.Window = 2
+		c.AckTimeout = 100 * time.Millisecond
+	})
+	waitFor(t, patience, "the edge to connect", func() bool { return e.State().Connected })
+	ids := e.store.record(3) // two the cloud rejects, then one it takes
+	e.Notify()
+	waitFor(t, patience, "the fact after the rejected ones to be applied", func() bool { return inner.isApplied(ids[2]) })
+	waitFor(t, patience, "its acknowledgement", func() bool { return e.store.outboxLen() == 2 })
+	before := store.rejected(ids[0])
+	waitFor(t, patience, "a rejected fact to be tried again", func() bool { return store.rejected(ids[0]) > before })
+	assert.Equal(t, 2, e.store.outboxLen(), "the rejected facts stay in the outbox")
 }
