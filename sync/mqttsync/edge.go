@@ -267,11 +267,15 @@ type Edge struct {
 	sentHWErr   string          // the HardwareError of the last online status published
 	badFacts    map[string]bool // outbox facts that do not encode, logged once
 	// unacked counts, by fact ID, the times a fact left the window
-	// unacknowledged (AckTimeout) since it was last acknowledged;
-	// parked holds the facts that did so parkAfter times or more, until
-	// when flush leaves them out.
+	// unacknowledged (AckTimeout) while the cloud answered other messages
+	// (heard after the fact was published): the cloud works, and does not
+	// acknowledge this fact. A cloud that answers nothing (its database
+	// down) counts nothing: its facts are not parked, and go out again
+	// every AckTimeout as before. parked holds the facts counted parkAfter
+	// times or more, until when flush leaves them out.
 	unacked map[string]int
 	parked  map[string]time.Time
+	heard   time.Time // the last message from the cloud (contact)
 
 	mu    sync.Mutex
 	state EdgeState
@@ -584,6 +588,7 @@ func (e *Edge) drop(m message, why string) {
 
 func (e *Edge) contact() {
 	now := e.cfg.Now()
+	e.heard = now
 	e.mu.Lock()
 	e.state.LastContact = now
 	e.mu.Unlock()
@@ -830,9 +835,10 @@ func (e *Edge) flush(c paho.Client) {
 const parkAfter = 3
 
 // parkFor is how long a fact is parked after its n-th time unacknowledged
-// (n >= parkAfter): twice AckTimeout, doubling each time, at most 64 times.
+// (n >= parkAfter): twice AckTimeout, doubling each time, at most 8 times
+// (4 minutes at the default).
 func (e *Edge) parkFor(n int) time.Duration {
-	return e.cfg.AckTimeout << min(n-parkAfter+1, 6)
+	return e.cfg.AckTimeout << min(n-parkAfter+1, 3)
 }
 
 func (e *Edge) onTick(c paho.Client) {
@@ -849,6 +855,9 @@ func (e *Edge) onTick(c paho.Client) {
 		if now.Sub(at) >= e.cfg.AckTimeout {
 			delete(e.inflight, id) // published again by flush,
 			e.published = 0        // which reads from the oldest
+			if !e.heard.After(at) {
+				continue // the cloud said nothing since: an outage, not this fact
+			}
 			e.unacked[id]++
 			if n := e.unacked[id]; n >= parkAfter {
 				e.parked[id] = now.Add(e.parkFor(n))

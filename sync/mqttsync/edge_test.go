@@ -591,3 +591,55 @@ func TestEdge_FeedWentOnDuringResyncAsksAgain(t *testing.T) {
 	require.Len(t, again, 1, "6..7 arrived during the resync: asked for")
 	require.Equal(t, uint64(5), again[0].After)
 }
+
+// TestEdge_ParksOnlyWhatAWorkingCloudLeavesUnacknowledged: facts that time
+// out while the cloud says nothing (its database down) go out again every
+// AckTimeout and are never parked, so they are not held back once it
+// recovers. Facts that time out while the cloud answers other messages are
+// counted, parked after parkAfter times, and the fact after them goes out.
+func TestEdge_ParksOnlyWhatAWorkingCloudLeavesUnacknowledged(t *testing.T) {
+	e, store, rec := newTestEdge(t)
+	e.cfg.Window = 2
+	ids := store.record(3)
+	start := time.Now()
+	at := func(d time.Duration) { e.cfg.Now = func() time.Time { return start.Add(d) } }
+	published := func() (out []string) {
+		for _, m := range rec.take() {
+			if m.topic == e.cfg.Site.Facts(e.cfg.EdgeID) {
+				var f protocol.Fact
+				require.NoError(t, protocol.Decode(m.payload, &f))
+				out = append(out, f.ID)
+			}
+		}
+		return out
+	}
+	at(0)
+	e.flush(rec)
+	require.Equal(t, ids[:2], published())
+
+	tick := e.cfg.AckTimeout
+	for k := 1; k <= parkAfter+1; k++ { // the cloud silent
+		at(time.Duration(k) * tick)
+		e.onTick(rec)
+		require.ElementsMatch(t, ids[:2], published(), "round %d: published again", k)
+	}
+	require.Empty(t, e.parked, "nothing parked while the cloud said nothing")
+
+	seq := uint64(1)
+	base := time.Duration(parkAfter+1) * tick
+	for k := 1; k <= parkAfter; k++ { // the cloud answers, but not for these two
+		at(base + time.Duration(k)*tick - tick/2)
+		e.handle(rec, message{e.cfg.Site.Changes(), encode(t, &protocol.Batch{Changes: changes(seq, seq)})})
+		seq++
+		at(base + time.Duration(k)*tick)
+		e.onTick(rec)
+		got := published()
+		if k < parkAfter {
+			require.ElementsMatch(t, ids[:2], got, "round %d", k)
+			continue
+		}
+		require.Equal(t, []string{ids[2]}, got, "parked, the two leave the window to the fact after them")
+	}
+	require.Len(t, e.parked, 2)
+	require.Equal(t, 3, store.outboxLen(), "parked facts stay in the outbox")
+}

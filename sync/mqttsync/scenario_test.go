@@ -443,6 +443,7 @@ func TestEdge_RejectedFactsDoNotHoldTheWindow(t *testing.T) {
 	e := startEdge(t, b, site, inner, func(c *EdgeConfig) {
 		c.Window = 2
 		c.AckTimeout = 100 * time.Millisecond
+		c.ResyncEvery = 50 * time.Millisecond // the cloud answers these: it works, and leaves two facts unacknowledged
 	})
 	waitFor(t, patience, "the edge to connect", func() bool { return e.State().Connected })
 	ids := e.store.record(3) // two the cloud rejects, then one it takes
