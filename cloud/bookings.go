@@ -172,7 +172,7 @@ func (s *Service) CreateBookingType(ctx context.Context, a Actor, in BookingType
 	if err != nil {
 		return BookingTypeView{}, err
 	}
-	view, err := s.bookingTypeView(ctx, bt)
+	view, err := s.bookingTypeView(ctx, a, bt)
 	if err != nil {
 		return BookingTypeView{}, err
 	}
@@ -242,11 +242,20 @@ func (s *Service) UpdateBookingType(ctx context.Context, a Actor, id string, in 
 	if err != nil {
 		return BookingTypeView{}, err
 	}
-	return s.bookingTypeView(ctx, bt)
+	return s.bookingTypeView(ctx, a, bt)
 }
 
-func (s *Service) bookingTypeView(ctx context.Context, bt BookingType) (BookingTypeView, error) {
+// bookingTypeView is bt as actor a is shown it, with the public form of its
+// visit type when it is public. A publishable key (a public booking page)
+// is not shown who hosts the
+// type: host_id and team_id name people and teams of the organisation,
+// which a publishable key never lists (docs/decisions.md, "What a
+// publishable key sees of a booking type").
+func (s *Service) bookingTypeView(ctx context.Context, a Actor, bt BookingType) (BookingTypeView, error) {
 	out := BookingTypeView{BookingType: bt}
+	if a.Publishable {
+		out.HostID, out.TeamID = "", ""
+	}
 	if !bt.Public {
 		return out, nil
 	}
@@ -275,7 +284,7 @@ func (s *Service) BookingType(ctx context.Context, a Actor, id string) (BookingT
 	if a.Publishable && (!bt.Public || bt.Archived) {
 		return BookingTypeView{}, ErrNotFound
 	}
-	return s.bookingTypeView(ctx, bt)
+	return s.bookingTypeView(ctx, a, bt)
 }
 
 // ListBookingTypes returns a page of booking types; a publishable key sees
@@ -290,7 +299,7 @@ func (s *Service) ListBookingTypes(ctx context.Context, a Actor, f BookingTypeFi
 	}
 	out := make([]BookingTypeView, len(bts))
 	for i, bt := range bts {
-		if out[i], err = s.bookingTypeView(ctx, bt); err != nil {
+		if out[i], err = s.bookingTypeView(ctx, a, bt); err != nil {
 			return nil, false, err
 		}
 	}

@@ -97,6 +97,12 @@ func TestBookingTypes_CreateReadAndValidate(t *testing.T) {
 		pk := h.seed.Keys.PublishableTest
 		r := h.do(req{method: http.MethodGet, path: "/v1/booking-types", key: pk})
 		require.Equal(t, []string{bt["id"].(string)}, idsOf(data(t, r)), "a publishable key sees public types only")
+		require.Equal(t, h.seed.Test.People[0], bt["host_id"], "a secret key sees who hosts")
+		for _, seen := range []map[string]any{data(t, r)[0], h.do(req{method: http.MethodGet, path: "/v1/booking-types/" + bt["id"].(string), key: pk}).Body} {
+			require.Nil(t, seen["host_id"], "a publishable key is not shown who hosts")
+			require.Nil(t, seen["team_id"])
+			require.Equal(t, bt["public_form"], seen["public_form"], "it sees what a booking page needs")
+		}
 		requireProblem(t, h.do(req{method: http.MethodGet, path: "/v1/booking-types/" + private["id"].(string), key: pk}), http.StatusNotFound, "not_found")
 		requireProblem(t, h.do(req{method: http.MethodGet, path: "/v1/booking-types/" + private["id"].(string) + "/slots?from=2026-11-23&to=2026-11-23", key: pk}),
 			http.StatusNotFound, "not_found")
