@@ -247,10 +247,9 @@ func (s *Service) UpdateBookingType(ctx context.Context, a Actor, id string, in 
 
 // bookingTypeView is bt as actor a is shown it, with the public form of its
 // visit type when it is public. A publishable key (a public booking page)
-// is not shown who hosts the
-// type: host_id and team_id name people and teams of the organisation,
-// which a publishable key never lists (docs/decisions.md, "What a
-// publishable key sees of a booking type").
+// is not shown who hosts the type: host_id and team_id name people and
+// teams of the organisation, which a publishable key never lists
+// (docs/decisions.md, "What a publishable key sees of a booking type").
 func (s *Service) bookingTypeView(ctx context.Context, a Actor, bt BookingType) (BookingTypeView, error) {
 	out := BookingTypeView{BookingType: bt}
 	if a.Publishable {

@@ -94,10 +94,10 @@ type EdgeConfig struct {
 	ResyncTimeout time.Duration
 	// AckTimeout is how long a published fact may go unacknowledged
 	// before it is published again. Default 30s. A fact that goes
-	// unacknowledged parkAfter times in a row is parked: left out of the
-	// window for a while (parkFor), so that facts the cloud rejects (it
-	// never acknowledges them) cannot hold the window against every
-	// later fact.
+	// unacknowledged parkAfter times while the cloud answers other
+	// messages is parked: left out of the window for a while (parkFor), so
+	// that facts the cloud rejects (it never acknowledges them) cannot
+	// hold the window against every later fact.
 	AckTimeout time.Duration
 	// Window bounds the facts published and not yet acknowledged.
 	// Default DefaultWindow.
